@@ -1,0 +1,32 @@
+# gtl_add_test(NAME name SOURCES ... LABELS cpu|gpu [LIBS ...])
+#   One GoogleTest executable registered with CTest as one test, labelled `cpu` or `gpu`.
+#   GPU tests are built in every configuration; without a device they GTEST_SKIP() with a reason,
+#   which CTest shows as skipped (SKIP_REGULAR_EXPRESSION on GoogleTest's "[  SKIPPED ]").
+function(gtl_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LABELS;LIBS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE gtl_core gtl_test_main GTest::gtest ${T_LIBS})
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  gtl_target_warnings(${T_NAME})
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_brief=1)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+  if("gpu" IN_LIST T_LABELS)
+    # All tests of a GPU binary skipped (no device): report the binary as skipped, not passed.
+    set_tests_properties(${T_NAME} PROPERTIES SKIP_REGULAR_EXPRESSION "GTL_ALL_SKIPPED")
+  endif()
+endfunction()
+
+# gtl_add_benchmark(NAME name SOURCES ... [LIBS ...]): one Google Benchmark executable.
+function(gtl_add_benchmark)
+  cmake_parse_arguments(B "" "NAME" "SOURCES;LIBS" ${ARGN})
+  if(NOT GTL_BUILD_BENCHMARKS)
+    return()
+  endif()
+  add_executable(${B_NAME} ${B_SOURCES})
+  target_link_libraries(${B_NAME} PRIVATE gtl_core benchmark::benchmark ${B_LIBS})
+  gtl_target_warnings(${B_NAME})
+  set_property(GLOBAL APPEND PROPERTY GTL_BENCHMARKS ${B_NAME})
+endfunction()

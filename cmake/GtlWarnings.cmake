@@ -1,0 +1,16 @@
+# Warnings for the project's own targets (never for system headers).
+function(gtl_target_warnings target)
+  set(flags -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter)
+  if(GTL_WERROR)
+    list(APPEND flags -Werror)
+  endif()
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${flags}>)
+  if(GTL_HAVE_CUDA)
+    string(REPLACE ";" "," host_flags "-Wall;-Wextra;-Wno-unused-parameter")
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${host_flags} --expt-relaxed-constexpr>)
+    if(GTL_WERROR)
+      target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
+    endif()
+  endif()
+endfunction()

@@ -1,0 +1,1 @@
+// Placeholder: the caching allocator is being written (issue 2).

@@ -1,0 +1,63 @@
+// Helpers shared by the course's tests.
+//
+//   GTL_REQUIRE_GPU();                       skip (with the reason) when no GPU is usable
+//   expect_close(actual, expected, tol, what)  element-wise check that fails on NaN and inf
+//
+// Comparisons are written so that NaN fails: `!(err <= tol)` is true for NaN, whereas the common
+// `err > tol` is false for NaN and lets a broken kernel pass.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gtl/runtime/device.h"
+#include "gtl/tensor/tensor.h"
+
+#define GTL_REQUIRE_GPU()                                                          \
+  do {                                                                             \
+    if (!::gtl::cuda_available())                                                  \
+      GTEST_SKIP() << "needs a CUDA GPU: " << ::gtl::cuda_unavailable_reason();    \
+  } while (0)
+
+namespace gtl::testing {
+
+// Tolerance: |a - e| <= atol + rtol * |e|, element by element.
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1e-5;
+};
+
+// Returns an empty string when every element is finite and within tolerance, otherwise a
+// message naming the first bad index, both values and the tolerance.
+inline std::string compare(const std::vector<float>& actual, const std::vector<float>& expected,
+                           Tolerance tol) {
+  if (actual.size() != expected.size()) {
+    return "size mismatch: got " + std::to_string(actual.size()) + " values, expected " +
+           std::to_string(expected.size());
+  }
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double a = actual[i], e = expected[i];
+    if (std::isnan(e) || std::isinf(e)) {
+      if (std::isnan(e) ? std::isnan(a) : a == e) continue;
+    } else {
+      const double err = std::fabs(a - e);
+      if (err <= tol.atol + tol.rtol * std::fabs(e)) continue;  // false for NaN: NaN fails
+    }
+    return "element " + std::to_string(i) + ": got " + std::to_string(a) + ", expected " +
+           std::to_string(e) + " (atol " + std::to_string(tol.atol) + ", rtol " +
+           std::to_string(tol.rtol) + ")";
+  }
+  return "";
+}
+
+inline void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol,
+                         const std::string& what) {
+  ASSERT_EQ(actual.shape(), expected.shape()) << what << ": shapes differ";
+  const std::string err = compare(actual.to_vector(), expected.to_vector(), tol);
+  EXPECT_TRUE(err.empty()) << what << ": " << err;
+}
+
+}  // namespace gtl::testing
