@@ -25,3 +25,14 @@ if(NOT IS_DIRECTORY "${GTL_LABS_DIR}")
   message(FATAL_ERROR "GTL_LABS_IMPL='${GTL_LABS_IMPL}': no such folder ${GTL_LABS_DIR}. "
                       "Use solution, starter, or the path of a copy of starter/.")
 endif()
+
+# Developers working on one part of the core can build only that part's sources, tests and
+# benchmarks (runtime, memory and tensor are always built): -DGTL_PARTS="ops;optim".
+set(GTL_PARTS "all" CACHE STRING "Parts of the core to build: all, or a list such as ops;optim")
+function(gtl_part_enabled part out)
+  if(GTL_PARTS STREQUAL "all" OR part IN_LIST GTL_PARTS OR part STREQUAL "core")
+    set(${out} ON PARENT_SCOPE)
+  else()
+    set(${out} OFF PARENT_SCOPE)
+  endif()
+endfunction()

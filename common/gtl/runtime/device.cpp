@@ -39,11 +39,16 @@ bool cuda_available() { return cuda_device_count() > 0; }
 #ifdef GTL_WITH_CUDA
 
 int cuda_device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
+  // Asked on every op's CPU/GPU decision, so ask the driver once: the count cannot change
+  // while the process runs.
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
   return count;
 }
 

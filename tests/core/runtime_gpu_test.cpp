@@ -1,0 +1,82 @@
+// The CUDA runtime layer on a real GPU: properties, streams, events, timers, and the error a
+// failed CUDA call produces. Skipped, with the reason, on a machine without a GPU.
+#include <gtest/gtest.h>
+
+#include "gtl_test.h"
+#include "gtl/runtime/device.h"
+#include "gtl/runtime/error.h"
+#include "gtl/runtime/stream.h"
+#include "gtl/tensor/tensor.h"
+
+namespace gtl {
+namespace {
+
+TEST(GpuRuntime, PropertiesDescribeARealDevice) {
+  GTL_REQUIRE_GPU();
+  const DeviceProperties p = device_properties(0);
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_GE(p.compute_major, 7) << "CUDA 13 supports sm_75 and newer";
+  EXPECT_GT(p.multiprocessors, 0);
+  EXPECT_GT(p.total_memory_bytes, int64_t{1} << 30);
+  EXPECT_EQ(p.warp_size, 32);
+  EXPECT_GT(p.peak_memory_bandwidth_gbs(), 100.0) << p.memory_clock_khz << " kHz, "
+                                                  << p.memory_bus_width_bits << " bits";
+  EXPECT_NE(cuda_version_string().find("CUDA runtime"), std::string::npos);
+}
+
+TEST(GpuRuntime, FailedCallNamesTheCallAndTheReason) {
+  GTL_REQUIRE_GPU();
+  try {
+    DeviceGuard guard(Device::cuda(cuda_device_count() + 7));
+    FAIL() << "selecting a device that does not exist must throw";
+  } catch (const CudaError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cudaSetDevice"), std::string::npos) << what;
+    EXPECT_NE(what.find("cudaErrorInvalidDevice"), std::string::npos) << what;
+    EXPECT_NE(what.find("device.cpp:"), std::string::npos) << what;
+  }
+  // The error was cleared: the next call works.
+  EXPECT_NO_THROW(device_synchronize());
+}
+
+TEST(GpuRuntime, DeviceGuardRestoresTheDevice) {
+  GTL_REQUIRE_GPU();
+  { DeviceGuard guard(Device::cuda(0)); }
+  EXPECT_NO_THROW(Tensor::zeros({4}, DType::Float32, Device::cuda(0)));
+}
+
+TEST(GpuRuntime, EventsOrderWorkAcrossStreams) {
+  GTL_REQUIRE_GPU();
+  Stream producer = Stream::create(Device::cuda(0));
+  Stream consumer = Stream::create(Device::cuda(0));
+  Tensor t = Tensor::empty({1 << 20}, DType::Float32, Device::cuda(0));
+  {
+    StreamScope scope(producer);
+    t.fill_(3.0);
+  }
+  consumer.wait(producer);  // consumer's later work sees the fill
+  Tensor host = Tensor::empty_with({1 << 20}, DType::Float32, pinned_allocator());
+  host.copy_async_(t, consumer);
+  consumer.synchronize();
+  EXPECT_EQ(host.to_vector()[(1 << 20) - 1], 3.f);
+}
+
+TEST(GpuRuntime, TimerMeasuresGpuWork) {
+  GTL_REQUIRE_GPU();
+  Stream s = Stream::create(Device::cuda(0));
+  StreamScope scope(s);
+  Tensor big = Tensor::empty({64 << 20}, DType::Float32, Device::cuda(0));
+  GpuTimer timer(s);
+  timer.start();
+  for (int i = 0; i < 10; ++i) big.fill_(i);
+  timer.stop();
+  const float ms = timer.elapsed_ms();
+  EXPECT_GT(ms, 0.f) << "ten fills of 256 MiB take measurable GPU time";
+  Event done;
+  done.record(s);
+  done.synchronize();
+  EXPECT_TRUE(done.query());
+}
+
+}  // namespace
+}  // namespace gtl
