@@ -42,3 +42,11 @@ _gtl_row("CLI11" "${GTL_CLI11_INCLUDE}")
 _gtl_row("labs implementation" "${GTL_LABS_IMPL} (${GTL_LABS_DIR})")
 _gtl_row("warnings as errors" "${GTL_WERROR}")
 message(STATUS "")
+
+# The list of benchmark executables, for scripts/certify-gpu.sh.
+get_property(_gtl_benchmarks GLOBAL PROPERTY GTL_BENCHMARKS)
+set(_gtl_bench_lines "")
+foreach(b ${_gtl_benchmarks})
+  string(APPEND _gtl_bench_lines "$<TARGET_FILE:${b}>\n")
+endforeach()
+file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/benchmarks.txt CONTENT "${_gtl_bench_lines}")
