@@ -1,0 +1,96 @@
+// Lab 01 checks that run on any machine: choosing a device (TODO 1), the error checker (TODO 2,
+// needs the CUDA runtime library but no GPU) and the CPU vector add (TODO 7).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "gpu_basics.h"
+#include "gtl/tensor/philox.h"
+#include "gtl_test.h"
+
+#ifdef GTL_WITH_CUDA
+#include "check_cuda.h"
+#endif
+
+namespace {
+
+TEST(ChooseDevice, AutoPicksTheGpuWhenThereIsOneElseTheCpu) {
+  const gtl::Device d = lab01::choose_device("auto");
+  EXPECT_EQ(d, gtl::cuda_available() ? gtl::Device::cuda(0) : gtl::Device::cpu())
+      << "TODO 1a: \"auto\" must fall back to the CPU when no GPU is usable, so the same program "
+         "runs on a laptop and on a GPU server";
+}
+
+TEST(ChooseDevice, ExplicitRequestsAreHonoured) {
+  EXPECT_EQ(lab01::choose_device("cpu"), gtl::Device::cpu());
+  if (gtl::cuda_available()) {
+    EXPECT_EQ(lab01::choose_device("cuda:0"), gtl::Device::cuda(0));
+  }
+}
+
+TEST(ChooseDevice, AMissingGpuIsAnErrorThatSaysHowManyExist) {
+  const int missing = gtl::cuda_device_count() + 2;
+  try {
+    lab01::choose_device("cuda:" + std::to_string(missing));
+    FAIL() << "TODO 1a: requesting cuda:" << missing << " must throw gtl::Error";
+  } catch (const gtl::Error& e) {
+    const std::string expected = "cuda:" + std::to_string(missing) + " requested but only " +
+                                 std::to_string(gtl::cuda_device_count()) + " GPU";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << "TODO 1a: expected the message to contain \"" << expected << "\", got: " << e.what();
+  }
+}
+
+TEST(ChooseDevice, MalformedRequestsAreErrors) {
+  EXPECT_THROW(lab01::choose_device("gpu0"), gtl::Error)
+      << "TODO 1a: pass anything other than \"auto\" to gtl::Device::parse, which rejects it";
+}
+
+TEST(VectorAddCpu, MatchesTheDefinitionOnOddSizes) {
+  for (int64_t n : {0, 1, 7, 1000, (1 << 20) + 3}) {
+    std::vector<float> a(n), b(n), c(n, -1.f);
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = gtl::philox::uniform(1, i) * 100.f;
+      b[i] = gtl::philox::uniform(2, i) - 0.5f;
+    }
+    lab01::vector_add_cpu(a.data(), b.data(), c.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 7: c[" << i << "] for n = " << n;
+    }
+  }
+}
+
+#ifdef GTL_WITH_CUDA
+TEST(CheckCuda, SuccessIsSilent) {
+  EXPECT_NO_THROW(LAB_CHECK(cudaSuccess));
+}
+
+TEST(CheckCuda, AnErrorNamesTheCallThePlaceAndTheError) {
+  const int line = __LINE__ + 2;
+  try {
+    LAB_CHECK(cudaErrorInvalidValue);
+    FAIL() << "TODO 2: check_cuda must throw when the call did not return cudaSuccess";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(),
+                 ("cudaErrorInvalidValue failed at cpu_test.cpp:" + std::to_string(line) +
+                  ": cudaErrorInvalidValue: " + cudaGetErrorString(cudaErrorInvalidValue))
+                     .c_str())
+        << "TODO 2: the message is \"<call> failed at <file>:<line>: <error name>: <error string>\"";
+  }
+}
+
+TEST(CheckCuda, AFailedRuntimeCallIsCaught) {
+  // A real failing call: device -1 never exists (without a GPU the driver error comes first).
+  try {
+    LAB_CHECK(cudaSetDevice(-1));
+    FAIL() << "TODO 2: cudaSetDevice(-1) fails and LAB_CHECK must throw";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cudaSetDevice(-1) failed at cpu_test.cpp:"), std::string::npos) << what;
+    EXPECT_NE(what.find(": cudaError"), std::string::npos)
+        << "TODO 2: name the error with cudaGetErrorName: " << what;
+  }
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,135 @@
+// Lab 01 checks that need a GPU: device properties (TODO 1b), device memory and the vector-add
+// kernel (TODO 3), timing (TODO 4), transfer bandwidth (TODO 5) and the stream pipeline (TODO 6).
+// Each test skips, with the reason, on a machine without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "gpu_basics.h"
+#include "gtl/tensor/philox.h"
+#include "gtl_test.h"
+
+#ifdef GTL_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+[[maybe_unused]] std::vector<float> random_vector(int64_t n, uint64_t seed) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = gtl::philox::uniform(seed, i) * 2.f - 1.f;
+  return v;
+}
+
+TEST(DescribeDevice, NamesTheGpuAndItsResources) {
+  GTL_REQUIRE_GPU();
+  const std::string line = lab01::describe_device(0);
+  const gtl::DeviceProperties p = gtl::device_properties(0);
+  EXPECT_EQ(line.rfind(p.name + ": ", 0), 0u) << "TODO 1b: start with the device name: " << line;
+  EXPECT_NE(line.find(std::to_string(p.multiprocessors) + " SMs"), std::string::npos) << line;
+  EXPECT_NE(line.find("sm_" + std::to_string(p.compute_major) + std::to_string(p.compute_minor)),
+            std::string::npos)
+      << line;
+}
+
+#ifdef GTL_WITH_CUDA
+
+TEST(VectorAddGpu, MatchesTheCpuOnEverySize) {
+  GTL_REQUIRE_GPU();
+  // Sizes around the block size catch a missing bounds check; 0 and 1 catch off-by-one setup.
+  for (int64_t n : {0, 1, 255, 256, 257, 1000003}) {
+    const std::vector<float> a = random_vector(n, 1), b = random_vector(n, 2);
+    std::vector<float> c(n, std::nanf(""));
+    lab01::vector_add_gpu(a.data(), b.data(), c.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 3: c[" << i << "] for n = " << n
+                                   << " (NaN means the element was never written)";
+    }
+  }
+}
+
+TEST(VectorAddDevice, GridStrideLoopCoversLargeArraysAndStopsAtN) {
+  GTL_REQUIRE_GPU();
+  // More elements than any grid of a few blocks per SM has threads: only a grid-stride loop
+  // reaches the end. Sentinels after n catch writes past the end.
+  const int64_t n = (int64_t{1} << 26) + 5, pad = 1024;
+  const std::vector<float> a = random_vector(n, 3), b = random_vector(n, 4);
+  float *da, *db, *dc;
+  ASSERT_EQ(cudaMalloc(&da, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&db, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dc, (n + pad) * 4), cudaSuccess);
+  cudaMemcpy(da, a.data(), n * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b.data(), n * 4, cudaMemcpyHostToDevice);
+  const std::vector<float> sentinel(n + pad, 12345.f);
+  cudaMemcpy(dc, sentinel.data(), (n + pad) * 4, cudaMemcpyHostToDevice);
+  lab01::vector_add_device(da, db, dc, n, nullptr);
+  std::vector<float> c(n + pad);
+  ASSERT_EQ(cudaMemcpy(c.data(), dc, (n + pad) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(da), cudaFree(db), cudaFree(dc);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 3a: element " << i << " of " << n
+                                 << " is wrong: does the loop step by blockDim.x * gridDim.x?";
+  }
+  for (int64_t i = n; i < n + pad; ++i) {
+    ASSERT_EQ(c[i], 12345.f) << "TODO 3a: the kernel wrote past n at " << i;
+  }
+}
+
+TEST(EventTiming, AHostTimerWithoutSyncMeasuresOnlyTheLaunches) {
+  GTL_REQUIRE_GPU();
+  // 64 Mi floats: each launch is ~0.1-1 ms of GPU work, far longer than queuing it.
+  const lab01::LaunchTiming t = lab01::time_vector_add(int64_t{1} << 26, 20);
+  EXPECT_GT(t.event_ms, 0.f) << "TODO 4: events must measure the GPU work";
+  EXPECT_TRUE(std::isfinite(t.host_ms_with_sync) && t.host_ms_with_sync > 0) << "TODO 4";
+  EXPECT_LT(t.host_ms_without_sync, 0.5 * t.event_ms)
+      << "TODO 4: without a synchronisation the host clock stops as soon as the launches are "
+         "queued, long before the GPU finishes: expected far less than the event time "
+      << t.event_ms << " ms, got " << t.host_ms_without_sync << " ms";
+  EXPECT_GE(t.host_ms_with_sync, 0.9 * t.event_ms)
+      << "TODO 4: with a synchronisation the host clock covers all the GPU work";
+}
+
+TEST(TransferBandwidth, EveryDirectionGivesAPhysicalNumber) {
+  GTL_REQUIRE_GPU();
+  const double hbm = gtl::device_properties(0).peak_memory_bandwidth_gbs();
+  for (bool pinned : {false, true}) {
+    for (bool to_device : {true, false}) {
+      const double gbs = lab01::copy_bandwidth_gbs(64 << 20, pinned, to_device, 5);
+      EXPECT_TRUE(std::isfinite(gbs) && gbs > 0.1 && gbs < hbm)
+          << "TODO 5: " << (pinned ? "pinned" : "pageable") << (to_device ? " H2D" : " D2H")
+          << " bandwidth " << gbs << " GB/s is not a plausible PCIe/NVLink figure (0.1 to " << hbm
+          << " GB/s): are the events recorded around the copies, and is ms converted to s?";
+    }
+  }
+}
+
+TEST(StreamPipeline, GivesExactlyTheSerialResult) {
+  GTL_REQUIRE_GPU();
+  for (auto [n, chunks] : std::vector<std::pair<int64_t, int>>{
+           {1, 4}, {5, 8}, {1000003, 1}, {1000003, 3}, {1 << 22, 8}}) {
+    float *in, *out_serial, *out_pipe, *d_in, *d_out;
+    ASSERT_EQ(cudaMallocHost(&in, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMallocHost(&out_serial, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMallocHost(&out_pipe, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_in, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, n * 4), cudaSuccess);
+    const std::vector<float> x = random_vector(n, 5);
+    std::copy(x.begin(), x.end(), in);
+    std::fill(out_pipe, out_pipe + n, std::nanf(""));
+    lab01::scale_serial(in, out_serial, d_in, d_out, n, 3.f);
+    cudaMemset(d_out, 0, n * 4);
+    lab01::scale_pipelined(in, out_pipe, d_in, d_out, n, 3.f, chunks);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out_pipe[i], out_serial[i])
+          << "TODO 6: element " << i << " of n = " << n << " with " << chunks
+          << " chunks (NaN: never copied back; did you synchronise every stream?)";
+    }
+    cudaFreeHost(in), cudaFreeHost(out_serial), cudaFreeHost(out_pipe);
+    cudaFree(d_in), cudaFree(d_out);
+  }
+}
+
+#endif  // GTL_WITH_CUDA
+
+}  // namespace

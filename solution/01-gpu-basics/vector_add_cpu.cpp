@@ -1,0 +1,10 @@
+// Lab 01, TODO 7: the same vector operation on the CPU, for the CPU vs GPU comparison.
+#include "gpu_basics.h"
+
+namespace lab01 {
+
+void vector_add_cpu(const float* a, const float* b, float* c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
+}
+
+}  // namespace lab01

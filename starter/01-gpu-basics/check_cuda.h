@@ -1,0 +1,32 @@
+// Lab 01, TODO 2: error checking.
+//
+// Almost every CUDA runtime call returns a cudaError_t, and a kernel launch reports its errors
+// through cudaGetLastError(). Ignore them and a failure surfaces far away, as wrong numbers or a
+// crash in an unrelated call. Wrap every call:
+//
+//   LAB_CHECK(cudaMalloc(&ptr, bytes));
+//   my_kernel<<<grid, block>>>(...);  LAB_CHECK(cudaGetLastError());
+//
+// On failure, throw std::runtime_error with a message that names the call as written, where it
+// is (file:line) and the error: "cudaMalloc(&ptr, bytes) failed at vector_add.cu:42:
+// cudaErrorMemoryAllocation: out of memory". The tests provoke an error and read that message.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace lab01 {
+
+inline void check_cuda(cudaError_t error, const char* call, const char* file, int line) {
+  // TODO(lab01) step 2: when `error` is not cudaSuccess, throw std::runtime_error with the
+  // message described above. Hints: cudaGetErrorName(error) gives "cudaErrorMemoryAllocation",
+  // cudaGetErrorString(error) the sentence; keep only the file name of `file` (after the last
+  // '/'); call cudaGetLastError() once to clear the error before throwing.
+  (void)error, (void)call, (void)file, (void)line;
+}
+
+}  // namespace lab01
+
+#define LAB_CHECK(call) ::lab01::check_cuda((call), #call, __FILE__, __LINE__)

@@ -1,0 +1,43 @@
+// Lab 01, TODO 3: device memory and a vector-add kernel.
+//
+// A kernel runs as a grid of blocks of threads. With a grid-stride loop a fixed-size grid covers
+// any n: thread t handles elements t, t + stride, t + 2 stride, ... where stride is the number of
+// threads in the grid. Consecutive threads touch consecutive elements, so each warp's loads are
+// coalesced into a few wide memory transactions.
+#include "check_cuda.h"
+#include "gpu_basics.h"
+
+namespace lab01 {
+
+namespace {
+
+__global__ void vector_add_kernel(const float* a, const float* b, float* c, int64_t n) {
+  // TODO(lab01) step 3a: a grid-stride loop. Start at this thread's global index
+  // (blockIdx.x * blockDim.x + threadIdx.x, computed in int64_t so huge n cannot overflow) and
+  // step by the number of threads in the grid (blockDim.x * gridDim.x) while i < n.
+}
+
+}  // namespace
+
+void vector_add_device(const float* a, const float* b, float* c, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  // Enough blocks to fill every SM several times over; the loop covers the rest.
+  int device = 0, sms = 0;
+  LAB_CHECK(cudaGetDevice(&device));
+  LAB_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int threads = 256;
+  const int64_t needed = (n + threads - 1) / threads;
+  const int blocks = static_cast<int>(needed < int64_t{sms} * 8 ? needed : int64_t{sms} * 8);
+  vector_add_kernel<<<blocks, threads, 0, stream>>>(a, b, c, n);
+  LAB_CHECK(cudaGetLastError());
+}
+
+void vector_add_gpu(const float* a, const float* b, float* c, int64_t n) {
+  // TODO(lab01) step 3b: cudaMalloc three device arrays of n floats, cudaMemcpy a and b to the
+  // device (cudaMemcpyHostToDevice), vector_add_device(..., nullptr), cudaMemcpy c back
+  // (cudaMemcpyDeviceToHost: it waits for the kernel), cudaFree all three. Wrap every call in
+  // LAB_CHECK. Careful: n can be 0.
+  (void)a, (void)b, (void)c, (void)n;
+}
+
+}  // namespace lab01

@@ -1,0 +1,12 @@
+// Lab 01, TODO 7: the same vector operation on the CPU, for the CPU vs GPU comparison.
+#include "gpu_basics.h"
+
+namespace lab01 {
+
+void vector_add_cpu(const float* a, const float* b, float* c, int64_t n) {
+  // TODO(lab01) step 7: the plain loop c[i] = a[i] + b[i]. The benchmark compares it with your
+  // GPU kernel on the same data.
+  (void)a, (void)b, (void)c, (void)n;
+}
+
+}  // namespace lab01
