@@ -1,0 +1,35 @@
+// Lab 02, TODO 1b: warp and block reductions, used by the reduction, softmax and layernorm kernels.
+//
+// Inside a warp, __shfl_xor_sync(mask, v, offset) hands each lane the register v of lane
+// (lane ^ offset): after offsets 16, 8, 4, 2, 1 (a butterfly) every lane holds the warp's total,
+// with no shared memory and no __syncthreads. Across warps, lane 0 of each warp writes its total to
+// shared memory and the first warp reduces those. Every thread of the block must call
+// block_reduce, and every thread gets the result.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace lab02 {
+
+__device__ inline float warp_reduce_sum(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ inline float warp_reduce_max(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// `scratch` holds at least blockDim.x / 32 floats; blockDim.x is a multiple of 32.
+template <bool kMax> __device__ inline float block_reduce(float v, float* scratch) {
+  v = kMax ? warp_reduce_max(v) : warp_reduce_sum(v);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : (kMax ? -INFINITY : 0.f);
+  return kMax ? warp_reduce_max(v) : warp_reduce_sum(v);
+}
+
+}  // namespace lab02

@@ -1,0 +1,91 @@
+// Lab 02, TODO 1: sum reduction, from naive to near the memory bandwidth.
+//
+//   naive   (provided) every thread atomicAdds its element into *out: correct, but all the
+//           additions queue on one address, so it runs at the speed of one atomic unit.
+//   shared  (1a) each block sums blockDim.x elements in shared memory with a tree (halving the
+//           active threads each step), then one atomicAdd per block.
+//   warp    (1b) the first levels of the tree inside a warp need neither shared memory nor
+//           __syncthreads: __shfl_xor_sync passes registers between the 32 lanes directly
+//           (block_reduce.cuh, also used by the softmax and layernorm kernels).
+//   final   (1c) a fixed grid of a few blocks per SM; each thread first sums many elements in a
+//           register (grid-stride loop), so the tree and the atomics run once per thread, not
+//           once per element: the kernel becomes a pure stream of loads, limited by DRAM.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "block_reduce.cuh"
+#include "kernels.h"
+
+namespace lab02 {
+
+namespace {
+
+constexpr int kBlock = 256;
+
+int grid_for(int64_t n, int per_thread = 1) {
+  return static_cast<int>(std::max<int64_t>(1, (n + int64_t{kBlock} * per_thread - 1) /
+                                                   (int64_t{kBlock} * per_thread)));
+}
+
+int sm_count() {
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms;
+}
+
+__global__ void reduce_naive_kernel(const float* x, float* out, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i < n) atomicAdd(out, x[i]);
+}
+
+__global__ void reduce_shared_kernel(const float* x, float* out, int64_t n) {
+  // TODO(lab02) step 1a: load one element per thread (0 past n) into a __shared__ array of
+  // kBlock floats, __syncthreads(), then halve the number of active threads each step
+  // (active = blockDim.x / 2, /4, ... 1): thread t < active adds partial[t + active] to
+  // partial[t], with a __syncthreads() after every step. Thread 0 atomicAdds partial[0] to *out.
+  (void)x, (void)out, (void)n;
+}
+
+__global__ void reduce_warp_kernel(const float* x, float* out, int64_t n) {
+  // TODO(lab02) step 1b: the same, but with block_reduce<false>(value, scratch) from
+  // block_reduce.cuh (write it first) instead of the shared-memory tree. scratch is a __shared__
+  // array of kBlock / 32 floats. Thread 0 atomicAdds the block's total.
+  (void)x, (void)out, (void)n;
+}
+
+__global__ void reduce_final_kernel(const float* x, float* out, int64_t n) {
+  // TODO(lab02) step 1c: each thread first sums many elements in a register with a grid-stride
+  // loop (the launcher starts a fixed grid of 8 blocks per SM), then one block_reduce and one
+  // atomicAdd per block. For bandwidth, load float4 (4 floats at once) while the pointer is
+  // 16-byte aligned, then finish the n % 4 tail with scalar loads.
+  (void)x, (void)out, (void)n;
+}
+
+}  // namespace
+
+void reduce_sum_naive(const float* x, float* out, int64_t n, cudaStream_t stream) {
+  cudaMemsetAsync(out, 0, sizeof(float), stream);
+  if (n > 0) reduce_naive_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, out, n);
+}
+
+void reduce_sum_shared(const float* x, float* out, int64_t n, cudaStream_t stream) {
+  cudaMemsetAsync(out, 0, sizeof(float), stream);
+  if (n > 0) reduce_shared_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, out, n);
+}
+
+void reduce_sum_warp(const float* x, float* out, int64_t n, cudaStream_t stream) {
+  cudaMemsetAsync(out, 0, sizeof(float), stream);
+  if (n > 0) reduce_warp_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, out, n);
+}
+
+void reduce_sum(const float* x, float* out, int64_t n, cudaStream_t stream) {
+  cudaMemsetAsync(out, 0, sizeof(float), stream);
+  if (n == 0) return;
+  // Enough resident blocks to keep every SM's memory pipeline full, never more than needed.
+  const int blocks = std::min(grid_for(n, 4), sm_count() * 8);
+  reduce_final_kernel<<<blocks, kBlock, 0, stream>>>(x, out, n);
+}
+
+}  // namespace lab02

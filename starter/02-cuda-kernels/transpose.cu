@@ -1,0 +1,51 @@
+// Lab 02, TODO 2: matrix transpose through shared memory.
+//
+//   naive  (provided) thread (r, c) reads in[r][c] and writes out[c][r]: the reads of a warp are
+//          consecutive (coalesced), but its writes are `rows` floats apart: 32 separate memory
+//          transactions per warp store.
+//   tiled  (2) a block loads a 32x32 tile with coalesced reads into shared memory, then writes it
+//          transposed with coalesced writes, reading shared memory along columns. A tile of
+//          32x33 (one float of padding per row) puts the 32 elements of a column in 32 different
+//          banks: without it, they all fall in the same bank and the reads serialise 32-fold.
+#include <cuda_runtime.h>
+
+#include "kernels.h"
+
+namespace lab02 {
+
+namespace {
+
+constexpr int kTile = 32, kRowsPerPass = 8;  // a block of 32 x 8 threads moves a 32 x 32 tile
+
+__global__ void transpose_naive_kernel(const float* in, float* out, int rows, int cols) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y * blockDim.y + threadIdx.y;
+  if (r < rows && c < cols) out[int64_t{c} * rows + r] = in[int64_t{r} * cols + c];
+}
+
+__global__ void transpose_tiled_kernel(const float* in, float* out, int rows, int cols) {
+  // TODO(lab02) step 2: declare __shared__ float tile[kTile][kTile + 1] (the +1 is the padding
+  // that puts a column's 32 elements in 32 different banks). The block covers the 32x32 input
+  // tile starting at row blockIdx.y * kTile, column blockIdx.x * kTile; its 32 x 8 threads loop
+  // over the tile's rows in steps of kRowsPerPass. Load with consecutive threadIdx.x reading
+  // consecutive columns, __syncthreads(), then write the transposed tile so that consecutive
+  // threadIdx.x write consecutive output columns (read tile[threadIdx.x][dy]). Check bounds on
+  // both sides: rows and cols need not be multiples of 32.
+  (void)in, (void)out, (void)rows, (void)cols;
+}
+
+}  // namespace
+
+void transpose_naive(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  const dim3 block(32, 8), grid((cols + 31) / 32, (rows + 7) / 8);
+  transpose_naive_kernel<<<grid, block, 0, stream>>>(in, out, rows, cols);
+}
+
+void transpose(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  const dim3 block(kTile, kRowsPerPass), grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
+  transpose_tiled_kernel<<<grid, block, 0, stream>>>(in, out, rows, cols);
+}
+
+}  // namespace lab02
