@@ -33,11 +33,11 @@ struct MemoryStats {
   int64_t reserved_bytes = 0;
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  int64_t num_allocs = 0;          // allocate() calls that succeeded
-  int64_t num_frees = 0;           // deallocate() calls
-  int64_t num_system_allocs = 0;   // malloc / cudaMalloc / cudaMallocHost calls
-  int64_t num_system_frees = 0;    // free / cudaFree / cudaFreeHost calls
-  int64_t num_ooms = 0;            // OutOfMemoryError thrown
+  int64_t num_allocs = 0;         // allocate() calls that succeeded
+  int64_t num_frees = 0;          // deallocate() calls
+  int64_t num_system_allocs = 0;  // malloc / cudaMalloc / cudaMallocHost calls
+  int64_t num_system_frees = 0;   // free / cudaFree / cudaFreeHost calls
+  int64_t num_ooms = 0;           // OutOfMemoryError thrown
 };
 
 class OutOfMemoryError : public Error {
