@@ -1,0 +1,96 @@
+// GPU path of the global L2 norm: a multi-tensor, two-level reduction with no host round trip.
+//
+//   step 1  for each tensor, a grid of blocks: each thread squares and sums its grid-stride share
+//           in float32, the block reduces its threads (warp shuffles, then shared memory) and
+//           writes one partial sum into the tensor's slice of a shared `partials` buffer;
+//   step 2  one block adds all partials in double, in a fixed order, and writes sqrt(sum).
+//
+// Only the number of blocks per tensor is chosen on the host (capped at kMaxBlocks), so the result
+// is the same on every run: no atomics, no order that depends on scheduling.
+#include <cmath>
+
+#include "gtl/ops/global_norm.h"
+#include "gtl/runtime/cuda_check.h"
+#include "gtl/tensor/dispatch.h"
+
+namespace gtl::ops::detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1024;
+
+int64_t blocks_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return blocks < kMaxBlocks ? blocks : kMaxBlocks;
+}
+
+// Sum of `value` over the block; the result is valid in thread 0.
+template <typename A>
+__device__ A block_sum(A value) {
+  __shared__ A warp_sums[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_down_sync(0xffffffffu, value, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = value;
+  __syncthreads();
+  value = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : A(0);
+  if (warp == 0) {
+    for (int offset = 16; offset > 0; offset /= 2)
+      value += __shfl_down_sync(0xffffffffu, value, offset);
+  }
+  return value;
+}
+
+// Step 1: one float partial sum of squares per block.
+template <typename T>
+__global__ void sum_squares_partial(const T* x, int64_t n, float* partials) {
+  float acc = 0.f;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const float v = convert<float>(x[i]);
+    acc += v * v;
+  }
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+}
+
+// Step 2: one block reduces every partial in double and takes the square root.
+__global__ void finish_norm(const float* partials, int64_t count, float* out) {
+  double acc = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) out[0] = static_cast<float>(sqrt(acc));
+}
+
+}  // namespace
+
+Tensor global_l2_norm_cuda(const std::vector<Tensor>& tensors) {
+  const Device device = tensors[0].device();
+  DeviceGuard guard(device);
+  cudaStream_t stream = current_stream().handle();
+  int64_t total_blocks = 0;
+  for (const Tensor& t : tensors) total_blocks += blocks_for(t.numel());
+  Tensor out = Tensor::empty({1}, DType::Float32, device);
+  if (total_blocks == 0) {
+    out.zero_();
+    return out;
+  }
+  Tensor partials = Tensor::empty({total_blocks}, DType::Float32, device);
+  float* slot = partials.data<float>();
+  for (const Tensor& t : tensors) {
+    const int64_t blocks = blocks_for(t.numel());
+    if (blocks == 0) continue;
+    GTL_DISPATCH_FLOATING(t.dtype(), T, {
+      sum_squares_partial<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(t.data<T>(),
+                                                                                  t.numel(), slot);
+    });
+    GTL_CUDA_CHECK_LAUNCH();
+    slot += blocks;
+  }
+  finish_norm<<<1, kThreads, 0, stream>>>(partials.data<float>(), total_blocks, out.data<float>());
+  GTL_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
+}  // namespace gtl::ops::detail

@@ -1,0 +1,29 @@
+// Gradient clipping (see grad_clip.h): the norm from ops::global_l2_norm, then one scaling pass.
+#include "gtl/optim/grad_clip.h"
+
+#include "gtl/ops/global_norm.h"
+#include "gtl/tensor/dispatch.h"
+
+namespace gtl::optim {
+
+Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm) {
+  GTL_CHECK(max_norm > 0.f, "clip_grad_norm_: max_norm must be > 0, got " << max_norm);
+  const Tensor norm = ops::global_l2_norm(grads_of(params));
+  if (norm.is_cuda()) {
+#ifdef GTL_WITH_CUDA
+    for (const ParamRef& p : params) detail::scale_by_clip_coef_cuda(p.grad, norm, max_norm);
+#endif
+    return norm;
+  }
+  const float coef = max_norm / (norm.data<float>()[0] + 1e-6f);
+  if (!(coef < 1.f)) return norm;
+  for (const ParamRef& p : params) {
+    GTL_DISPATCH_FLOATING(p.grad.dtype(), T, {
+      T* g = p.grad.data<T>();
+      for (int64_t i = 0; i < p.grad.numel(); ++i) g[i] = convert<T>(convert<float>(g[i]) * coef);
+    });
+  }
+  return norm;
+}
+
+}  // namespace gtl::optim

@@ -1,0 +1,41 @@
+// The clip-scaling kernel: every thread reads the norm from device memory and computes the same
+// coefficient, so the host never has to copy the norm back before scaling.
+#include "gtl/optim/grad_clip.h"
+#include "gtl/runtime/cuda_check.h"
+#include "gtl/tensor/dispatch.h"
+
+namespace gtl::optim::detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+}
+
+template <typename T>
+__global__ void clip_kernel(T* g, int64_t n, const float* norm, float max_norm) {
+  const float coef = max_norm / (*norm + 1e-6f);
+  if (!(coef < 1.f)) return;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x)
+    g[i] = convert<T>(convert<float>(g[i]) * coef);
+}
+
+}  // namespace
+
+void scale_by_clip_coef_cuda(const Tensor& grad, const Tensor& norm, float max_norm) {
+  const int64_t n = grad.numel();
+  if (n == 0) return;
+  DeviceGuard guard(grad.device());
+  cudaStream_t stream = current_stream().handle();
+  GTL_DISPATCH_FLOATING(grad.dtype(), T, {
+    clip_kernel<<<blocks_for(n), kThreads, 0, stream>>>(grad.data<T>(), n, norm.data<float>(),
+                                                        max_norm);
+  });
+  GTL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gtl::optim::detail

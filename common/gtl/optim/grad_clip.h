@@ -1,0 +1,28 @@
+// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_.
+//
+//   norm = sqrt(sum of every gradient element squared)     (ops::global_l2_norm)
+//   coef = max_norm / (norm + 1e-6);  if coef < 1: every gradient *= coef
+//
+// One coefficient for all gradients keeps the direction of the update and only shortens it: a
+// single bad batch cannot throw the weights far. The norm is computed and applied on the device
+// (the scaling kernel reads the norm from device memory), so clipping never waits for the GPU.
+// A non-finite norm leaves the gradients as they are (coef < 1 is false for NaN): the loss
+// scaler, not clipping, handles overflow.
+#pragma once
+
+#include <vector>
+
+#include "gtl/optim/param.h"
+
+namespace gtl::optim {
+
+// Clips the gradients of `params` in place; returns the total norm before clipping, a float32
+// tensor of shape [1] on the gradients' device (call .item() to log it: that synchronises).
+Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm);
+
+namespace detail {
+// grad *= coef(norm) when coef < 1, reading norm[0] on the device (grad_clip.cu).
+void scale_by_clip_coef_cuda(const Tensor& grad, const Tensor& norm, float max_norm);
+}  // namespace detail
+
+}  // namespace gtl::optim
