@@ -1,0 +1,36 @@
+// NCCL backend: one rank per GPU, CUDA tensors, collectives ordered on current_stream().
+//
+// Three ways to create the ranks:
+//   nccl_communicators({0, 1, 2, 3})   one process driving several GPUs (ncclCommInitAll);
+//                                      run_nccl_ranks() gives each its own thread
+//   nccl_from_mpi(device)              one process per GPU, started by mpirun / srun: rank 0's
+//                                      ncclUniqueId reaches the others by MPI_Bcast
+//   nccl_from_file(rank, n, device, path)  one process per GPU, torchrun style: rank 0 writes
+//                                      the id to a file on a shared filesystem, others poll it
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtl/dist/communicator.h"
+#include "gtl/dist/in_process.h"
+
+namespace gtl::dist {
+
+// True when this build has NCCL and a GPU is visible.
+bool nccl_available();
+
+std::vector<std::unique_ptr<Communicator>> nccl_communicators(const std::vector<int>& devices);
+std::unique_ptr<Communicator> nccl_from_mpi(int device);
+// `path` must be fresh for each job (a stale file from an earlier run holds a stale id).
+std::unique_ptr<Communicator> nccl_from_file(int rank, int world_size, int device,
+                                             const std::string& path,
+                                             std::chrono::milliseconds timeout = default_timeout());
+
+// One thread per GPU 0..world_size-1, each in its own stream; like run_ranks. A failing rank
+// aborts every communicator (ncclCommAbort) so the others fail instead of hanging.
+void run_nccl_ranks(int world_size, const std::function<void(Communicator&)>& fn);
+
+}  // namespace gtl::dist
