@@ -1,0 +1,90 @@
+// The cuBLAS path of ops::matmul.
+//
+// Row-major tensors, column-major cuBLAS. cuBLAS follows Fortran BLAS: a matrix is stored column
+// by column. Read as column-major, the bytes of a row-major [R, C] matrix are its transpose, a
+// column-major [C, R] matrix with leading dimension C. So instead of asking cuBLAS for
+//     C = op(A) op(B)            (row-major, [M, N])
+// we ask it for the transpose, which it then writes column-major, i.e. exactly our row-major C:
+//     C^T = op(B)^T op(A)^T       (column-major, [N, M], leading dimension N)
+// Swap the operands, swap M and N, keep each operand's transpose flag: no data is ever moved.
+//
+// Precision. Every call accumulates in float32 (CUBLAS_COMPUTE_32F). float16/bfloat16 inputs
+// use the tensor cores at that precision; float32 inputs use them only when TF32 is enabled
+// (CUBLAS_COMPUTE_32F_FAST_TF32), see math_mode.h. Reduced-precision split-K reductions are
+// disallowed, so the only rounding beyond float32 arithmetic is the final store to C's dtype:
+// the CPU path rounds the same way.
+//
+// Handles. A cuBLAS handle carries per-device state and the stream it enqueues on. One handle
+// per (device, stream) per thread: no two threads share a handle (cuBLAS handles are not
+// thread-safe) and switching streams never races with work queued on another. The handles
+// live for the whole program on purpose: destroying them at exit races with the CUDA runtime's
+// own teardown (PyTorch keeps its handles alive for the same reason).
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "gtl/ops/math_mode.h"
+#include "gtl/ops/matmul_cuda.h"
+#include "gtl/runtime/cuda_check.h"
+
+namespace gtl::ops::cuda {
+
+namespace {
+
+cublasHandle_t handle_for(Device device, cudaStream_t stream) {
+  thread_local std::map<std::pair<int, cudaStream_t>, cublasHandle_t> handles;
+  auto [it, inserted] = handles.try_emplace({device.index(), stream}, nullptr);
+  if (inserted) {
+    try {
+      GTL_CUBLAS_CHECK(cublasCreate(&it->second));
+    } catch (...) {
+      handles.erase(it);
+      throw;
+    }
+    GTL_CUBLAS_CHECK(cublasSetStream(it->second, stream));
+    GTL_CUBLAS_CHECK(cublasSetMathMode(
+        it->second, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+  }
+  return it->second;
+}
+
+cudaDataType_t cuda_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return CUDA_R_32F;
+    case DType::Float16:
+      return CUDA_R_16F;
+    case DType::BFloat16:
+      return CUDA_R_16BF;
+    default:
+      break;
+  }
+  throw Error(std::string("matmul: no cuBLAS type for ") + dtype_name(dtype));
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+            float alpha, float beta, int64_t m, int64_t k, int64_t n) {
+  DeviceGuard guard(c.device());
+  cublasHandle_t handle = handle_for(c.device(), current_stream().handle());
+
+  const cudaDataType_t type = cuda_dtype(a.dtype());
+  const cublasComputeType_t compute = a.dtype() == DType::Float32 && tf32_enabled()
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  // Leading dimensions: the stored row length of each row-major matrix (at least 1 for cuBLAS).
+  const auto lda = static_cast<int>(std::max<int64_t>(1, a.size(1)));
+  const auto ldb = static_cast<int>(std::max<int64_t>(1, b.size(1)));
+  const auto ldc = static_cast<int>(std::max<int64_t>(1, n));
+  // C^T = op(B)^T op(A)^T: B first, A second, N and M swapped (see the header comment).
+  GTL_CUBLAS_CHECK(cublasGemmEx(
+      handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b.data_ptr(), type,
+      ldb, a.data_ptr(), type, lda, &beta, c.data_ptr(), type, ldc, compute, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace gtl::ops::cuda

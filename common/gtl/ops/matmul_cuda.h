@@ -1,0 +1,12 @@
+// The cuBLAS path of ops::matmul_out (matmul.cu). Internal to the core: use matmul.h.
+#pragma once
+
+#include "gtl/tensor/tensor.h"
+
+namespace gtl::ops::cuda {
+
+// c = alpha * op(a) op(b) + beta * c on c's GPU, on current_stream(). Shapes already checked.
+void matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
+            float alpha, float beta, int64_t m, int64_t k, int64_t n);
+
+}  // namespace gtl::ops::cuda
