@@ -1,0 +1,52 @@
+// Runs the Google Benchmark programs of a lab and reads medians and counters from their JSON.
+//
+// All benchmarks that the lab's checks compare run in ONE process, with repetitions, so a ratio
+// compares two medians measured on the same machine in the same minute. Two lessons are built
+// in: Google Benchmark 1.7 rejects "--benchmark_min_time=0.5s" (1.8 accepts it), so the bare
+// number is passed; and a crashing program leaves invalid JSON while a filter that matches nothing
+// exits 0 with no results: both are failures here, never passes.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace gtl::grader {
+
+// One benchmark's result: the median over repetitions (or the single run without them).
+struct BenchStat {
+  std::string name;
+  bool error = false;
+  std::string error_message;
+  double real_time_ns = 0;
+  double cpu_time_ns = 0;
+  std::map<std::string, double> counters;  // user counters, e.g. peak_allocated_bytes
+};
+
+struct BenchRun {
+  std::map<std::string, BenchStat> stats;  // by benchmark name ("BM_Sum/4096")
+  std::string error;                       // the run as a whole failed
+  std::string output;
+};
+
+// --benchmark_filter regex that selects exactly `names` ("^(BM_A/8|BM_B/8)$", escaped).
+std::string benchmark_filter(const std::vector<std::string>& names);
+
+// A --benchmark_out JSON file; nullopt (and *error) when truncated or not Google Benchmark's.
+std::optional<std::map<std::string, BenchStat>> parse_benchmark_json(const std::string& text,
+                                                                     std::string* error = nullptr);
+
+struct BenchSettings {
+  int repetitions = 5;
+  double min_time_s = 0.1;
+};
+
+BenchRun run_benchmarks(const std::filesystem::path& binary, const std::vector<std::string>& names,
+                        const BenchSettings& settings, const RunLimits& limits,
+                        const std::filesystem::path& scratch);
+
+}  // namespace gtl::grader

@@ -1,0 +1,209 @@
+// Private starter-shaped folder, configure, build, compiler-error trimming.
+#include "build.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace gtl::grader {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+fs::path resolve_submission(const fs::path& submission) {
+  if (fs::is_directory(submission / "starter") && fs::is_directory(submission / "labs"))
+    return submission / "starter";
+  return submission;
+}
+
+std::vector<std::string> missing_files(const fs::path& submission, const Rubric& lab) {
+  std::vector<std::string> missing;
+  for (const auto& f : lab.student_files)
+    if (!fs::is_regular_file(submission / lab.dir / f)) missing.push_back(lab.dir + "/" + f);
+  return missing;
+}
+
+std::vector<std::string> open_todos(const fs::path& submission, const Rubric& lab) {
+  std::vector<std::string> out;
+  const std::string marker = "TODO(lab" + lab.lab + ")";
+  for (const auto& f : lab.student_files) {
+    std::ifstream in(submission / lab.dir / f);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      if (line.find(marker) == std::string::npos) continue;
+      const auto b = line.find_first_not_of(" \t");
+      out.push_back(lab.dir + "/" + f + ":" + std::to_string(n) + ": " +
+                    line.substr(b == std::string::npos ? 0 : b, 160));
+    }
+  }
+  return out;
+}
+
+bool sync_file(const fs::path& from, const fs::path& to) {
+  const std::string content = slurp(from);
+  if (fs::is_regular_file(to) && slurp(to) == content) return false;
+  fs::create_directories(to.parent_path());
+  const fs::path tmp = to.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+  }
+  fs::rename(tmp, to);
+  return true;
+}
+
+void prepare_impl(const fs::path& course, const fs::path& submission,
+                  const std::vector<const Rubric*>& labs, const fs::path& impl) {
+  fs::create_directories(impl);
+  const fs::path starter = course / "starter";
+  // Pristine starter everywhere first; a file missing from it is a course error.
+  std::vector<std::string> wanted;
+  if (fs::is_directory(starter)) {
+    for (const auto& e : fs::recursive_directory_iterator(starter)) {
+      if (!e.is_regular_file()) continue;
+      const fs::path rel = fs::relative(e.path(), starter);
+      wanted.push_back(rel.string());
+      sync_file(e.path(), impl / rel);
+    }
+  }
+  for (const Rubric* lab : labs)
+    for (const auto& f : lab->student_files)
+      if (fs::is_regular_file(submission / lab->dir / f))
+        sync_file(submission / lab->dir / f, impl / lab->dir / f);
+  // Files of an earlier submission that the starter does not have must not linger.
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::recursive_directory_iterator(impl)) {
+    if (!e.is_regular_file()) continue;
+    const std::string rel = fs::relative(e.path(), impl).string();
+    if (std::find(wanted.begin(), wanted.end(), rel) == wanted.end()) stale.push_back(e.path());
+  }
+  for (const auto& p : stale) fs::remove(p);
+}
+
+void configure_course(const BuildSettings& s) {
+  const fs::path build = s.work / "build";
+  const fs::path impl = fs::absolute(s.work / "impl");
+  const fs::path stamp = build / "gtl-grade-configured";
+  std::string args_line = "course=" + fs::absolute(s.course).string();
+  for (const auto& a : s.cmake_args) args_line += "\n" + a;
+  if (fs::exists(build / "build.ninja") && fs::exists(stamp) && slurp(stamp) == args_line) return;
+  if (!program_available("cmake"))
+    throw GradeError(exit_codes::kEnvironment, "cmake is not installed (apt-get install cmake)");
+  if (!program_available("ninja"))
+    throw GradeError(exit_codes::kEnvironment,
+                     "ninja is not installed (apt-get install ninja-build)");
+  if (s.progress) s.progress("configuring the course in " + build.string());
+  std::vector<std::string> argv = {"cmake",
+                                   "-S",
+                                   fs::absolute(s.course).string(),
+                                   "-B",
+                                   build.string(),
+                                   "-G",
+                                   "Ninja",
+                                   "-DCMAKE_BUILD_TYPE=Release",
+                                   "-DGTL_LABS_IMPL=" + impl.string(),
+                                   "-DGTL_WERROR=OFF"};
+  argv.insert(argv.end(), s.cmake_args.begin(), s.cmake_args.end());
+  RunLimits limits;
+  limits.timeout_s = 600;
+  limits.output_bytes = 256 * 1024;
+  const RunResult r = run_process(argv, limits);
+  if (!r.ok()) {
+    throw GradeError(exit_codes::kEnvironment, "configuring the course failed (" +
+                                                   r.describe(limits.timeout_s) + "):\n" +
+                                                   first_errors(r.output, 40));
+  }
+  std::ofstream(stamp) << args_line;
+}
+
+BuildOutcome build_targets(const BuildSettings& s, const std::vector<std::string>& targets,
+                           double timeout_s) {
+  std::vector<std::string> argv = {"cmake", "--build", (s.work / "build").string(), "--target"};
+  argv.insert(argv.end(), targets.begin(), targets.end());
+  RunLimits limits;
+  limits.timeout_s = timeout_s;
+  limits.output_bytes = 256 * 1024;
+  const RunResult r = run_process(argv, limits);
+  BuildOutcome out;
+  out.ok = r.ok();
+  out.log = r.output;
+  if (!out.ok) {
+    out.errors = first_errors(r.output);
+    if (out.errors.empty()) out.errors = "the build " + r.describe(timeout_s);
+  }
+  return out;
+}
+
+std::string first_errors(const std::string& log, std::size_t max_lines) {
+  std::istringstream in(log);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  // The first compiler diagnostic ("file:line:col: error: ..."), else the first failed step.
+  std::size_t start = lines.size();
+  for (const char* marker : {"error:", "error :", "Error", "FAILED:"}) {
+    for (std::size_t i = 0; i < lines.size() && start == lines.size(); ++i)
+      if (lines[i].find(marker) != std::string::npos) start = i;
+    if (start != lines.size()) break;
+  }
+  if (start == lines.size()) return "";
+  // Include the "In function ..." context line that gcc prints just before the first error.
+  if (start > 0 && lines[start - 1].find("In ") != std::string::npos) --start;
+  std::string out;
+  for (std::size_t i = start, n = 0; i < lines.size() && n < max_lines; ++i) {
+    const std::string& l = lines[i];
+    if (l.rfind("[", 0) == 0 && l.find("Building") != std::string::npos) continue;  // ninja noise
+    if (l.rfind("ninja: build stopped", 0) == 0) continue;
+    if (l.size() > 300 && l.find(" -c ") != std::string::npos) continue;  // a compiler command line
+    out += (l.size() > 200 ? l.substr(0, 200) + " ..." : l) + "\n";
+    ++n;
+  }
+  return out;
+}
+
+fs::path find_executable(const fs::path& build_dir, const std::string& target) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(build_dir, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->is_directory() && it->path().filename() == "CMakeFiles") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file() && it->path().filename() == target &&
+        (fs::status(it->path()).permissions() & fs::perms::owner_exec) != fs::perms::none)
+      return it->path();
+  }
+  return build_dir / target;  // not built: callers report "was not built"
+}
+
+bool build_has_cuda(const fs::path& build_dir) {
+  std::ifstream in(build_dir / "CMakeCache.txt");
+  bool cuda_off = false, compiler = false;
+  for (std::string line; std::getline(in, line);) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find(':')), value = line.substr(eq + 1);
+    if (key == "GTL_CUDA") cuda_off = value == "OFF";
+    if (key == "CMAKE_CUDA_COMPILER")
+      compiler = !value.empty() && value.find("NOTFOUND") == std::string::npos;
+  }
+  return compiler && !cuda_off;
+}
+
+bool gpu_available() {
+  if (fs::exists("/dev/nvidia0")) return true;
+  std::error_code ec;
+  const fs::path gpus = "/proc/driver/nvidia/gpus";
+  return fs::is_directory(gpus, ec) && fs::directory_iterator(gpus, ec) != fs::directory_iterator();
+}
+
+}  // namespace gtl::grader

@@ -1,0 +1,90 @@
+// Builds a submission against the pristine course, in a private folder.
+//
+// Only the rubric-listed files of a submission are copied, into a starter-shaped folder
+// <work>/impl whose other files come from the course's own starter/. The course is configured
+// with -DGTL_LABS_IMPL=<work>/impl in <work>/build, and only the lab's targets are built: tests,
+// benchmarks, rubric and core always come from the pristine course.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "process.h"
+#include "rubric.h"
+
+namespace gtl::grader {
+
+// An error that ends grading with a documented exit code (docs/grader.md).
+class GradeError : public std::runtime_error {
+ public:
+  GradeError(int exit_code, const std::string& what)
+      : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+namespace exit_codes {
+constexpr int kOk = 0;
+constexpr int kVerifyFailed = 1;
+constexpr int kUsage = 2;
+constexpr int kRubric = 3;
+constexpr int kSubmission = 4;
+constexpr int kEnvironment = 5;
+constexpr int kInternal = 6;
+}  // namespace exit_codes
+
+// A submission given as a course clone (has starter/ and labs/) grades its starter/.
+std::filesystem::path resolve_submission(const std::filesystem::path& submission);
+
+// Student files a submission lacks for `lab` ("01-sum/sum.cpp").
+std::vector<std::string> missing_files(const std::filesystem::path& submission, const Rubric& lab);
+
+// Lines still marked TODO(labNN) in the submission's files of `lab`: "sum.cpp:12: ...".
+std::vector<std::string> open_todos(const std::filesystem::path& submission, const Rubric& lab);
+
+// Fills <work>/impl: the course's starter/, then the listed files of `labs` from the submission.
+// Files are rewritten only when their content changed, so rebuilds stay incremental.
+void prepare_impl(const std::filesystem::path& course, const std::filesystem::path& submission,
+                  const std::vector<const Rubric*>& labs, const std::filesystem::path& impl);
+
+struct BuildSettings {
+  std::filesystem::path course;
+  std::filesystem::path work;  // holds impl/ and build/
+  std::vector<std::string> cmake_args;
+  std::function<void(const std::string&)> progress;
+};
+
+// Configures <work>/build if it is not configured yet; throws GradeError(kEnvironment) on failure.
+void configure_course(const BuildSettings& settings);
+
+struct BuildOutcome {
+  bool ok = false;
+  std::string errors;  // first compiler errors, trimmed
+  std::string log;
+};
+BuildOutcome build_targets(const BuildSettings& settings, const std::vector<std::string>& targets,
+                           double timeout_s);
+
+// The first compiler errors of a build log, at most `max_lines` lines of at most 200 characters.
+std::string first_errors(const std::string& log, std::size_t max_lines = 30);
+
+// Where a built target's executable is: searched under <work>/build.
+std::filesystem::path find_executable(const std::filesystem::path& build_dir,
+                                      const std::string& target);
+
+// True when the course configured in `build_dir` has the CUDA backend: GTL_CUDA is not OFF and
+// CMake found a CUDA compiler (read from CMakeCache.txt).
+bool build_has_cuda(const std::filesystem::path& build_dir);
+
+// True when an NVIDIA GPU is visible (/dev/nvidia0 or /proc/driver/nvidia/gpus/*).
+bool gpu_available();
+
+// Copies a file only when the destination differs; returns true when it wrote.
+bool sync_file(const std::filesystem::path& from, const std::filesystem::path& to);
+
+}  // namespace gtl::grader

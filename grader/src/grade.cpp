@@ -1,0 +1,206 @@
+// The grading pipeline of one submission.
+#include "grade.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "bench_runner.h"
+#include "gtest_runner.h"
+
+namespace gtl::grader {
+namespace {
+
+namespace fs = std::filesystem;
+
+RunLimits limits_for(const Limits& l, double timeout_s) {
+  RunLimits r;
+  r.timeout_s = timeout_s;
+  r.memory_mb = l.memory_mb;
+  r.output_bytes = l.output_kb * 1024;
+  return r;
+}
+
+// What this machine and build can run.
+struct Machine {
+  bool gpu = false;   // a GPU is visible (and no --cpu-only)
+  bool cuda = false;  // the course build has the CUDA backend
+};
+
+// Why `check` cannot run here ("" when it can); such a check is skipped, its points set apart.
+std::string why_not_here(const Check& check, const GradeOptions& o, const Machine& m) {
+  if (check.requires_gpu && !m.gpu)
+    return o.cpu_only ? "requires a GPU and --cpu-only was given"
+                      : "requires a GPU and this machine has none";
+  if (check.requires_cuda && !m.cuda)
+    return o.cpu_only ? "requires the CUDA backend and --cpu-only was given"
+                      : "requires the CUDA backend and this build has none (no nvcc found)";
+  return "";
+}
+
+LabResult empty_lab(const Rubric& rubric) {
+  LabResult lab;
+  lab.lab = rubric.lab;
+  lab.title = rubric.title;
+  lab.dir = rubric.dir;
+  return lab;
+}
+
+LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
+                    const Machine& machine, const BuildSettings& build) {
+  auto say = [&](const std::string& s) {
+    if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
+  };
+  LabResult lab = empty_lab(rubric);
+  lab.open_todos = open_todos(submission, rubric);
+
+  std::vector<const Check*> selected;
+  for (const auto& c : rubric.checks) {
+    if (c.hidden && !o.include_hidden) continue;
+    if (!o.checks.empty() && std::find(o.checks.begin(), o.checks.end(), c.name) == o.checks.end())
+      continue;
+    selected.push_back(&c);
+  }
+  auto runnable = [&](const Check& c) { return why_not_here(c, o, machine).empty(); };
+
+  std::vector<std::string> targets;
+  for (const Check* c : selected)
+    if (runnable(*c) && std::find(targets.begin(), targets.end(), c->binary) == targets.end())
+      targets.push_back(c->binary);
+  if (!targets.empty()) {
+    std::string names;
+    for (const auto& t : targets) names += " " + t;
+    say("building" + names);
+    const BuildOutcome b = build_targets(build, targets, rubric.limits.build_timeout_s);
+    lab.built = b.ok;
+    // Name the student's files as they know them ("01-sum/sum.cpp"), not by the private copy.
+    lab.build_errors = b.errors;
+    const std::string impl = fs::absolute(build.work / "impl").string() + "/";
+    for (std::size_t at; (at = lab.build_errors.find(impl)) != std::string::npos;)
+      lab.build_errors.erase(at, impl.size());
+    if (!b.ok) say("does not compile: every check of this lab gets 0 points");
+  }
+
+  for (const Check* c : selected) {
+    if (!runnable(*c)) {
+      lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
+      continue;
+    }
+    if (!lab.built) {
+      // The errors are shown once, with the lab, not repeated under every check.
+      lab.checks.push_back(failed_check(*c, "the lab does not compile (see the compiler errors)"));
+      continue;
+    }
+    if (c->kind == CheckKind::kTest) {
+      say("running check '" + c->name + "' (" + c->binary + ")");
+      const GtestRun run = run_gtest(find_executable(build.work / "build", c->binary), c->tests,
+                                     limits_for(rubric.limits, rubric.limits.test_timeout_s),
+                                     build.work / "scratch", [&](const std::string& s) { say(s); });
+      lab.checks.push_back(score_test_check(*c, run));
+    } else {
+      // One process per check, holding both benchmarks it compares: a ratio compares medians
+      // of the same run, and a crashing benchmark costs only the checks that run it.
+      std::vector<std::string> names = {c->benchmark};
+      if (!c->baseline.empty()) names.push_back(c->baseline);
+      say("running check '" + c->name + "' (" + c->binary + ", " +
+          std::to_string(rubric.limits.repetitions) + " repetitions)");
+      const BenchRun run = run_benchmarks(find_executable(build.work / "build", c->binary), names,
+                                          {rubric.limits.repetitions, rubric.limits.min_time_s},
+                                          limits_for(rubric.limits, rubric.limits.bench_timeout_s),
+                                          build.work / "scratch");
+      lab.checks.push_back(c->kind == CheckKind::kSpeed ? score_speed_check(*c, run)
+                                                        : score_memory_check(*c, run));
+    }
+    const CheckResult& r = lab.checks.back();
+    say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
+  }
+  return lab;
+}
+
+}  // namespace
+
+std::vector<Rubric> select_labs(const std::vector<Rubric>& all,
+                                const std::vector<std::string>& ids) {
+  if (ids.empty()) return all;
+  std::vector<Rubric> out;
+  for (const auto& id : ids) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const Rubric& r) { return r.lab == id || r.dir == id; });
+    if (it == all.end()) {
+      std::string known;
+      for (const auto& r : all) known += " " + r.lab + " (" + r.dir + ")";
+      throw GradeError(exit_codes::kUsage, "unknown lab '" + id + "'; the course has:" +
+                                               (known.empty() ? " none" : known));
+    }
+    out.push_back(*it);
+  }
+  return out;
+}
+
+GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& labs) {
+  GradeResult result;
+  const fs::path submission = resolve_submission(o.submission);
+  result.submission = submission.string();
+  for (const auto& r : labs) result.labs.push_back(empty_lab(r));
+  auto fail_all = [&](int code, const std::string& why) {
+    result.exit_code = code;
+    result.error = why;
+    for (std::size_t i = 0; i < labs.size(); ++i) {
+      result.labs[i].error = why;
+      result.labs[i].checks.clear();
+      for (const auto& c : labs[i].checks)
+        if (!c.hidden || o.include_hidden) result.labs[i].checks.push_back(failed_check(c, why));
+    }
+    return result;
+  };
+  try {
+    if (!fs::is_directory(submission))
+      return fail_all(exit_codes::kSubmission,
+                      "the submission folder " + submission.string() + " does not exist");
+    const bool have_gpu = !o.cpu_only && gpu_available();
+    std::vector<const Rubric*> complete;
+    std::map<std::string, std::vector<std::string>> missing;
+    for (const auto& r : labs) {
+      missing[r.dir] = missing_files(submission, r);
+      if (missing[r.dir].empty()) complete.push_back(&r);
+    }
+    BuildSettings build{o.course, o.work, o.cmake_args, o.progress};
+    // GTL_CUDA is a cache variable: always pass it, or an earlier configure's choice would stick.
+    // --cpu-only compiles no CUDA; otherwise AUTO builds the backend wherever nvcc is found, so
+    // `requires: cuda` checks run even on a machine without a GPU.
+    const bool cuda_chosen =
+        std::any_of(o.cmake_args.begin(), o.cmake_args.end(),
+                    [](const std::string& a) { return a.rfind("-DGTL_CUDA=", 0) == 0; });
+    if (!cuda_chosen)
+      build.cmake_args.insert(build.cmake_args.begin(),
+                              o.cpu_only ? "-DGTL_CUDA=OFF" : "-DGTL_CUDA=AUTO");
+    prepare_impl(o.course, submission, complete, o.work / "impl");
+    if (!complete.empty()) configure_course(build);
+    const Machine machine{have_gpu, build_has_cuda(o.work / "build")};
+    for (std::size_t i = 0; i < labs.size(); ++i) {
+      const Rubric& r = labs[i];
+      if (!missing[r.dir].empty()) {
+        std::string list;
+        for (const auto& f : missing[r.dir]) list += " " + f;
+        LabResult& lab = result.labs[i];
+        lab.error = "the submission lacks the student files:" + list;
+        for (const auto& c : r.checks) {
+          if (c.hidden && !o.include_hidden) continue;
+          const std::string skip = why_not_here(c, o, machine);
+          lab.checks.push_back(skip.empty() ? failed_check(c, lab.error) : skipped_check(c, skip));
+        }
+        result.exit_code = exit_codes::kSubmission;
+        if (result.error.empty()) result.error = lab.error;
+        continue;
+      }
+      result.labs[i] = grade_lab(o, r, submission, machine, build);
+    }
+  } catch (const GradeError& e) {
+    return fail_all(e.exit_code(), e.what());
+  } catch (const std::exception& e) {
+    return fail_all(exit_codes::kInternal, std::string("internal grader error: ") + e.what());
+  }
+  return result;
+}
+
+}  // namespace gtl::grader

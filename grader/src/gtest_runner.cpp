@@ -1,0 +1,252 @@
+// GoogleTest listing, JSON parsing, stream following and crash-isolating reruns.
+#include "gtest_runner.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace gtl::grader {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::size_t kMaxTestOutput = 4096;
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// "[  FAILED  ] Suite.Name, where GetParam() = 1 (3 ms)" -> "Suite.Name"
+std::string test_name_after(const std::string& line, std::size_t tag_end) {
+  std::string rest = trim(line.substr(tag_end));
+  const auto cut = rest.find_first_of(" ,");
+  return cut == std::string::npos ? rest : rest.substr(0, cut);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string join_patterns(const std::vector<std::string>& patterns) {
+  std::string filter;
+  for (const auto& p : patterns) filter += (filter.empty() ? "" : ":") + p;
+  return filter;
+}
+
+}  // namespace
+
+const char* to_string(TestOutcome outcome) {
+  switch (outcome) {
+    case TestOutcome::kPassed:
+      return "passed";
+    case TestOutcome::kFailed:
+      return "failed";
+    case TestOutcome::kSkipped:
+      return "skipped";
+    case TestOutcome::kCrashed:
+      return "crashed";
+    case TestOutcome::kTimedOut:
+      return "timeout";
+  }
+  return "?";
+}
+
+std::vector<std::string> parse_gtest_list(const std::string& output) {
+  std::vector<std::string> tests;
+  std::string suite;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string code = trim(line.substr(0, line.find('#')));
+    if (code.empty()) continue;
+    if (line[0] != ' ') {
+      // A suite line ends with '.'; anything else (a banner, a warning) resets the suite.
+      suite = code.back() == '.' ? code : "";
+    } else if (!suite.empty()) {
+      tests.push_back(suite + code);
+    }
+  }
+  return tests;
+}
+
+std::optional<std::vector<TestResult>> parse_gtest_json(const std::string& text,
+                                                        std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<std::vector<TestResult>> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return fail("the GoogleTest JSON report is truncated or not JSON");
+  if (!j.is_object() || !j.contains("testsuites") || !j["testsuites"].is_array())
+    return fail("the JSON is not a GoogleTest report (no 'testsuites' list)");
+  std::vector<TestResult> out;
+  for (const auto& suite : j["testsuites"]) {
+    if (!suite.is_object() || !suite.contains("testsuite") || !suite["testsuite"].is_array())
+      return fail("a test suite in the GoogleTest report has no 'testsuite' list");
+    const std::string suite_name = suite.value("name", "");
+    for (const auto& t : suite["testsuite"]) {
+      if (!t.is_object()) return fail("a test entry in the GoogleTest report is not an object");
+      if (t.value("status", "RUN") == "NOTRUN") continue;  // DISABLED_ tests
+      TestResult r;
+      r.name = suite_name + "." + t.value("name", "?");
+      const std::string result = t.value("result", "COMPLETED");
+      std::string failures;
+      if (t.contains("failures") && t["failures"].is_array()) {
+        for (const auto& f : t["failures"]) {
+          if (f.is_object()) failures += f.value("failure", "") + "\n";
+        }
+      }
+      if (!failures.empty()) {
+        r.outcome = TestOutcome::kFailed;
+        r.message = trim(failures);
+      } else if (result == "SKIPPED") {
+        r.outcome = TestOutcome::kSkipped;
+      } else {
+        r.outcome = TestOutcome::kPassed;
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+void GtestStream::line(const std::string& text) {
+  auto finish = [&](TestOutcome outcome, std::size_t tag_end) {
+    const std::string name = test_name_after(text, tag_end);
+    if (name != running_) return;  // the summary at the end repeats "[  FAILED  ]" lines
+    TestResult r{name, outcome, ""};
+    if (outcome == TestOutcome::kFailed) r.message = trim(current_output_);
+    finished_.push_back(r);
+    outputs_.emplace_back(name, current_output_);
+    running_.clear();
+    current_output_.clear();
+  };
+  if (text.rfind("[ RUN      ]", 0) == 0) {
+    running_ = test_name_after(text, 12);
+    current_output_.clear();
+  } else if (text.rfind("[       OK ]", 0) == 0) {
+    finish(TestOutcome::kPassed, 12);
+  } else if (text.rfind("[  FAILED  ]", 0) == 0) {
+    finish(TestOutcome::kFailed, 12);
+  } else if (text.rfind("[  SKIPPED ]", 0) == 0) {
+    finish(TestOutcome::kSkipped, 12);
+  } else if (!running_.empty() && current_output_.size() < kMaxTestOutput) {
+    current_output_ += text.substr(0, kMaxTestOutput - current_output_.size()) + "\n";
+  }
+}
+
+std::string GtestStream::output_of(const std::string& test) const {
+  if (test == running_) return current_output_;
+  for (const auto& [name, out] : outputs_)
+    if (name == test) return out;
+  return "";
+}
+
+std::string GtestStream::skip_reason(const std::string& test) const {
+  // GoogleTest prints "file:line: Skipped" and then the message given to GTEST_SKIP() << ...
+  const std::string out = output_of(test);
+  const auto at = out.find(": Skipped\n");
+  return trim(at == std::string::npos ? out : out.substr(at + 10));
+}
+
+GtestRun run_gtest(const fs::path& binary, const std::vector<std::string>& patterns,
+                   const RunLimits& limits, const fs::path& scratch, const Progress& progress) {
+  GtestRun run;
+  if (!fs::exists(binary)) {
+    run.error = "test program " + binary.filename().string() + " was not built";
+    return run;
+  }
+  const std::string filter = join_patterns(patterns);
+  const RunResult listed =
+      run_process({binary.string(), "--gtest_list_tests", "--gtest_filter=" + filter}, limits);
+  if (!listed.ok()) {
+    run.error = "could not list the tests of " + binary.filename().string() + ": " +
+                listed.describe(limits.timeout_s);
+    run.output = listed.output;
+    return run;
+  }
+  const std::vector<std::string> listed_tests = parse_gtest_list(listed.output);
+  if (listed_tests.empty()) {
+    run.error = "no test of " + binary.filename().string() + " matches " + filter;
+    return run;
+  }
+
+  std::map<std::string, TestResult> results;
+  std::vector<std::string> pending = listed_tests;
+  bool first = true;
+  fs::create_directories(scratch);
+  const fs::path json_path = scratch / (binary.filename().string() + ".gtest.json");
+  while (!pending.empty()) {
+    // The first run takes every selected test; after a crash each remaining test runs alone.
+    const std::string run_filter = first ? filter : pending.front();
+    first = false;
+    fs::remove(json_path);
+    GtestStream stream;
+    if (progress && run_filter != filter) progress("rerunning " + run_filter + " alone");
+    const RunResult r =
+        run_process({binary.string(), "--gtest_filter=" + run_filter, "--gtest_color=no",
+                     "--gtest_output=json:" + json_path.string()},
+                    limits, {}, [&](const std::string& l) { stream.line(l); });
+    run.output += r.output;
+
+    std::string json_error;
+    const bool exited = !r.timed_out && !r.memory_exceeded && r.signal == 0 &&
+                        (r.exit_code == 0 || r.exit_code == 1);
+    std::optional<std::vector<TestResult>> parsed;
+    if (exited && fs::exists(json_path))
+      parsed = parse_gtest_json(read_file(json_path), &json_error);
+    if (parsed) {
+      for (auto& t : *parsed) {
+        if (t.outcome == TestOutcome::kSkipped) t.message = stream.skip_reason(t.name);
+        results[t.name] = t;
+      }
+    } else {
+      for (const auto& t : stream.finished()) {
+        TestResult done = t;
+        if (t.outcome == TestOutcome::kSkipped) done.message = stream.skip_reason(t.name);
+        results[t.name] = done;
+      }
+      std::string culprit = stream.running();
+      if (culprit.empty() && run_filter != filter) culprit = run_filter;
+      const std::string how = r.describe(limits.timeout_s);
+      if (!culprit.empty()) {
+        TestResult dead{culprit, r.timed_out ? TestOutcome::kTimedOut : TestOutcome::kCrashed, ""};
+        dead.message = "while this test ran, the test program " + how;
+        if (exited)
+          dead.message = "the test program ended (" + how + ") in the middle of this test";
+        const std::string said = trim(stream.output_of(culprit));
+        if (!said.empty()) dead.message += "; its last output:\n" + said;
+        results[culprit] = dead;
+      } else if (stream.finished().empty()) {
+        // It died before the first test: running the tests one by one would only repeat it.
+        for (const auto& name : pending)
+          results[name] = {name, r.timed_out ? TestOutcome::kTimedOut : TestOutcome::kCrashed,
+                           "the test program " + how + " before any test ran" +
+                               (json_error.empty() ? "" : " (" + json_error + ")")};
+      }
+    }
+    std::vector<std::string> still;
+    for (const auto& name : pending)
+      if (!results.count(name)) still.push_back(name);
+    if (still.size() == pending.size() && run_filter != filter) {
+      // A rerun that explains nothing: give up on that test rather than loop.
+      results[still.front()] = {
+          still.front(), TestOutcome::kCrashed,
+          "the test program gave no result for this test (" + r.describe(limits.timeout_s) + ")"};
+      still.erase(still.begin());
+    }
+    pending = std::move(still);
+  }
+  for (const auto& name : listed_tests) run.tests.push_back(results[name]);
+  return run;
+}
+
+}  // namespace gtl::grader

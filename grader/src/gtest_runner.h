@@ -1,0 +1,68 @@
+// Runs the GoogleTest tests of one check, one segfault costing one test.
+//
+// GoogleTest writes its JSON report only when the program exits, so a crash or a timeout leaves
+// nothing. The runner therefore (1) lists the tests the patterns select (--gtest_list_tests),
+// (2) runs them in one process with --gtest_output=json while following the streamed
+// "[ RUN      ]" / "[       OK ]" lines, and (3) when the process dies, blames the test that was
+// running, keeps the outcomes the stream already showed, and reruns every test that had not
+// started, each in its own process. Skip reasons come from the stream: Debian's GoogleTest 1.12
+// writes no skip message into the JSON.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace gtl::grader {
+
+enum class TestOutcome { kPassed, kFailed, kSkipped, kCrashed, kTimedOut };
+const char* to_string(TestOutcome outcome);
+
+struct TestResult {
+  std::string name;  // "Suite.Name" (parameterised: "Prefix/Suite.Name/0")
+  TestOutcome outcome = TestOutcome::kFailed;
+  std::string message;  // failure text, skip reason or how the process died
+};
+
+struct GtestRun {
+  std::vector<TestResult> tests;  // in listing order
+  std::string error;              // set when the program could not be run or listed at all
+  std::string output;             // captured output of the runs (capped), for the report
+};
+
+// "Suite.\n  Name\n  Other  # GetParam() = 3\n" -> {"Suite.Name", "Suite.Other"}.
+std::vector<std::string> parse_gtest_list(const std::string& output);
+
+// A --gtest_output=json report; nullopt (and *error) when it is truncated or not GoogleTest's.
+std::optional<std::vector<TestResult>> parse_gtest_json(const std::string& text,
+                                                        std::string* error = nullptr);
+
+// Follows GoogleTest's console output line by line: which test runs, how each ended, and the
+// lines each test printed (kept up to 4 KiB per test).
+class GtestStream {
+ public:
+  void line(const std::string& text);
+  const std::string& running() const { return running_; }  // "" between tests
+  const std::vector<TestResult>& finished() const { return finished_; }
+  std::string output_of(const std::string& test) const;
+  // The reason GoogleTest printed after "Skipped" for `test` ("" when none).
+  std::string skip_reason(const std::string& test) const;
+
+ private:
+  std::string running_;
+  std::string current_output_;
+  std::vector<TestResult> finished_;
+  std::vector<std::pair<std::string, std::string>> outputs_;
+};
+
+using Progress = std::function<void(const std::string&)>;
+
+GtestRun run_gtest(const std::filesystem::path& binary, const std::vector<std::string>& patterns,
+                   const RunLimits& limits, const std::filesystem::path& scratch,
+                   const Progress& progress = {});
+
+}  // namespace gtl::grader

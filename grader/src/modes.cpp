@@ -1,0 +1,307 @@
+// grade, verify, batch and export-release.
+#include "modes.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "report.h"
+
+namespace gtl::grader {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+GradeOptions grade_options(const ModeOptions& o, const fs::path& submission, const fs::path& work) {
+  GradeOptions g;
+  g.course = o.course;
+  g.submission = submission;
+  g.work = work;
+  g.checks = o.checks;
+  g.cpu_only = o.cpu_only;
+  g.include_hidden = o.include_hidden;
+  g.cmake_args = o.cmake_args;
+  g.progress = o.progress;
+  return g;
+}
+
+std::string pts(double x) {
+  std::ostringstream s;
+  s << std::setprecision(4) << (std::abs(x) < 5e-5 ? 0.0 : x);
+  return s.str();
+}
+
+}  // namespace
+
+int run_grade(const ModeOptions& o, const fs::path& submission) {
+  const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
+  if (labs.empty())
+    throw GradeError(exit_codes::kUsage, "the course " + o.course.string() + " has no labs");
+  const GradeResult result = grade_submission(grade_options(o, submission, o.work), labs);
+  write_reports(result, o.out);
+  std::cout << terminal_report(result, o.colour);
+  std::cout << "\nReports: " << (o.out / "report.html").string() << " (also results.json, "
+            << "report.json, junit.xml)\n";
+  return result.exit_code;
+}
+
+int run_verify(const ModeOptions& o) {
+  auto shown = [](const CheckResult& c) {
+    return c.status == Status::kSkipped ? "--/" + pts(c.max_score)
+                                        : pts(c.score) + "/" + pts(c.max_score);
+  };
+  const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
+  if (labs.empty()) {
+    std::cout
+        << "verify: the course has no labs yet (no labs/NN-name/rubric.yaml): nothing to verify\n";
+    return exit_codes::kOk;
+  }
+  std::vector<std::string> problems, notes;
+
+  // Static consistency: twins exist, TODO markers are where the rubric says.
+  for (const auto& lab : labs) {
+    for (const auto& tree : {"starter", "solution"})
+      for (const auto& f : missing_files(o.course / tree, lab))
+        problems.push_back(std::string(tree) + "/" + f + " is listed in the rubric but missing");
+    for (const auto& todo : lab.todos) {
+      const std::string text = slurp(o.course / "starter" / lab.dir / todo.file);
+      if (text.find("TODO(lab" + lab.lab + ")") == std::string::npos)
+        problems.push_back("lab " + lab.lab + " TODO '" + todo.id + "': starter/" + lab.dir + "/" +
+                           todo.file + " has no TODO(lab" + lab.lab + ") marker");
+    }
+    for (const auto& c : lab.checks) {
+      bool covered = false;
+      for (const auto& todo : lab.todos)
+        covered |= std::find(todo.checks.begin(), todo.checks.end(), c.name) != todo.checks.end();
+      if (!covered)
+        notes.push_back("lab " + lab.lab + " check '" + c.name +
+                        "' covers no TODO: the starter may earn its points");
+    }
+  }
+
+  if (o.progress) o.progress("verify: grading the solution");
+  const GradeResult sol = grade_submission(grade_options(o, o.course / "solution", o.work), labs);
+  write_reports(sol, o.out / "solution");
+  if (o.progress) o.progress("verify: grading the starter");
+  const GradeResult sta = grade_submission(grade_options(o, o.course / "starter", o.work), labs);
+  write_reports(sta, o.out / "starter");
+  if (!sol.error.empty()) problems.push_back("grading the solution: " + sol.error);
+  if (!sta.error.empty()) problems.push_back("grading the starter: " + sta.error);
+
+  std::cout << "\nverify: solution vs starter\n";
+  std::cout << "  " << std::left << std::setw(6) << "lab" << std::setw(28) << "check"
+            << std::setw(14) << "solution" << std::setw(14) << "starter"
+            << "verdict\n";
+  for (std::size_t i = 0; i < labs.size() && i < sol.labs.size() && i < sta.labs.size(); ++i) {
+    const Rubric& lab = labs[i];
+    if (!sol.labs[i].build_errors.empty())
+      problems.push_back("lab " + lab.lab + ": the solution does not compile:\n" +
+                         sol.labs[i].build_errors);
+    if (!sta.labs[i].build_errors.empty())
+      problems.push_back("lab " + lab.lab + ": the starter does not compile (students must " +
+                         "receive code that builds):\n" + sta.labs[i].build_errors);
+    for (const auto& s : sol.labs[i].checks) {
+      const auto it = std::find_if(sta.labs[i].checks.begin(), sta.labs[i].checks.end(),
+                                   [&](const CheckResult& c) { return c.name == s.name; });
+      if (it == sta.labs[i].checks.end()) continue;
+      const CheckResult& t = *it;
+      bool covers_todo = false;
+      for (const auto& todo : lab.todos)
+        covers_todo |=
+            std::find(todo.checks.begin(), todo.checks.end(), s.name) != todo.checks.end();
+      std::string verdict = "ok";
+      if (s.status == Status::kSkipped) {
+        verdict = "not verified here: " + s.reason;
+        notes.push_back("lab " + lab.lab + " check '" + s.name + "' " + verdict);
+      } else if (s.score + 1e-9 < s.max_score) {
+        verdict = "SOLUTION LOSES POINTS";
+        problems.push_back("lab " + lab.lab + " check '" + s.name + "': the solution scores " +
+                           pts(s.score) + "/" + pts(s.max_score) + ": " + s.reason);
+      } else if (covers_todo && t.status != Status::kSkipped && t.score > 0) {
+        verdict = "CANNOT TELL STARTER FROM SOLUTION";
+        problems.push_back("lab " + lab.lab + " check '" + s.name +
+                           "' cannot tell the starter from the solution: the starter scores " +
+                           pts(t.score) + "/" + pts(t.max_score) + " (" + t.reason + ")");
+      } else if (!covers_todo) {
+        verdict = "ok (covers no TODO)";
+      }
+      std::cout << "  " << std::setw(6) << lab.lab << std::setw(28) << s.name.substr(0, 27)
+                << std::setw(14) << shown(s) << std::setw(14) << shown(t) << verdict << "\n";
+    }
+  }
+  for (const auto& n : notes) std::cout << "note: " << n << "\n";
+  for (const auto& p : problems) std::cout << "PROBLEM: " << p << "\n";
+  std::cout << (problems.empty() ? "\nverify: PASSED\n" : "\nverify: FAILED\n");
+  std::cout << "Reports: " << (o.out / "solution").string() << ", " << (o.out / "starter").string()
+            << "\n";
+  return problems.empty() ? exit_codes::kOk : exit_codes::kVerifyFailed;
+}
+
+std::string csv_field(const std::string& field) {
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::vector<std::string> graded_submissions(const std::string& csv_text) {
+  std::vector<std::string> names;
+  std::string field;
+  bool quoted = false, first_field = true, header = true;
+  for (std::size_t i = 0; i < csv_text.size(); ++i) {
+    const char c = csv_text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < csv_text.size() && csv_text[i + 1] == '"') {
+        if (first_field) field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else if (first_field) {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',' && first_field) {
+      first_field = false;
+    } else if (c == '\n') {
+      if (!header && !field.empty()) names.push_back(field);
+      header = false;
+      field.clear();
+      first_field = true;
+    } else if (first_field && c != '\r') {
+      field += c;
+    }
+  }
+  return names;  // a last line without '\n' was cut by a crash: it is graded again
+}
+
+int run_batch(const ModeOptions& o, const fs::path& submissions, const fs::path& csv) {
+  if (!fs::is_directory(submissions))
+    throw GradeError(exit_codes::kSubmission,
+                     "the submissions folder " + submissions.string() + " does not exist");
+  const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
+  std::string text = fs::exists(csv) ? slurp(csv) : "";
+  if (text.empty()) {
+    text = "submission,score,max_score,skipped_points";
+    for (const auto& l : labs) text += ",lab" + l.lab;
+    text += ",exit_code,error\n";
+  }
+  const std::vector<std::string> done_list = graded_submissions(text);
+  const std::set<std::string> done(done_list.begin(), done_list.end());
+  if (!text.empty() && text.back() != '\n') text = text.substr(0, text.rfind('\n') + 1);
+
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(submissions))
+    if (e.is_directory()) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  int graded = 0, skipped = 0;
+  for (const auto& dir : dirs) {
+    const std::string name = dir.filename().string();
+    if (done.count(name)) {
+      ++skipped;
+      continue;
+    }
+    if (o.progress) o.progress("batch: grading " + name);
+    std::string row;
+    try {
+      const GradeResult r = grade_submission(grade_options(o, dir, o.work), labs);
+      write_reports(r, o.out / name);
+      row = csv_field(name) + "," + pts(r.score()) + "," + pts(r.max_score()) + "," +
+            pts(r.skipped_points());
+      for (const auto& l : r.labs) row += "," + pts(l.score());
+      row += "," + std::to_string(r.exit_code) + "," + csv_field(r.error.substr(0, 300));
+    } catch (const std::exception& e) {
+      row = csv_field(name) + ",0,0,0";
+      for (std::size_t i = 0; i < labs.size(); ++i) row += ",0";
+      row += "," + std::to_string(exit_codes::kInternal) + "," + csv_field(e.what());
+    }
+    text += row + "\n";
+    write_atomic(csv, text);
+    ++graded;
+  }
+  std::cout << "batch: graded " << graded << ", already in " << csv.string() << ": " << skipped
+            << "\n";
+  return exit_codes::kOk;
+}
+
+std::string strip_hidden_checks(const std::string& rubric_yaml) {
+  YAML::Node root = YAML::Load(rubric_yaml);
+  std::set<std::string> hidden;
+  YAML::Node kept(YAML::NodeType::Sequence);
+  for (const auto& c : root["checks"]) {
+    if (c["hidden"] && c["hidden"].as<bool>()) {
+      hidden.insert(c["name"].as<std::string>());
+    } else {
+      kept.push_back(c);
+    }
+  }
+  root["checks"] = kept;
+  if (root["todos"]) {
+    for (auto todo : root["todos"]) {
+      YAML::Node names(YAML::NodeType::Sequence);
+      for (const auto& n : todo["checks"])
+        if (!hidden.count(n.as<std::string>())) names.push_back(n);
+      todo["checks"] = names;
+    }
+  }
+  YAML::Emitter out;
+  out << root;
+  return "# Generated by gtl-grade export-release: hidden checks removed.\n" +
+         std::string(out.c_str()) + "\n";
+}
+
+int run_export_release(const ModeOptions& o, const fs::path& to) {
+  if (fs::exists(to) && !fs::is_empty(to))
+    throw GradeError(exit_codes::kUsage, "export-release: " + to.string() + " is not empty");
+  const std::vector<Rubric> labs = load_course_rubrics(o.course);  // fails on a bad rubric
+  const fs::path course = fs::canonical(o.course);
+  auto excluded = [&](const fs::path& rel) {
+    const std::string top = rel.begin()->string();
+    if (top == "solution" || top == "build" || top == ".git") return true;
+    // labs/NN-name/hidden/: the sources of hidden tests.
+    auto it = rel.begin();
+    return top == "labs" && std::distance(rel.begin(), rel.end()) >= 3 &&
+           (++(++it))->string() == "hidden";
+  };
+  int files = 0;
+  for (auto it = fs::recursive_directory_iterator(course); it != fs::recursive_directory_iterator();
+       ++it) {
+    const fs::path rel = fs::relative(it->path(), course);
+    if (excluded(rel)) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_directory()) {
+      fs::create_directories(to / rel);
+    } else if (it->is_regular_file()) {
+      fs::create_directories((to / rel).parent_path());
+      if (rel.filename() == "rubric.yaml" && rel.begin()->string() == "labs") {
+        write_atomic(to / rel, strip_hidden_checks(slurp(it->path())));
+      } else {
+        fs::copy_file(it->path(), to / rel, fs::copy_options::overwrite_existing);
+        fs::permissions(to / rel, fs::status(it->path()).permissions());
+      }
+      ++files;
+    }
+  }
+  // The release must still parse.
+  load_course_rubrics(to);
+  std::cout << "export-release: " << files << " files of " << labs.size() << " labs copied to "
+            << to.string() << " (without solution/, labs/*/hidden/ and hidden checks)\n";
+  return exit_codes::kOk;
+}
+
+}  // namespace gtl::grader

@@ -1,0 +1,49 @@
+// The grader's subcommands: grade, verify, batch and export-release (docs/grader.md).
+// Each returns the process exit code; every one that grades writes its results files first.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "grade.h"
+
+namespace gtl::grader {
+
+struct ModeOptions {
+  std::filesystem::path course;
+  std::filesystem::path work;
+  std::filesystem::path out;
+  std::vector<std::string> labs;    // ids or folder names; empty: all
+  std::vector<std::string> checks;  // check names; empty: all
+  bool cpu_only = false;
+  bool include_hidden = true;
+  bool colour = false;
+  std::vector<std::string> cmake_args;
+  std::function<void(const std::string&)> progress;
+};
+
+// Grades one submission and writes results.json, report.json, junit.xml, report.html to `out`.
+int run_grade(const ModeOptions& o, const std::filesystem::path& submission);
+
+// Instructor: the solution earns full marks on every check runnable here and the starter fails
+// every check that covers a TODO. Nonzero when any check cannot tell them apart.
+int run_verify(const ModeOptions& o);
+
+// Every subfolder of `submissions` is graded into `out/<name>/`; one CSV row each in `csv`.
+// Rows already in the CSV are skipped, so an interrupted batch resumes where it stopped.
+int run_batch(const ModeOptions& o, const std::filesystem::path& submissions,
+              const std::filesystem::path& csv);
+
+// Copies the course to `to` without solution/, labs/*/hidden/ and hidden checks.
+int run_export_release(const ModeOptions& o, const std::filesystem::path& to);
+
+// One CSV field, quoted when it needs to be.
+std::string csv_field(const std::string& field);
+// The first field of every data row of a gradebook CSV (the submissions already graded).
+std::vector<std::string> graded_submissions(const std::string& csv_text);
+// A rubric's YAML without hidden checks (and without references to them in todos).
+std::string strip_hidden_checks(const std::string& rubric_yaml);
+
+}  // namespace gtl::grader

@@ -1,0 +1,52 @@
+// Runs one program as a child process, the way a grader must: in its own process group, with a
+// wall-clock limit, a bound on resident memory, and a cap on the output it keeps.
+//
+// Why not `ulimit -v` (RLIMIT_AS)? The CUDA runtime reserves tens of GiB of virtual address space
+// at start-up, so an address-space limit kills every CUDA program. RLIMIT_DATA has the same flaw
+// for large PROT_NONE reservations on some kernels. Instead the parent samples the resident set
+// (RSS, /proc/<pid>/stat) of every process in the child's group ten times a second and kills the
+// group when the sum passes the bound: RSS counts memory actually touched, not reservations.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gtl::grader {
+
+struct RunLimits {
+  double timeout_s = 60;
+  double memory_mb = 8192;
+  std::size_t output_bytes = 64 * 1024;  // kept: the first half and the last half
+};
+
+struct RunResult {
+  int exit_code = -1;  // when the program exited normally
+  int signal = 0;      // when a signal ended it (SIGSEGV, SIGKILL, ...)
+  bool timed_out = false;
+  bool memory_exceeded = false;
+  bool failed_to_start = false;
+  double wall_s = 0;
+  double peak_rss_mb = 0;
+  std::size_t output_total = 0;  // bytes the program printed, kept or not
+  std::string output;            // stdout and stderr interleaved, capped
+
+  bool ok() const { return exit_code == 0 && !timed_out && !memory_exceeded && signal == 0; }
+  // "exit code 1", "killed by SIGSEGV (segmentation fault)", "timed out after 5 s", ...
+  std::string describe(double timeout_s) const;
+};
+
+// Called for every line the program prints (each line cut at 4 KiB), in order, kept or not.
+using LineHandler = std::function<void(const std::string& line)>;
+
+// Runs argv[0] (found through PATH if it has no '/') with argv in `cwd`, stdin from /dev/null.
+RunResult run_process(const std::vector<std::string>& argv, const RunLimits& limits,
+                      const std::filesystem::path& cwd = {}, const LineHandler& on_line = {});
+
+// True when `program` is found on PATH (or is an executable path).
+bool program_available(const std::string& program);
+
+}  // namespace gtl::grader

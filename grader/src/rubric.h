@@ -1,0 +1,93 @@
+// The rubric of one lab: what a submission may change, what its TODOs are and how it is scored.
+//
+// A rubric is labs/NN-name/rubric.yaml; docs/grader.md documents every field. Parsing is strict:
+// an unknown key, a missing field or a wrong type is a RubricError that names file:line, so a typo
+// in a rubric is caught when the instructor runs `gtl-grade verify`, not when students submit.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gtl::grader {
+
+// A rubric that cannot be used: `what()` reads "rubric.yaml:12: checks[2].points: expected ...".
+class RubricError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class CheckKind { kTest, kSpeed, kMemory };
+const char* to_string(CheckKind kind);
+
+// One scored item. Which fields apply depends on `kind`.
+struct Check {
+  std::string name;
+  CheckKind kind = CheckKind::kTest;
+  double points = 0;
+  std::string binary;  // CMake target = executable name (a GoogleTest or Google Benchmark program)
+  bool requires_gpu = false;   // requires: gpu  (runs only where a GPU is visible)
+  bool requires_cuda = false;  // requires: cuda (runs only when the CUDA backend is built)
+  bool hidden = false;
+  int line = 0;  // where it is in rubric.yaml, for messages
+
+  // kTest: GoogleTest filter patterns ("Suite.*", "Suite.Name"); `partial` scores passed/total.
+  std::vector<std::string> tests;
+  bool partial = false;
+
+  // kSpeed: speedup = metric(baseline) / metric(benchmark), medians of one run.
+  // Full points at speedup >= min_speedup; with partial_from, linear credit between the two.
+  // kMemory: value = counter(benchmark), compared with max_value, or divided by counter(baseline)
+  // and compared with max_ratio.
+  std::string benchmark;
+  std::string baseline;
+  std::string metric = "real_time";  // kSpeed: real_time | cpu_time
+  double min_speedup = 0;
+  std::optional<double> partial_from;
+  std::string counter;  // kMemory
+  std::optional<double> max_value;
+  std::optional<double> max_ratio;
+};
+
+struct Todo {
+  std::string id;
+  std::string file;
+  std::vector<std::string> checks;  // names of the checks that fail while this TODO is open
+};
+
+// Limits for the child processes of this lab (rubric `limits:`), with the defaults.
+struct Limits {
+  double test_timeout_s = 120;   // one GoogleTest program run
+  double bench_timeout_s = 300;  // one Google Benchmark program run
+  double build_timeout_s = 900;  // building the lab's targets
+  double memory_mb = 8192;       // resident memory of a program and its children
+  std::size_t output_kb = 64;    // output kept per program run (the rest is counted, not kept)
+  int repetitions = 5;           // --benchmark_repetitions; medians are compared
+  double min_time_s = 0.1;       // --benchmark_min_time (a bare number: Google Benchmark 1.7)
+};
+
+struct Rubric {
+  std::string lab;    // "01"
+  std::string title;  // "Vector add"
+  std::string dir;    // "01-vector-add": labs/<dir>, starter/<dir>, solution/<dir>
+  std::filesystem::path path;
+  std::vector<std::string> student_files;
+  std::vector<Todo> todos;
+  std::vector<Check> checks;
+  Limits limits;
+
+  const Check* find_check(const std::string& name) const;
+  double max_points() const;
+};
+
+// Parses rubric text; `path` names it in errors and `dir` is the lab's folder name.
+Rubric parse_rubric(const std::string& text, const std::filesystem::path& path,
+                    const std::string& dir);
+Rubric load_rubric(const std::filesystem::path& rubric_yaml);
+
+// Every lab of a course (labs/NN-*/rubric.yaml), sorted by folder name.
+std::vector<Rubric> load_course_rubrics(const std::filesystem::path& course);
+
+}  // namespace gtl::grader

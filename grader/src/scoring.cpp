@@ -1,0 +1,247 @@
+// Scoring arithmetic.
+#include "scoring.h"
+
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+namespace gtl::grader {
+namespace {
+
+CheckResult base(const Check& c) {
+  CheckResult r;
+  r.name = c.name;
+  r.kind = c.kind;
+  r.hidden = c.hidden;
+  r.requires_gpu = c.requires_gpu;
+  r.requires_cuda = c.requires_cuda;
+  r.max_score = c.points;
+  return r;
+}
+
+std::string fmt(double x, int precision = 3) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << x;
+  return s.str();
+}
+
+// Looks up a benchmark result; sets *why when it is missing or reported an error.
+const BenchStat* find_stat(const BenchRun& run, const std::string& name, std::string* why) {
+  auto it = run.stats.find(name);
+  if (it == run.stats.end()) {
+    *why = "benchmark '" + name + "' produced no result (does its name match the program's?)";
+    return nullptr;
+  }
+  if (it->second.error) {
+    *why = "benchmark '" + name + "' reported an error: " + it->second.error_message;
+    return nullptr;
+  }
+  return &it->second;
+}
+
+// A failure message in one line: GoogleTest starts it with "file:line", which says little to
+// a student reading a table; the expectation that follows says what went wrong.
+std::string one_line(const std::string& message) {
+  std::string text = message;
+  const auto nl = text.find('\n');
+  if (nl != std::string::npos && nl > 0 && text.rfind(":", nl) != std::string::npos &&
+      std::isdigit(static_cast<unsigned char>(text[nl - 1])))
+    text = text.substr(nl + 1);
+  std::string out;
+  for (char c : text) {
+    if (c == '\n' || c == '\t') c = ' ';
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  return out.size() > 160 ? out.substr(0, 157) + "..." : out;
+}
+
+}  // namespace
+
+const char* to_string(Status status) {
+  switch (status) {
+    case Status::kPassed:
+      return "passed";
+    case Status::kPartial:
+      return "partial";
+    case Status::kFailed:
+      return "failed";
+    case Status::kSkipped:
+      return "skipped";
+  }
+  return "?";
+}
+
+double LabResult::score() const {
+  double s = 0;
+  for (const auto& c : checks)
+    if (c.status != Status::kSkipped) s += c.score;
+  return s;
+}
+double LabResult::max_score() const {
+  double s = 0;
+  for (const auto& c : checks)
+    if (c.status != Status::kSkipped) s += c.max_score;
+  return s;
+}
+double LabResult::skipped_points() const {
+  double s = 0;
+  for (const auto& c : checks)
+    if (c.status == Status::kSkipped) s += c.max_score;
+  return s;
+}
+double GradeResult::score() const {
+  double s = 0;
+  for (const auto& l : labs) s += l.score();
+  return s;
+}
+double GradeResult::max_score() const {
+  double s = 0;
+  for (const auto& l : labs) s += l.max_score();
+  return s;
+}
+double GradeResult::skipped_points() const {
+  double s = 0;
+  for (const auto& l : labs) s += l.skipped_points();
+  return s;
+}
+
+double speed_credit(double speedup, double min_speedup, std::optional<double> partial_from) {
+  if (!(speedup >= 0)) return 0;  // NaN earns nothing
+  if (speedup >= min_speedup) return 1;
+  if (partial_from && speedup > *partial_from)
+    return (speedup - *partial_from) / (min_speedup - *partial_from);
+  return 0;
+}
+
+CheckResult skipped_check(const Check& check, const std::string& reason) {
+  CheckResult r = base(check);
+  r.status = Status::kSkipped;
+  r.reason = reason;
+  return r;
+}
+
+CheckResult failed_check(const Check& check, const std::string& reason,
+                         const std::string& details) {
+  CheckResult r = base(check);
+  r.status = Status::kFailed;
+  r.reason = reason;
+  r.details = details;
+  return r;
+}
+
+CheckResult score_test_check(const Check& check, const GtestRun& run) {
+  CheckResult r = base(check);
+  if (!run.error.empty()) return failed_check(check, run.error, run.output);
+  r.tests = run.tests;
+  int passed = 0, skipped = 0;
+  std::string first_bad, skip_reason;
+  for (const auto& t : run.tests) {
+    if (t.outcome == TestOutcome::kPassed) {
+      ++passed;
+    } else if (t.outcome == TestOutcome::kSkipped) {
+      ++skipped;
+      if (skip_reason.empty()) skip_reason = t.message;
+    } else {
+      if (first_bad.empty()) {
+        const std::string gist = one_line(t.message);
+        first_bad = t.name + " " + to_string(t.outcome) + (gist.empty() ? "" : ": " + gist);
+      }
+      r.details += "--- " + t.name + " (" + to_string(t.outcome) + ")\n" + t.message + "\n";
+    }
+  }
+  const int total = static_cast<int>(run.tests.size());
+  if (total > 0 && skipped == total) {
+    // The tests themselves skipped (e.g. GTL_REQUIRE_GPU): not gradable here.
+    r.status = Status::kSkipped;
+    r.reason = "every test skipped: " + (skip_reason.empty() ? "no reason given" : skip_reason);
+    return r;
+  }
+  if (skipped > 0) {
+    for (const auto& t : run.tests)
+      if (t.outcome == TestOutcome::kSkipped)
+        r.details += "--- " + t.name + " (skipped, counts as not passed)\n" + t.message + "\n";
+  }
+  const int bad = total - passed;
+  if (bad == 0) {
+    r.status = Status::kPassed;
+    r.score = check.points;
+    r.reason = std::to_string(passed) + "/" + std::to_string(total) + " tests passed";
+    return r;
+  }
+  r.score = check.partial ? check.points * passed / total : 0;
+  r.status = r.score > 0 ? Status::kPartial : Status::kFailed;
+  r.reason = std::to_string(passed) + "/" + std::to_string(total) + " tests passed; " +
+             (first_bad.empty() ? "some were skipped" : first_bad);
+  return r;
+}
+
+CheckResult score_speed_check(const Check& check, const BenchRun& run) {
+  if (!run.error.empty()) return failed_check(check, run.error, run.output);
+  std::string why;
+  const BenchStat* fast = find_stat(run, check.benchmark, &why);
+  const BenchStat* slow = fast ? find_stat(run, check.baseline, &why) : nullptr;
+  if (!fast || !slow) return failed_check(check, why, run.output);
+  CheckResult r = base(check);
+  const bool real = check.metric == "real_time";
+  const double t_fast = real ? fast->real_time_ns : fast->cpu_time_ns;
+  const double t_slow = real ? slow->real_time_ns : slow->cpu_time_ns;
+  const double speedup = t_fast > 0 ? t_slow / t_fast : std::nan("");
+  r.figure = speedup;
+  r.threshold = check.min_speedup;
+  r.partial_from = check.partial_from;
+  r.figure_label = "speedup";
+  const double credit = speed_credit(speedup, check.min_speedup, check.partial_from);
+  r.score = check.points * credit;
+  r.status = credit >= 1 ? Status::kPassed : credit > 0 ? Status::kPartial : Status::kFailed;
+  r.reason = "speedup " + fmt(speedup) + "x over " + check.baseline + " (" + check.metric +
+             " medians " + fmt(t_slow) + " / " + fmt(t_fast) + " ns), needs " +
+             fmt(check.min_speedup) + "x" +
+             (check.partial_from ? " (partial credit from " + fmt(*check.partial_from) + "x)" : "");
+  return r;
+}
+
+CheckResult score_memory_check(const Check& check, const BenchRun& run) {
+  if (!run.error.empty()) return failed_check(check, run.error, run.output);
+  std::string why;
+  const BenchStat* mine = find_stat(run, check.benchmark, &why);
+  const BenchStat* ref =
+      mine && !check.baseline.empty() ? find_stat(run, check.baseline, &why) : nullptr;
+  if (!mine || (!check.baseline.empty() && !ref)) return failed_check(check, why, run.output);
+  auto counter = [&](const BenchStat& s, double* out) {
+    auto it = s.counters.find(check.counter);
+    if (it == s.counters.end()) {
+      why = "benchmark '" + s.name + "' reports no counter '" + check.counter + "'";
+      return false;
+    }
+    *out = it->second;
+    return true;
+  };
+  double value = 0, ref_value = 0;
+  if (!counter(*mine, &value) || (ref && !counter(*ref, &ref_value)))
+    return failed_check(check, why, run.output);
+  CheckResult r = base(check);
+  r.higher_is_better = false;
+  bool ok = false;
+  if (check.max_value) {
+    r.figure = value;
+    r.threshold = *check.max_value;
+    r.figure_label = check.counter;
+    ok = value <= *check.max_value;
+    r.reason = check.counter + " = " + fmt(value, 6) + ", must be <= " + fmt(*check.max_value, 6);
+  } else {
+    const double ratio = ref_value > 0 ? value / ref_value : (value == 0 ? 0 : std::nan(""));
+    r.figure = ratio;
+    r.threshold = *check.max_ratio;
+    r.figure_label = check.counter + " ratio";
+    ok = ratio <= *check.max_ratio;  // false for NaN
+    r.reason = check.counter + " " + fmt(value, 6) + " vs " + fmt(ref_value, 6) + " of " +
+               check.baseline + ": ratio " + fmt(ratio) + ", must be <= " + fmt(*check.max_ratio);
+  }
+  r.status = ok ? Status::kPassed : Status::kFailed;
+  r.score = ok ? check.points : 0;
+  return r;
+}
+
+}  // namespace gtl::grader

@@ -1,0 +1,76 @@
+// Turns runs into points. Pure functions of the rubric and the parsed results, so the
+// arithmetic (partial credit, skipped GPU points) is unit-tested without running anything.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_runner.h"
+#include "gtest_runner.h"
+#include "rubric.h"
+
+namespace gtl::grader {
+
+// passed: full points; partial: some; failed: none; skipped: not graded here (e.g. no GPU), its
+// points are counted apart, neither as zero nor as full marks.
+enum class Status { kPassed, kPartial, kFailed, kSkipped };
+const char* to_string(Status status);
+
+struct CheckResult {
+  std::string name;
+  CheckKind kind = CheckKind::kTest;
+  bool hidden = false;
+  bool requires_gpu = false;
+  bool requires_cuda = false;
+  Status status = Status::kFailed;
+  double score = 0;
+  double max_score = 0;
+  std::string reason;   // one line
+  std::string details;  // failure messages, output excerpts
+  std::vector<TestResult> tests;
+
+  // Speed and memory checks: the measured figure and the line it is held against.
+  std::optional<double> figure;     // speedup, or counter value/ratio
+  std::optional<double> threshold;  // min_speedup, max_value or max_ratio
+  std::optional<double> partial_from;
+  std::string figure_label;  // "speedup", "peak_allocated_bytes", ...
+  bool higher_is_better = true;
+};
+
+struct LabResult {
+  std::string lab, title, dir;
+  bool built = false;
+  std::string build_errors;             // first compiler errors, trimmed
+  std::string error;                    // the lab could not be graded (missing files, ...)
+  std::vector<std::string> open_todos;  // "file:line: TODO(lab01): ..." still in the submission
+  std::vector<CheckResult> checks;
+
+  double score() const;
+  double max_score() const;       // of the checks graded here
+  double skipped_points() const;  // of the checks not graded here
+};
+
+struct GradeResult {
+  std::string submission;
+  std::string error;  // grading itself failed (the results still say so)
+  int exit_code = 0;  // 0, or the documented code of what went wrong (docs/grader.md)
+  std::vector<LabResult> labs;
+
+  double score() const;
+  double max_score() const;
+  double skipped_points() const;
+};
+
+// Fraction of the points for a speedup: 1 at or above min_speedup; with partial_from, linear
+// from 0 at partial_from to 1 at min_speedup; 0 otherwise (and for NaN).
+double speed_credit(double speedup, double min_speedup, std::optional<double> partial_from);
+
+CheckResult score_test_check(const Check& check, const GtestRun& run);
+CheckResult score_speed_check(const Check& check, const BenchRun& run);
+CheckResult score_memory_check(const Check& check, const BenchRun& run);
+CheckResult skipped_check(const Check& check, const std::string& reason);
+CheckResult failed_check(const Check& check, const std::string& reason,
+                         const std::string& details = "");
+
+}  // namespace gtl::grader

@@ -1,0 +1,280 @@
+// End to end: gtl-grade grades the tiny fixture course (fixtures/course, one lab "01-sum") and
+// the submissions under fixtures/submissions, each scored as it should be within a bounded time.
+// All tests share one private build folder, so only the submission's file is rebuilt each time.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "process.h"
+
+namespace gtl::grader {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFixtures = GTL_GRADER_FIXTURES;
+const fs::path kCourse = kFixtures / "course";
+const fs::path kWork = fs::path(GTL_GRADER_E2E_WORK);
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Graded {
+  RunResult run;
+  nlohmann::json report;      // report.json
+  nlohmann::json gradescope;  // results.json
+  fs::path out;
+
+  // The check named `name` of lab 01 in report.json.
+  nlohmann::json check(const std::string& name) const {
+    for (const auto& lab : report["labs"])
+      for (const auto& c : lab["checks"])
+        if (c["name"] == name) return c;
+    ADD_FAILURE() << "no check " << name << " in " << report.dump(2).substr(0, 2000);
+    return {};
+  }
+  double score(const std::string& name) const { return check(name)["score"].get<double>(); }
+  std::string status(const std::string& name) const { return check(name)["status"]; }
+  std::string reason(const std::string& name) const { return check(name)["reason"]; }
+};
+
+// Runs gtl-grade with `args` plus the fixture course and the shared work folder.
+Graded gtl_grade(std::vector<std::string> args, const std::string& out_name, double limit_s = 240) {
+  Graded g;
+  g.out = kWork / "out" / out_name;
+  fs::remove_all(g.out);
+  std::vector<std::string> argv = {GTL_GRADE_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const std::string& a :
+       std::vector<std::string>{"--course", kCourse.string(), "--work", (kWork / "work").string(),
+                                "--out", g.out.string(), "--cpu-only"})
+    argv.push_back(a);
+  RunLimits limits;
+  limits.timeout_s = limit_s;
+  limits.output_bytes = 1 << 20;
+  g.run = run_process(argv, limits);
+  EXPECT_FALSE(g.run.timed_out) << "grading must finish within " << limit_s << " s";
+  if (fs::exists(g.out / "report.json"))
+    g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
+  if (fs::exists(g.out / "results.json"))
+    g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
+  return g;
+}
+
+Graded grade_submission_named(const std::string& name) {
+  return gtl_grade({"grade", "--submission", (kFixtures / "submissions" / name).string()}, name);
+}
+
+TEST(GraderE2E, CorrectSubmissionEarnsEveryRunnablePoint) {
+  const Graded g = grade_submission_named("correct");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.report["score"], 13.0) << g.run.output;
+  EXPECT_EQ(g.report["max_score"], 13.0);
+  EXPECT_EQ(g.report["skipped_points"], 3.0) << "the GPU check is counted apart";
+  EXPECT_EQ(g.status("sum-gpu"), "skipped");
+  EXPECT_EQ(g.status("sum-speed"), "passed") << g.reason("sum-speed");
+  EXPECT_GT(g.check("sum-speed")["figure"].get<double>(), 4.0);
+  EXPECT_EQ(g.status("sum-hidden"), "passed");
+  EXPECT_EQ(g.gradescope["score"], 13.0);
+  for (const char* f : {"results.json", "report.json", "junit.xml", "report.html"})
+    EXPECT_TRUE(fs::exists(g.out / f)) << f;
+}
+
+TEST(GraderE2E, FailingTestsCostTheirPoints) {
+  const Graded g = grade_submission_named("failing");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.score("sum-correct"), 4.0);
+  EXPECT_EQ(g.status("prefix-correct"), "partial") << g.reason("prefix-correct");
+  EXPECT_DOUBLE_EQ(g.score("prefix-correct"), 2.0) << "2 of 3 tests pass, partial credit";
+  EXPECT_NE(g.reason("prefix-correct").find("Prefix.Large failed"), std::string::npos);
+  EXPECT_EQ(g.status("prefix-memory"), "failed") << "no reserve(): more peak memory";
+}
+
+TEST(GraderE2E, CompileErrorGivesZeroAndShowsTheError) {
+  const Graded g = grade_submission_named("compile_error");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.report["score"], 0.0);
+  EXPECT_EQ(g.report["max_score"], 13.0);
+  const std::string errors = g.report["labs"][0]["build_errors"];
+  EXPECT_NE(errors.find("01-sum/sum.cpp:7:3: error"), std::string::npos) << errors;
+  EXPECT_EQ(errors.find((kWork / "work" / "impl").string()), std::string::npos)
+      << "the student's file is named as they know it";
+  EXPECT_NE(g.gradescope["output"].get<std::string>().find("does not compile"), std::string::npos);
+}
+
+TEST(GraderE2E, SegfaultCostsOneTest) {
+  const Graded g = grade_submission_named("segfault");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.score("sum-correct"), 4.0);
+  EXPECT_DOUBLE_EQ(g.score("prefix-correct"), 2.0) << g.reason("prefix-correct");
+  bool blamed = false;
+  const nlohmann::json prefix = g.check("prefix-correct");
+  for (const auto& t : prefix["tests"]) {
+    if (t["name"] == "Prefix.Large") {
+      EXPECT_EQ(t["outcome"], "crashed");
+      blamed = true;
+    } else {
+      EXPECT_EQ(t["outcome"], "passed") << t["name"] << " ran after the crash, in its own process";
+    }
+  }
+  EXPECT_TRUE(blamed);
+  EXPECT_EQ(g.status("prefix-memory"), "failed");
+  EXPECT_NE(g.reason("prefix-memory").find("crashed"), std::string::npos)
+      << g.reason("prefix-memory");
+  EXPECT_EQ(g.status("sum-speed"), "passed") << "a crash in one benchmark spares the others";
+}
+
+TEST(GraderE2E, InfiniteLoopIsATimeoutAndOthersStillScore) {
+  const Graded g = grade_submission_named("infinite_loop");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_LT(g.run.wall_s, 90) << "test limit 5 s, benchmark limit 10 s in the fixture rubric";
+  EXPECT_EQ(g.score("sum-correct"), 4.0);
+  EXPECT_DOUBLE_EQ(g.score("prefix-correct"), 2.0);
+  EXPECT_NE(g.reason("prefix-correct").find("Prefix.Large timeout"), std::string::npos)
+      << g.reason("prefix-correct");
+  EXPECT_NE(g.reason("prefix-memory").find("timed out"), std::string::npos);
+  EXPECT_EQ(g.score("sum-memory"), 1.0);
+}
+
+TEST(GraderE2E, MegabytesOfOutputAreCapped) {
+  const Graded g = grade_submission_named("noisy");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output.substr(0, 2000);
+  EXPECT_EQ(g.report["score"], 13.0) << "printing is not wrong, only noisy";
+  EXPECT_LT(fs::file_size(g.out / "report.json"), 200'000u);
+  EXPECT_LT(fs::file_size(g.out / "report.html"), 200'000u);
+  EXPECT_LT(g.run.output.size(), 200'000u) << "nor does it flood the grader's own output";
+}
+
+TEST(GraderE2E, EditedTestsAndRubricAreIgnored) {
+  const Graded g = grade_submission_named("tamper");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.report["score"], 0.0) << "the pristine tests grade the untouched starter";
+  EXPECT_EQ(g.report["max_score"], 13.0) << "the pristine rubric, not the student's";
+  EXPECT_EQ(g.report["labs"][0]["open_todos"].size(), 2u);
+}
+
+TEST(GraderE2E, BadInputsHaveClearExitCodesAndResults) {
+  const Graded unknown = gtl_grade({"grade", "--lab", "07"}, "unknown-lab");
+  EXPECT_EQ(unknown.run.exit_code, 2);
+  EXPECT_NE(unknown.run.output.find("unknown lab '07'"), std::string::npos) << unknown.run.output;
+  EXPECT_EQ(unknown.gradescope["score"], 0) << "results.json is written even so";
+  EXPECT_NE(unknown.gradescope["output"].get<std::string>().find("unknown lab"), std::string::npos);
+
+  const fs::path empty = kWork / "empty-submission";
+  fs::create_directories(empty);
+  const Graded missing = gtl_grade({"grade", "--submission", empty.string()}, "missing");
+  EXPECT_EQ(missing.run.exit_code, 4);
+  EXPECT_NE(missing.gradescope["output"].get<std::string>().find(
+                "lacks the student files: 01-sum/sum.cpp"),
+            std::string::npos)
+      << missing.gradescope.dump(2);
+
+  // A course with a malformed rubric: copy the fixture and break one line.
+  const fs::path broken = kWork / "broken-course";
+  fs::remove_all(broken);
+  fs::copy(kCourse, broken, fs::copy_options::recursive);
+  std::string rubric = slurp(broken / "labs/01-sum/rubric.yaml");
+  rubric.replace(rubric.find("    points: 3\n"), 14, "    points: lots\n");
+  std::ofstream(broken / "labs/01-sum/rubric.yaml") << rubric;
+  RunLimits limits;
+  const auto r = run_process({GTL_GRADE_EXE, "grade", "--course", broken.string(), "--out",
+                              (kWork / "out/broken").string()},
+                             limits);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("rubric.yaml:28: checks[1].points: expected a number, got 'lots'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(kWork / "out/broken/results.json"));
+}
+
+TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
+  const Graded ok = gtl_grade({"verify"}, "verify");
+  EXPECT_EQ(ok.run.exit_code, 0) << ok.run.output;
+  EXPECT_NE(ok.run.output.find("verify: PASSED"), std::string::npos);
+  EXPECT_NE(ok.run.output.find("'sum-gpu' not verified here"), std::string::npos);
+
+  // A course whose starter already passes a test covering its TODO.
+  const fs::path weak = kWork / "weak-course";
+  fs::remove_all(weak);
+  fs::copy(kCourse, weak, fs::copy_options::recursive);
+  std::string starter = slurp(weak / "starter/01-sum/sum.cpp");
+  starter.replace(starter.find("  return {};"), 12,
+                  "  std::vector<std::int64_t> out;\n  std::int64_t r = 0;\n"
+                  "  for (auto v : x) out.push_back(r += v);\n  return out;");
+  std::ofstream(weak / "starter/01-sum/sum.cpp") << starter;
+  RunLimits limits;
+  limits.timeout_s = 240;
+  const auto r = run_process(
+      {GTL_GRADE_EXE, "verify", "--course", weak.string(), "--work", (kWork / "weak-work").string(),
+       "--out", (kWork / "out/weak").string(), "--cpu-only", "-q"},
+      limits);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'prefix-correct' cannot tell the starter from the solution"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(GraderE2E, BatchWritesAGradebookAndResumes) {
+  const fs::path subs = kWork / "batch-subs";
+  fs::remove_all(subs);
+  fs::create_directories(subs);
+  for (const char* name : {"correct", "compile_error"})
+    fs::copy(kFixtures / "submissions" / name, subs / name, fs::copy_options::recursive);
+  fs::create_directories(subs / "empty");  // a broken submission must not stop the others
+  const fs::path csv = kWork / "out/gradebook.csv";
+  fs::remove(csv);
+  const Graded first =
+      gtl_grade({"batch", "--submissions", subs.string(), "--csv", csv.string()}, "batch");
+  ASSERT_EQ(first.run.exit_code, 0) << first.run.output;
+  const std::string text = slurp(csv);
+  EXPECT_NE(text.find("submission,score,max_score,skipped_points,lab01,exit_code,error\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("correct,13,13,3,13,0,\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("compile_error,0,13,3,0,0,\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("empty,0,13,3,0,4,"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(kWork / "out/batch/correct/results.json"));
+
+  const Graded again =
+      gtl_grade({"batch", "--submissions", subs.string(), "--csv", csv.string()}, "batch");
+  EXPECT_NE(again.run.output.find("batch: graded 0, already in"), std::string::npos)
+      << again.run.output;
+  EXPECT_EQ(slurp(csv), text) << "resuming changes nothing already graded";
+}
+
+TEST(GraderE2E, ExportReleaseLeavesOutSolutionAndHiddenChecks) {
+  const fs::path release = kWork / "release";
+  fs::remove_all(release);
+  RunLimits limits;
+  const auto r = run_process(
+      {GTL_GRADE_EXE, "export-release", "--course", kCourse.string(), "--to", release.string()},
+      limits);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(release / "solution"));
+  EXPECT_FALSE(fs::exists(release / "labs/01-sum/hidden"));
+  EXPECT_TRUE(fs::exists(release / "starter/01-sum/sum.cpp"));
+  const std::string rubric = slurp(release / "labs/01-sum/rubric.yaml");
+  EXPECT_EQ(rubric.find("sum-hidden"), std::string::npos) << rubric;
+  EXPECT_NE(rubric.find("sum-speed"), std::string::npos);
+
+  // The release grades on its own.
+  limits.timeout_s = 240;
+  const auto g = run_process({GTL_GRADE_EXE, "grade", "--course", release.string(), "--submission",
+                              (kFixtures / "submissions/correct").string(), "--out",
+                              (kWork / "out/release").string(), "--cpu-only", "-q"},
+                             limits);
+  EXPECT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_NE(g.output.find("TOTAL: 11 / 11"), std::string::npos) << g.output;
+}
+
+}  // namespace
+}  // namespace gtl::grader

@@ -1,0 +1,171 @@
+// Scoring arithmetic: all-or-nothing and partial tests, speed credit, memory bounds, and points
+// of checks that could not run here counted apart.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "scoring.h"
+
+namespace gtl::grader {
+namespace {
+
+Check test_check(bool partial) {
+  Check c;
+  c.name = "correct";
+  c.kind = CheckKind::kTest;
+  c.points = 6;
+  c.partial = partial;
+  return c;
+}
+
+GtestRun run_of(std::vector<TestOutcome> outcomes) {
+  GtestRun run;
+  for (std::size_t i = 0; i < outcomes.size(); ++i)
+    run.tests.push_back({"S.T" + std::to_string(i), outcomes[i], "file.cpp:3\nExpected 1, got 2"});
+  return run;
+}
+
+TEST(SpeedCredit, FullPartialAndNone) {
+  EXPECT_EQ(speed_credit(5.0, 4.0, std::nullopt), 1.0);
+  EXPECT_EQ(speed_credit(4.0, 4.0, std::nullopt), 1.0) << "the threshold itself earns full marks";
+  EXPECT_EQ(speed_credit(3.9, 4.0, std::nullopt), 0.0) << "no partial range: all or nothing";
+  EXPECT_DOUBLE_EQ(speed_credit(3.0, 4.0, 2.0), 0.5) << "linear between partial_from and min";
+  EXPECT_DOUBLE_EQ(speed_credit(2.5, 4.0, 2.0), 0.25);
+  EXPECT_EQ(speed_credit(2.0, 4.0, 2.0), 0.0);
+  EXPECT_EQ(speed_credit(1.0, 4.0, 2.0), 0.0);
+  EXPECT_EQ(speed_credit(std::nan(""), 4.0, 2.0), 0.0) << "NaN never earns points";
+}
+
+TEST(TestCheck, AllOrNothingByDefault) {
+  const CheckResult pass =
+      score_test_check(test_check(false), run_of({TestOutcome::kPassed, TestOutcome::kPassed}));
+  EXPECT_EQ(pass.status, Status::kPassed);
+  EXPECT_EQ(pass.score, 6);
+  const CheckResult fail =
+      score_test_check(test_check(false), run_of({TestOutcome::kPassed, TestOutcome::kCrashed}));
+  EXPECT_EQ(fail.status, Status::kFailed);
+  EXPECT_EQ(fail.score, 0);
+  EXPECT_NE(fail.reason.find("1/2 tests passed; S.T1 crashed: Expected 1, got 2"),
+            std::string::npos)
+      << fail.reason;
+}
+
+TEST(TestCheck, PartialCreditPerTest) {
+  const CheckResult r = score_test_check(
+      test_check(true),
+      run_of({TestOutcome::kPassed, TestOutcome::kPassed, TestOutcome::kTimedOut}));
+  EXPECT_EQ(r.status, Status::kPartial);
+  EXPECT_DOUBLE_EQ(r.score, 4.0);
+  EXPECT_NE(r.details.find("S.T2 (timeout)"), std::string::npos) << r.details;
+}
+
+TEST(TestCheck, AllSkippedIsSkippedNotPassed) {
+  GtestRun run = run_of({TestOutcome::kSkipped, TestOutcome::kSkipped});
+  run.tests[0].message = "no GPU: cudaGetDeviceCount failed";
+  const CheckResult r = score_test_check(test_check(false), run);
+  EXPECT_EQ(r.status, Status::kSkipped);
+  EXPECT_NE(r.reason.find("no GPU"), std::string::npos) << r.reason;
+  const CheckResult some =
+      score_test_check(test_check(false), run_of({TestOutcome::kPassed, TestOutcome::kSkipped}));
+  EXPECT_EQ(some.status, Status::kFailed) << "a skipped test among run ones is not a pass";
+}
+
+TEST(TestCheck, RunErrorFails) {
+  GtestRun run;
+  run.error = "no test of x matches Foo.*";
+  const CheckResult r = score_test_check(test_check(false), run);
+  EXPECT_EQ(r.status, Status::kFailed);
+  EXPECT_EQ(r.reason, run.error);
+}
+
+Check speed_check() {
+  Check c;
+  c.name = "speed";
+  c.kind = CheckKind::kSpeed;
+  c.points = 4;
+  c.benchmark = "BM_Fast";
+  c.baseline = "BM_Slow";
+  c.min_speedup = 4;
+  c.partial_from = 2;
+  return c;
+}
+
+BenchRun bench(double fast_ns, double slow_ns) {
+  BenchRun run;
+  run.stats["BM_Fast"] = {"BM_Fast", false, "", fast_ns, fast_ns, {{"peak", 50}}};
+  run.stats["BM_Slow"] = {"BM_Slow", false, "", slow_ns, slow_ns, {{"peak", 200}}};
+  return run;
+}
+
+TEST(SpeedCheck, RatioOfMediansWithPartialCredit) {
+  const CheckResult full = score_speed_check(speed_check(), bench(10, 50));
+  EXPECT_EQ(full.status, Status::kPassed);
+  EXPECT_EQ(full.score, 4);
+  EXPECT_DOUBLE_EQ(*full.figure, 5.0);
+  const CheckResult half = score_speed_check(speed_check(), bench(10, 30));
+  EXPECT_EQ(half.status, Status::kPartial);
+  EXPECT_DOUBLE_EQ(half.score, 2.0);
+  const CheckResult none = score_speed_check(speed_check(), bench(10, 15));
+  EXPECT_EQ(none.status, Status::kFailed);
+  EXPECT_EQ(none.score, 0);
+}
+
+TEST(SpeedCheck, MissingOrErroredBenchmarkFails) {
+  BenchRun run = bench(10, 50);
+  run.stats.erase("BM_Slow");
+  EXPECT_NE(score_speed_check(speed_check(), run).reason.find("produced no result"),
+            std::string::npos);
+  run = bench(10, 50);
+  run.stats["BM_Fast"].error = true;
+  run.stats["BM_Fast"].error_message = "wrong result";
+  const CheckResult r = score_speed_check(speed_check(), run);
+  EXPECT_EQ(r.score, 0);
+  EXPECT_NE(r.reason.find("wrong result"), std::string::npos);
+  run = bench(0, 50);
+  EXPECT_EQ(score_speed_check(speed_check(), run).score, 0) << "a zero time gives NaN, no points";
+}
+
+TEST(MemoryCheck, RatioAndAbsoluteBounds) {
+  Check c;
+  c.name = "mem";
+  c.kind = CheckKind::kMemory;
+  c.points = 2;
+  c.benchmark = "BM_Fast";
+  c.counter = "peak";
+  c.baseline = "BM_Slow";
+  c.max_ratio = 0.25;
+  EXPECT_EQ(score_memory_check(c, bench(1, 1)).score, 2) << "50 / 200 = 0.25 <= 0.25";
+  c.max_ratio = 0.2;
+  EXPECT_EQ(score_memory_check(c, bench(1, 1)).status, Status::kFailed);
+  c.baseline.clear();
+  c.max_ratio.reset();
+  c.max_value = 50;
+  EXPECT_EQ(score_memory_check(c, bench(1, 1)).score, 2);
+  c.max_value = 49;
+  EXPECT_EQ(score_memory_check(c, bench(1, 1)).score, 0);
+  c.counter = "bytes";
+  EXPECT_NE(score_memory_check(c, bench(1, 1)).reason.find("reports no counter 'bytes'"),
+            std::string::npos);
+}
+
+TEST(Totals, SkippedPointsAreCountedApart) {
+  Check gpu = test_check(false);
+  gpu.points = 3;
+  gpu.requires_gpu = true;
+  LabResult lab;
+  lab.checks.push_back(
+      score_test_check(test_check(true), run_of({TestOutcome::kPassed, TestOutcome::kFailed})));
+  lab.checks.push_back(skipped_check(gpu, "requires a GPU"));
+  lab.checks.push_back(failed_check(test_check(false), "does not compile"));
+  EXPECT_DOUBLE_EQ(lab.score(), 3.0);
+  EXPECT_DOUBLE_EQ(lab.max_score(), 12.0) << "the skipped check is not in the maximum";
+  EXPECT_DOUBLE_EQ(lab.skipped_points(), 3.0) << "...nor zero: it is counted apart";
+  GradeResult all;
+  all.labs = {lab, lab};
+  EXPECT_DOUBLE_EQ(all.score(), 6.0);
+  EXPECT_DOUBLE_EQ(all.max_score(), 24.0);
+  EXPECT_DOUBLE_EQ(all.skipped_points(), 6.0);
+}
+
+}  // namespace
+}  // namespace gtl::grader
