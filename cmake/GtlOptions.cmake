@@ -8,7 +8,14 @@ set_property(CACHE GTL_CUDA PROPERTY STRINGS AUTO ON OFF)
 #   solution  -> solution/   (the reference; must pass every check)
 #   starter   -> starter/    (what students receive; fails the checks of its TODOs)
 #   <path>    -> a student's copy of the starter tree (the grader builds submissions this way)
-set(GTL_LABS_IMPL "solution" CACHE STRING "Lab implementation: solution, starter or a path to a starter-shaped tree")
+# A student release has no solution/ (gtl-grade export-release), so it defaults to starter.
+if(EXISTS ${PROJECT_SOURCE_DIR}/solution)
+  set(_gtl_default_impl solution)
+else()
+  set(_gtl_default_impl starter)
+endif()
+set(GTL_LABS_IMPL "${_gtl_default_impl}" CACHE STRING
+    "Lab implementation: solution, starter or a path to a starter-shaped tree")
 
 option(GTL_WERROR "Treat warnings in the project's own code as errors (CI turns this on)" OFF)
 option(GTL_BUILD_BENCHMARKS "Build the Google Benchmark programs" ON)

@@ -6,7 +6,7 @@
 #
 # The grader compiles only your lab files (those listed in each lab's rubric) against the
 # pristine tests, in its own build folder (build/gtl-grade), and writes its reports to
-# build/gtl-grade/out (terminal summary, report.html, results.json, junit.xml).
+# build/gtl-grade/results (report.html, results.json, report.json, junit.xml).
 # Idempotent: a rerun rebuilds only what changed.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
