@@ -12,15 +12,28 @@
 
 namespace lab01 {
 
-double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats) {
-  const size_t n = static_cast<size_t>(bytes);
+void* allocate_host(int64_t bytes, bool pinned) {
   void* host = nullptr;
   if (pinned) {
-    LAB_CHECK(cudaMallocHost(&host, n));
+    LAB_CHECK(cudaMallocHost(&host, static_cast<size_t>(bytes)));
   } else {
-    host = std::malloc(n);
-    if (!host) throw std::runtime_error("copy_bandwidth_gbs: malloc failed");
+    host = std::malloc(static_cast<size_t>(bytes));
+    if (!host) throw std::runtime_error("allocate_host: malloc failed");
   }
+  return host;
+}
+
+void free_host(void* ptr, bool pinned) {
+  if (pinned) {
+    LAB_CHECK(cudaFreeHost(ptr));
+  } else {
+    std::free(ptr);
+  }
+}
+
+double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats) {
+  const size_t n = static_cast<size_t>(bytes);
+  void* host = allocate_host(bytes, pinned);
   std::memset(host, 1, n);  // touch every page so the OS really backs it
   void* device = nullptr;
   LAB_CHECK(cudaMalloc(&device, n));
@@ -43,11 +56,7 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
   LAB_CHECK(cudaEventDestroy(begin));
   LAB_CHECK(cudaEventDestroy(end));
   LAB_CHECK(cudaFree(device));
-  if (pinned) {
-    LAB_CHECK(cudaFreeHost(host));
-  } else {
-    std::free(host);
-  }
+  free_host(host, pinned);
   return static_cast<double>(bytes) * repeats / (ms * 1e-3) / 1e9;
 }
 

@@ -12,15 +12,25 @@
 
 namespace lab01 {
 
+void* allocate_host(int64_t bytes, bool pinned) {
+  // TODO(lab01) step 5a: pinned memory comes from cudaMallocHost (wrap it in LAB_CHECK),
+  // pageable memory from std::malloc. Until then both are pageable, and the pinned-vs-pageable
+  // benchmark shows no difference.
+  (void)pinned;
+  void* host = std::malloc(static_cast<size_t>(bytes));
+  if (!host) throw std::runtime_error("allocate_host: malloc failed");
+  return host;
+}
+
+void free_host(void* ptr, bool pinned) {
+  // TODO(lab01) step 5a: cudaFreeHost for pinned memory, std::free for pageable.
+  (void)pinned;
+  std::free(ptr);
+}
+
 double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats) {
   const size_t n = static_cast<size_t>(bytes);
-  void* host = nullptr;
-  if (pinned) {
-    LAB_CHECK(cudaMallocHost(&host, n));
-  } else {
-    host = std::malloc(n);
-    if (!host) throw std::runtime_error("copy_bandwidth_gbs: malloc failed");
-  }
+  void* host = allocate_host(bytes, pinned);
   std::memset(host, 1, n);  // touch every page so the OS really backs it
   void* device = nullptr;
   LAB_CHECK(cudaMalloc(&device, n));
@@ -31,16 +41,12 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
   LAB_CHECK(cudaMemcpy(dst, src, n, kind));  // warm-up
 
   float ms = 0;
-  // TODO(lab01) step 5: time `repeats` copies cudaMemcpyAsync(dst, src, n, kind, nullptr) with
+  // TODO(lab01) step 5b: time `repeats` copies cudaMemcpyAsync(dst, src, n, kind, nullptr) with
   // two CUDA events (as in step 4) and store the elapsed milliseconds in `ms`. The allocation
   // above already chose pinned (cudaMallocHost) or pageable (malloc) host memory.
   (void)dst, (void)src, (void)kind;
   LAB_CHECK(cudaFree(device));
-  if (pinned) {
-    LAB_CHECK(cudaFreeHost(host));
-  } else {
-    std::free(host);
-  }
+  free_host(host, pinned);
   return static_cast<double>(bytes) * repeats / (ms * 1e-3) / 1e9;
 }
 

@@ -4,7 +4,8 @@
 //                                      and writes c; the copy reads and writes 6 bytes): equal
 //                                      times mean your kernel runs at copy bandwidth. Rubric:
 //                                      copy time / vector add time >= 0.7.
-//   BM_HostToDevice/pinned vs /pageable  the same 256 MiB copy. Rubric: pageable / pinned >= 1.5.
+//   BM_HostToDevice/1 vs /0            the same 256 MiB copy from your allocate_host(pinned) and
+//                                      allocate_host(pageable). Rubric: pageable / pinned >= 1.5.
 //   BM_Scale/pipelined vs /serial      the same job, chunked over 8 streams or not.
 //                                      Rubric: serial / pipelined >= 1.3.
 //   BM_VectorAddCpu vs BM_VectorAdd    the CPU vs GPU comparison of TODO 7 (shown, not graded).
@@ -108,21 +109,14 @@ void BM_HostToDevice(benchmark::State& state) {
   const bool pinned = state.range(0) == 1;
   state.SetLabel(pinned ? "pinned" : "pageable");
   const int64_t bytes = kN * 4;
-  void* host = nullptr;
-  std::vector<char> pageable;
-  if (pinned) {
-    cudaMallocHost(&host, bytes);
-  } else {
-    pageable.resize(bytes);
-    host = pageable.data();
-  }
+  void* host = lab01::allocate_host(bytes, pinned);  // your TODO 5a
   std::memset(host, 1, bytes);
   void* dev;
   cudaMalloc(&dev, bytes);
   timed_loop(state, [&] { cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, nullptr); });
   state.SetBytesProcessed(state.iterations() * bytes);
   cudaFree(dev);
-  if (pinned) cudaFreeHost(host);
+  lab01::free_host(host, pinned);
 }
 
 void BM_Scale(benchmark::State& state) {

@@ -45,7 +45,11 @@ struct LaunchTiming {
 LaunchTiming time_vector_add(int64_t n, int repeats);
 
 // ---- TODO 5: pageable vs pinned host memory (transfer_bandwidth.cu) -----------------------------
-// Bandwidth in GB/s (1e9 bytes per second) of copying `bytes` between the host and the device,
+// 5a: `bytes` of host memory, page-locked (pinned) or ordinary pageable memory; free_host releases
+// what allocate_host returned with the same `pinned`. The benchmarks copy from these buffers.
+void* allocate_host(int64_t bytes, bool pinned);
+void free_host(void* ptr, bool pinned);
+// 5b: bandwidth in GB/s (1e9 bytes per second) of copying `bytes` between the host and the device,
 // host memory pinned or pageable, host-to-device or device-to-host, timed with events over
 // `repeats` copies.
 double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats);

@@ -90,6 +90,20 @@ TEST(EventTiming, AHostTimerWithoutSyncMeasuresOnlyTheLaunches) {
       << "TODO 4: with a synchronisation the host clock covers all the GPU work";
 }
 
+TEST(HostMemory, PinnedIsPageLockedAndPageableIsNot) {
+  GTL_REQUIRE_GPU();
+  for (bool pinned : {true, false}) {
+    void* p = lab01::allocate_host(1 << 20, pinned);
+    ASSERT_NE(p, nullptr);
+    cudaPointerAttributes attributes{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, p), cudaSuccess);
+    EXPECT_EQ(attributes.type, pinned ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered)
+        << "TODO 5a: " << (pinned ? "pinned memory comes from cudaMallocHost"
+                                  : "pageable memory is ordinary malloc memory");
+    lab01::free_host(p, pinned);
+  }
+}
+
 TEST(TransferBandwidth, EveryDirectionGivesAPhysicalNumber) {
   GTL_REQUIRE_GPU();
   const double hbm = gtl::device_properties(0).peak_memory_bandwidth_gbs();
