@@ -1,0 +1,25 @@
+// Activation checkpointing: forget in forward, recompute in backward (see checkpointed.h).
+#include "gtl/nn/checkpointed.h"
+
+namespace gtl::nn {
+
+Checkpointed::Checkpointed(std::unique_ptr<Module> segment) : Module("checkpointed") {
+  add_child("segment", std::move(segment));
+}
+
+Tensor Checkpointed::forward_impl(const Tensor& x, Context& ctx) {
+  forward_policy_ = current_precision();
+  Context scratch;  // the segment's activations: released when this function returns
+  Tensor y = segment().forward(x, scratch);
+  ctx.saved = {x};
+  return y;
+}
+
+Tensor Checkpointed::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
+  PrecisionScope same_policy(forward_policy_);
+  Context recomputed;
+  segment().forward(ctx.saved.at(0), recomputed);
+  return segment().backward(recomputed, dy, mode);
+}
+
+}  // namespace gtl::nn

@@ -1,0 +1,35 @@
+// LayerNorm layer over ops/layernorm.h (see layernorm.h).
+#include "gtl/nn/layernorm.h"
+
+#include "gtl/nn/precision.h"
+#include "gtl/ops/layernorm.h"
+
+namespace gtl::nn {
+
+LayerNorm::LayerNorm(int64_t features, float eps)
+    : Module("layernorm"), features_(features), eps_(eps) {
+  GTL_CHECK(features > 0, "LayerNorm: features must be positive, got " << features);
+  add_parameter("weight", Tensor::ones({features}));
+  add_parameter("bias", Tensor::zeros({features}));
+}
+
+Tensor LayerNorm::forward_impl(const Tensor& x, Context& ctx) {
+  GTL_CHECK(x.dim() >= 1 && x.size(-1) == features_,
+            "LayerNorm '" << path() << "': expected input [..., " << features_ << "], got "
+                          << shape_str(x.shape()));
+  Tensor x32 = cast_to(x, DType::Float32);
+  ops::LayerNormForward f = ops::layernorm_forward(x32, params_[0].value, params_[1].value, eps_);
+  ctx.saved = {x32, f.mean, f.rstd};
+  return f.out;
+}
+
+Tensor LayerNorm::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
+  const Tensor& x32 = ctx.saved.at(0);
+  ops::LayerNormBackward b = ops::layernorm_backward(
+      cast_to(dy, DType::Float32), x32, params_[0].value, ctx.saved.at(1), ctx.saved.at(2));
+  write_grad(params_[0], b.dweight, mode);
+  write_grad(params_[1], b.dbias, mode);
+  return cast_to(b.dx, ctx.input_dtype);
+}
+
+}  // namespace gtl::nn

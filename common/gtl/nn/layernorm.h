@@ -1,0 +1,26 @@
+// LayerNorm over the last dimension, with float32 weight (gamma, init 1) and bias (beta, init 0).
+//
+// Saves its input x and the per-row mean and rstd the forward computed (2 floats per row):
+// backward needs xhat = (x - mean) * rstd, and keeping mean/rstd saves recomputing two
+// reductions, for a memory cost of 2/C of x (llm.c keeps them the same way). It always computes
+// in float32 (precision.h): a half input is widened first, and the output is float32.
+#pragma once
+
+#include "gtl/nn/module.h"
+
+namespace gtl::nn {
+
+class LayerNorm final : public Module {
+ public:
+  explicit LayerNorm(int64_t features, float eps = 1e-5f);
+
+ protected:
+  Tensor forward_impl(const Tensor& x, Context& ctx) override;
+  Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;
+
+ private:
+  int64_t features_;
+  float eps_;
+};
+
+}  // namespace gtl::nn

@@ -1,0 +1,30 @@
+// ResidualMLP: the transformer's MLP block, y = x + fc2(gelu(fc1(ln(x)))),
+// fc1: D -> 4D, fc2: 4D -> D.
+//
+// The block whose stack the course benchmarks (8 blocks, bench/nn): each holds 8 D^2
+// weights and, per sample, saves LN's input x and fc1's input ln(x) (D each), GELU's input and
+// fc2's input (4D each), plus LN's mean and rstd: about 10 D floats per sample and block, the
+// activation memory that checkpointing (checkpointed.h) trades for recomputation.
+//
+// The residual stream is float32 under every policy: the block adds its branch (computed in half
+// precision) to x in float32 and returns float32, so rounding errors do not pile up along the
+// stream from block to block; only the branch's GEMMs see half-precision inputs.
+#pragma once
+
+#include "gtl/nn/module.h"
+
+namespace gtl::nn {
+
+class ResidualMLP final : public Module {
+ public:
+  ResidualMLP(int64_t dim, Generator& gen, int64_t expansion = 4);
+
+ protected:
+  Tensor forward_impl(const Tensor& x, Context& ctx) override;
+  Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;
+
+ private:
+  int64_t dim_;
+};
+
+}  // namespace gtl::nn

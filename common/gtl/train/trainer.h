@@ -1,0 +1,103 @@
+// Trainer: one training step from a batch to the optimizer, evaluation, and the full training
+// state in one checkpoint.
+//
+//   train::Trainer trainer(options, std::make_shared<data::SyntheticDigits>(60000));
+//   for (int i = 0; i < 500; ++i) trainer.step();            // loss, grad norm, skipped?
+//   trainer.evaluate(test_set).accuracy;
+//   trainer.save("ckpt.bin");  ...  trainer.load("ckpt.bin");  // continues bit for bit
+//
+// A step (docs/core.md follows it file by file):
+//   batch    data::DataLoader (shuffled by (seed, epoch), prefetched, on the device)
+//   forward  the model (nn/) under the precision policy; cross-entropy in float32
+//   backward dloss = the loss scale (1 unless fp16), gradients OVERWRITE the flat gradient
+//            buffer, so there is no zero_grad; with micro_batches > 1 the first micro-batch
+//            overwrites and the others accumulate (GradMode)
+//   unscale  LossScaler (fp16): gradients / scale, inf/NaN check -> skip the step
+//   clip     clip_grad_norm_ on the one flat gradient
+//   update   AdamW on the one flat parameter (one fused pass; it rewrites the half compute copy)
+//
+// Bitwise resume: everything a step depends on is saved (parameters, AdamW moments and step
+// count, loss scale and its growth counter, the data loader's position and seed, the step
+// number), and every op is deterministic, so N steps in one go and K steps + save + load + N-K
+// steps give identical losses, bit for bit. There is no other random state: data order is
+// Philox(seed, epoch), and the model has no dropout.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gtl/data/data_loader.h"
+#include "gtl/data/dataset.h"
+#include "gtl/nn/models.h"
+#include "gtl/nn/parameter_buffer.h"
+#include "gtl/nn/precision.h"
+#include "gtl/optim/adamw.h"
+#include "gtl/optim/loss_scaler.h"
+
+namespace gtl::train {
+
+struct TrainerOptions {
+  nn::ModelConfig model;
+  Device device = Device::cpu();
+  nn::PrecisionPolicy precision;  // fp16 turns the loss scaler on
+  int64_t batch_size = 64;
+  int64_t micro_batches = 1;  // gradient accumulation: the batch is split into this many parts
+  float lr = 2e-3f;
+  float weight_decay = 0.f;
+  float max_grad_norm = 1.f;  // <= 0: no clipping
+  uint64_t seed = 0;          // data order
+  int prefetch = 2;           // batches the loader prepares ahead
+};
+
+struct StepStats {
+  float loss = 0.f;              // mean cross-entropy of the batch (unscaled)
+  float grad_norm = 0.f;         // global gradient norm before clipping (0 without clipping)
+  bool stepped = true;           // false: fp16 overflow, the optimizer step was skipped
+  int64_t activation_bytes = 0;  // saved by forward for backward (one micro-batch's contexts)
+};
+
+struct EvalStats {
+  float loss = 0.f;
+  float accuracy = 0.f;
+  int64_t samples = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerOptions options, std::shared_ptr<const data::Dataset> train_data);
+
+  // One optimizer step on the loader's next batch (moving on to the next epoch when needed).
+  StepStats step();
+  // One optimizer step on the given batch: images [N, ...] float32, labels [N] int64, on device().
+  StepStats train_step(const Tensor& images, const Tensor& labels);
+  // Mean loss and accuracy over the first `max_samples` samples of `data` (all when < 0), without
+  // keeping activations, under the trainer's precision policy.
+  EvalStats evaluate(const data::Dataset& data, int64_t max_samples = -1, int64_t batch_size = 500);
+
+  // The full training state (see the header comment). load() checks that the checkpoint was
+  // written by a trainer with the same model, precision, batch size and data seed.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
+  int64_t steps_done() const { return steps_; }
+  int64_t epoch() const { return loader_->position().epoch; }
+  int64_t batches_per_epoch() const { return loader_->batches_per_epoch(); }
+  Device device() const { return options_.device; }
+  const TrainerOptions& options() const { return options_; }
+  nn::Sequential& model() { return *model_; }
+  const nn::ParameterBuffer& parameters() const { return *buffer_; }
+  optim::AdamW& optimizer() { return *optimizer_; }
+  const optim::LossScaler& scaler() const { return scaler_; }
+
+ private:
+  TrainerOptions options_;
+  std::shared_ptr<const data::Dataset> train_data_;
+  std::unique_ptr<nn::Sequential> model_;
+  std::unique_ptr<nn::ParameterBuffer> buffer_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  optim::LossScaler scaler_;
+  std::unique_ptr<data::DataLoader> loader_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace gtl::train
