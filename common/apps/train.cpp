@@ -25,7 +25,7 @@ using namespace gtl;
 
 namespace {
 
-// The figure measured on the 2-core CPU CI machine (docs/core.md); tests/train/demo_test.cpp
+// The figure measured on the 2-core CPU CI machine (docs/core.md); common/tests/train/demo_test.cpp
 // checks it.
 constexpr const char* kCpuFigure =
     "On the CPU the default MLP (width 64, 2 residual blocks, AdamW lr 2e-3, batch 64, fp32,\n"

@@ -148,7 +148,12 @@ TEST(GraderE2E, InfiniteLoopIsATimeoutAndOthersStillScore) {
 TEST(GraderE2E, MegabytesOfOutputAreCapped) {
   const Graded g = grade_submission_named("noisy");
   ASSERT_EQ(g.run.exit_code, 0) << g.run.output.substr(0, 2000);
-  EXPECT_EQ(g.report["score"], 13.0) << "printing is not wrong, only noisy";
+  // Printing is not wrong, only noisy: every check that does not time anything earns full marks.
+  // The speed check must be measured (a figure, not an error), but its ratio is left out: the
+  // 200k printed lines land in a timed iteration, and on a loaded machine they can move it.
+  EXPECT_EQ(g.report["score"].get<double>() - g.score("sum-speed"), 11.0)
+      << "printing is not wrong, only noisy:\n" << g.report.dump(1).substr(0, 4000);
+  EXPECT_TRUE(g.check("sum-speed")["figure"].is_number()) << g.reason("sum-speed");
   EXPECT_LT(fs::file_size(g.out / "report.json"), 200'000u);
   EXPECT_LT(fs::file_size(g.out / "report.html"), 200'000u);
   EXPECT_LT(g.run.output.size(), 200'000u) << "nor does it flood the grader's own output";

@@ -1,7 +1,7 @@
 // ResidualMLP: the transformer's MLP block, y = x + fc2(gelu(fc1(ln(x)))),
 // fc1: D -> 4D, fc2: 4D -> D.
 //
-// The block whose stack the course benchmarks (8 blocks, bench/nn): each holds 8 D^2
+// The block whose stack the course benchmarks (8 blocks, common/bench/nn): each holds 8 D^2
 // weights and, per sample, saves LN's input x and fc1's input ln(x) (D each), GELU's input and
 // fc2's input (4D each), plus LN's mean and rstd: about 10 D floats per sample and block, the
 // activation memory that checkpointing (checkpointed.h) trades for recomputation.
