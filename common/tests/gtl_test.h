@@ -16,10 +16,10 @@
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/tensor.h"
 
-#define GTL_REQUIRE_GPU()                                                          \
-  do {                                                                             \
-    if (!::gtl::cuda_available())                                                  \
-      GTEST_SKIP() << "needs a CUDA GPU: " << ::gtl::cuda_unavailable_reason();    \
+#define GTL_REQUIRE_GPU()                                                       \
+  do {                                                                          \
+    if (!::gtl::cuda_available())                                               \
+      GTEST_SKIP() << "needs a CUDA GPU: " << ::gtl::cuda_unavailable_reason(); \
   } while (0)
 
 namespace gtl::testing {

@@ -38,11 +38,23 @@ bool print_table(const std::string& path) {
   }
   const auto& runs = doc.value("benchmarks", nlohmann::json::array());
   // Counters are the numeric fields a benchmark adds beyond Google Benchmark's own.
-  static const std::set<std::string> standard = {
-      "name", "run_name", "run_type", "repetitions", "repetition_index", "threads",
-      "iterations", "real_time", "cpu_time", "time_unit", "family_index",
-      "per_family_instance_index", "aggregate_name", "aggregate_unit", "error_occurred",
-      "error_message", "label"};
+  static const std::set<std::string> standard = {"name",
+                                                 "run_name",
+                                                 "run_type",
+                                                 "repetitions",
+                                                 "repetition_index",
+                                                 "threads",
+                                                 "iterations",
+                                                 "real_time",
+                                                 "cpu_time",
+                                                 "time_unit",
+                                                 "family_index",
+                                                 "per_family_instance_index",
+                                                 "aggregate_name",
+                                                 "aggregate_unit",
+                                                 "error_occurred",
+                                                 "error_message",
+                                                 "label"};
   std::set<std::string> counters;
   for (const auto& r : runs)
     for (const auto& [k, v] : r.items())

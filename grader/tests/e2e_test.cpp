@@ -152,7 +152,8 @@ TEST(GraderE2E, MegabytesOfOutputAreCapped) {
   // The speed check must be measured (a figure, not an error), but its ratio is left out: the
   // 200k printed lines land in a timed iteration, and on a loaded machine they can move it.
   EXPECT_EQ(g.report["score"].get<double>() - g.score("sum-speed"), 11.0)
-      << "printing is not wrong, only noisy:\n" << g.report.dump(1).substr(0, 4000);
+      << "printing is not wrong, only noisy:\n"
+      << g.report.dump(1).substr(0, 4000);
   EXPECT_TRUE(g.check("sum-speed")["figure"].is_number()) << g.reason("sum-speed");
   EXPECT_LT(fs::file_size(g.out / "report.json"), 200'000u);
   EXPECT_LT(fs::file_size(g.out / "report.html"), 200'000u);

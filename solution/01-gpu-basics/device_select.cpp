@@ -15,11 +15,11 @@ gtl::Device choose_device(const std::string& request) {
   const gtl::Device device = gtl::Device::parse(request);
   if (device.is_cuda() && device.index() >= gtl::cuda_device_count()) {
     const int n = gtl::cuda_device_count();
-    throw gtl::Error(device.str() + " requested but only " + std::to_string(n) + " GPU" +
-                     (n == 1 ? " is" : "s are") + " visible (" +
-                     (n == 0 ? gtl::cuda_unavailable_reason() : "use cuda:0..cuda:" +
-                                                                   std::to_string(n - 1)) +
-                     ")");
+    throw gtl::Error(
+        device.str() + " requested but only " + std::to_string(n) + " GPU" +
+        (n == 1 ? " is" : "s are") + " visible (" +
+        (n == 0 ? gtl::cuda_unavailable_reason() : "use cuda:0..cuda:" + std::to_string(n - 1)) +
+        ")");
   }
   return device;
 }

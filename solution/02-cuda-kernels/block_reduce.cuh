@@ -17,12 +17,14 @@ __device__ inline float warp_reduce_sum(float v) {
 }
 
 __device__ inline float warp_reduce_max(float v) {
-  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
 
 // `scratch` holds at least blockDim.x / 32 floats; blockDim.x is a multiple of 32.
-template <bool kMax> __device__ inline float block_reduce(float v, float* scratch) {
+template <bool kMax>
+__device__ inline float block_reduce(float v, float* scratch) {
   v = kMax ? warp_reduce_max(v) : warp_reduce_sum(v);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   __syncthreads();  // scratch may still be read by a previous call

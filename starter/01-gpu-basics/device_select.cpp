@@ -17,8 +17,8 @@ gtl::Device choose_device(const std::string& request) {
 
 std::string describe_device(int index) {
   // TODO(lab01) step 1b: read gtl::device_properties(index) and format one line:
-  // "<name>: <SMs> SMs, <memory, 1 decimal> GiB, <peak bandwidth, 0 decimals> GB/s, sm_<major><minor>"
-  // Hint: std::snprintf with "%s: %d SMs, %.1f GiB, %.0f GB/s, sm_%d%d".
+  // "<name>: <SMs> SMs, <memory, 1 decimal> GiB, <peak bandwidth, 0 decimals> GB/s,
+  // sm_<major><minor>" Hint: std::snprintf with "%s: %d SMs, %.1f GiB, %.0f GB/s, sm_%d%d".
   throw gtl::Error("TODO(lab01) step 1b: describe_device(" + std::to_string(index) +
                    ") is not implemented");
 }

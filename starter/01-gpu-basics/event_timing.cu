@@ -13,7 +13,8 @@ namespace lab01 {
 
 namespace {
 [[maybe_unused]] double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 }  // namespace
 

@@ -21,7 +21,9 @@ __device__ inline float gelu(float v) {
   return 0.5f * v * (1.f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 
-int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>(n / 256 + 1, 65535 * 16)); }
+int blocks_for(int64_t n) {
+  return static_cast<int>(std::min<int64_t>(n / 256 + 1, 65535 * 16));
+}
 
 __global__ void bias_kernel(const float* x, const float* bias, float* out, int64_t n, int cols) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;

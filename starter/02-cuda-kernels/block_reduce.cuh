@@ -23,7 +23,8 @@ __device__ inline float warp_reduce_max(float v) {
 }
 
 // `scratch` holds at least blockDim.x / 32 floats; blockDim.x is a multiple of 32.
-template <bool kMax> __device__ inline float block_reduce(float v, float* scratch) {
+template <bool kMax>
+__device__ inline float block_reduce(float v, float* scratch) {
   // TODO(lab02) step 1b: reduce within each warp (warp_reduce_sum or _max), let lane 0 of each
   // warp write its result to scratch[warp], then have every warp reduce scratch[0 .. warps)
   // (lanes past the number of warps contribute 0, or -INFINITY for a max). Put a __syncthreads()

@@ -24,8 +24,8 @@ namespace {
 constexpr int kBlock = 256;
 
 int grid_for(int64_t n, int per_thread = 1) {
-  return static_cast<int>(std::max<int64_t>(1, (n + int64_t{kBlock} * per_thread - 1) /
-                                                   (int64_t{kBlock} * per_thread)));
+  return static_cast<int>(std::max<int64_t>(
+      1, (n + int64_t{kBlock} * per_thread - 1) / (int64_t{kBlock} * per_thread)));
 }
 
 int sm_count() {

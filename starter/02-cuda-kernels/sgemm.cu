@@ -61,13 +61,15 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void sgemm_naive(const float* a, const float* b, float* c, int m, int n, int k, cudaStream_t stream) {
+void sgemm_naive(const float* a, const float* b, float* c, int m, int n, int k,
+                 cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   const dim3 block(32, 8), grid((n + 31) / 32, (m + 7) / 8);
   sgemm_naive_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);
 }
 
-void sgemm_tiled(const float* a, const float* b, float* c, int m, int n, int k, cudaStream_t stream) {
+void sgemm_tiled(const float* a, const float* b, float* c, int m, int n, int k,
+                 cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   const dim3 block(kTile, kTile), grid((n + kTile - 1) / kTile, (m + kTile - 1) / kTile);
   sgemm_tiled_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);

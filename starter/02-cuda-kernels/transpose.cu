@@ -44,7 +44,8 @@ void transpose_naive(const float* in, float* out, int rows, int cols, cudaStream
 
 void transpose(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  const dim3 block(kTile, kRowsPerPass), grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
+  const dim3 block(kTile, kRowsPerPass),
+      grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
   transpose_tiled_kernel<<<grid, block, 0, stream>>>(in, out, rows, cols);
 }
 

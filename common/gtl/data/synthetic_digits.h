@@ -13,8 +13,8 @@
 // need to store the data. Train and test use different key streams and never share a sample.
 //
 // Labels are i % 10: classes are exactly balanced; shuffle (the DataLoader does) before training.
-// Difficulty, measured by common/tests/data/synthetic_digits_test.cpp (10,000 training and 2,000 test
-// samples): nearest centroid 0.59, a linear softmax classifier 0.85, an MLP 784-64-10 0.99.
+// Difficulty, measured by common/tests/data/synthetic_digits_test.cpp (10,000 training and 2,000
+// test samples): nearest centroid 0.59, a linear softmax classifier 0.85, an MLP 784-64-10 0.99.
 // Jitter and noise keep the linear model well below 100%; the hidden layer is worth learning.
 #pragma once
 

@@ -21,8 +21,8 @@ std::string format_bytes(int64_t bytes) {
 
 OutOfMemoryError::OutOfMemoryError(Device device, int64_t requested, const MemoryStats& stats,
                                    int64_t limit, const std::string& detail)
-    : Error((device.is_cuda() ? "CUDA" : "CPU") + std::string(" out of memory on ") +
-            device.str() + ". Tried to allocate " + format_bytes(requested) + "; " +
+    : Error((device.is_cuda() ? "CUDA" : "CPU") + std::string(" out of memory on ") + device.str() +
+            ". Tried to allocate " + format_bytes(requested) + "; " +
             format_bytes(stats.allocated_bytes) + " allocated; " +
             format_bytes(stats.reserved_bytes) + " reserved; limit " +
             (limit > 0 ? format_bytes(limit) : std::string("none (device memory)")) +
@@ -150,6 +150,8 @@ AllocatorScope::AllocatorScope(std::shared_ptr<Allocator> allocator)
   slot = std::move(allocator);
 }
 
-AllocatorScope::~AllocatorScope() { scoped_slot(device_) = std::move(previous_); }
+AllocatorScope::~AllocatorScope() {
+  scoped_slot(device_) = std::move(previous_);
+}
 
 }  // namespace gtl

@@ -80,7 +80,8 @@ class CpuAllocator final : public HostAllocatorBase {
 class PinnedAllocator final : public HostAllocatorBase {
  public:
   std::string name() const override {
-    return page_locked_ ? "pinned" : "pinned (pageable fallback: " + cuda_unavailable_reason() + ")";
+    return page_locked_ ? "pinned"
+                        : "pinned (pageable fallback: " + cuda_unavailable_reason() + ")";
   }
 
  protected:
@@ -112,7 +113,11 @@ class PinnedAllocator final : public HostAllocatorBase {
 
 }  // namespace
 
-std::shared_ptr<Allocator> make_cpu_allocator() { return std::make_shared<CpuAllocator>(); }
-std::shared_ptr<Allocator> make_pinned_allocator() { return std::make_shared<PinnedAllocator>(); }
+std::shared_ptr<Allocator> make_cpu_allocator() {
+  return std::make_shared<CpuAllocator>();
+}
+std::shared_ptr<Allocator> make_pinned_allocator() {
+  return std::make_shared<PinnedAllocator>();
+}
 
 }  // namespace gtl

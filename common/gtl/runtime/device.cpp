@@ -27,14 +27,20 @@ std::string Device::str() const {
   return is_cpu() ? "cpu" : "cuda:" + std::to_string(index_);
 }
 
-std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
+std::ostream& operator<<(std::ostream& os, const Device& device) {
+  return os << device.str();
+}
 
 double DeviceProperties::peak_memory_bandwidth_gbs() const {
   return 2.0 * memory_clock_khz * 1e3 * (memory_bus_width_bits / 8.0) / 1e9;
 }
 
-Device default_device() { return cuda_available() ? Device::cuda(0) : Device::cpu(); }
-bool cuda_available() { return cuda_device_count() > 0; }
+Device default_device() {
+  return cuda_available() ? Device::cuda(0) : Device::cpu();
+}
+bool cuda_available() {
+  return cuda_device_count() > 0;
+}
 
 #ifdef GTL_WITH_CUDA
 
@@ -62,9 +68,9 @@ std::string cuda_unavailable_reason() {
 }
 
 DeviceProperties device_properties(int index) {
-  GTL_CHECK(index >= 0 && index < cuda_device_count(),
-            "device_properties: no device cuda:" << index << " (" << cuda_device_count()
-                                                 << " visible)");
+  GTL_CHECK(
+      index >= 0 && index < cuda_device_count(),
+      "device_properties: no device cuda:" << index << " (" << cuda_device_count() << " visible)");
   cudaDeviceProp p{};
   GTL_CUDA_CHECK(cudaGetDeviceProperties(&p, index));
   DeviceProperties out;
@@ -104,12 +110,18 @@ DeviceGuard::~DeviceGuard() {
 
 #else  // CPU-only build
 
-int cuda_device_count() { return 0; }
-std::string cuda_unavailable_reason() { return "built without CUDA (GTL_CUDA=OFF or no nvcc)"; }
+int cuda_device_count() {
+  return 0;
+}
+std::string cuda_unavailable_reason() {
+  return "built without CUDA (GTL_CUDA=OFF or no nvcc)";
+}
 DeviceProperties device_properties(int index) {
   throw Error("device_properties(" + std::to_string(index) + "): " + cuda_unavailable_reason());
 }
-std::string cuda_version_string() { return "built without CUDA"; }
+std::string cuda_version_string() {
+  return "built without CUDA";
+}
 DeviceGuard::DeviceGuard(Device device) {
   GTL_CHECK(!device.is_cuda(), "DeviceGuard(" << device << "): " << cuda_unavailable_reason());
 }

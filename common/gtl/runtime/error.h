@@ -37,11 +37,11 @@ namespace detail {
 
 }  // namespace gtl
 
-#define GTL_CHECK(cond, msg)                                                          \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::ostringstream gtl_check_msg_;                                              \
-      gtl_check_msg_ << msg;                                                          \
+#define GTL_CHECK(cond, msg)                                                               \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      std::ostringstream gtl_check_msg_;                                                   \
+      gtl_check_msg_ << msg;                                                               \
       ::gtl::detail::throw_check_failure(#cond, __FILE__, __LINE__, gtl_check_msg_.str()); \
-    }                                                                                 \
+    }                                                                                      \
   } while (0)

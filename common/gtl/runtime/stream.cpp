@@ -35,8 +35,8 @@ void Stream::wait(const Stream& other) const {
 
 Event::Event(bool enable_timing) {
   if (!cuda_available()) return;  // lets CPU fallbacks construct events they never record
-  GTL_CUDA_CHECK(cudaEventCreateWithFlags(&event_, enable_timing ? cudaEventDefault
-                                                                 : cudaEventDisableTiming));
+  GTL_CUDA_CHECK(
+      cudaEventCreateWithFlags(&event_, enable_timing ? cudaEventDefault : cudaEventDisableTiming));
 }
 
 Event::~Event() {
@@ -81,9 +81,13 @@ void Stream::synchronize() const {}
 void Stream::wait(const Stream&) const {}
 Event::Event(bool) {}
 Event::~Event() = default;
-void Event::record(const Stream&) { throw Error("Event::record: " + cuda_unavailable_reason()); }
+void Event::record(const Stream&) {
+  throw Error("Event::record: " + cuda_unavailable_reason());
+}
 void Event::synchronize() const {}
-bool Event::query() const { return true; }
+bool Event::query() const {
+  return true;
+}
 float Event::elapsed_ms(const Event&, const Event&) {
   throw Error("Event::elapsed_ms: " + cuda_unavailable_reason());
 }
@@ -95,13 +99,19 @@ namespace {
 thread_local Stream tls_current_stream;
 }  // namespace
 
-Stream current_stream() { return tls_current_stream; }
+Stream current_stream() {
+  return tls_current_stream;
+}
 StreamScope::StreamScope(Stream stream) : previous_(tls_current_stream) {
   tls_current_stream = std::move(stream);
 }
-StreamScope::~StreamScope() { tls_current_stream = std::move(previous_); }
+StreamScope::~StreamScope() {
+  tls_current_stream = std::move(previous_);
+}
 
-Event::Event(Event&& other) noexcept : event_(other.event_) { other.event_ = nullptr; }
+Event::Event(Event&& other) noexcept : event_(other.event_) {
+  other.event_ = nullptr;
+}
 
 Event& Event::operator=(Event&& other) noexcept {
   std::swap(event_, other.event_);

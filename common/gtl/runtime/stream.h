@@ -62,7 +62,8 @@ class Event {
 // events measure when the GPU actually started and finished the work in between.
 class GpuTimer {
  public:
-  explicit GpuTimer(Stream stream = Stream()) : stream_(std::move(stream)), start_(true), stop_(true) {}
+  explicit GpuTimer(Stream stream = Stream())
+      : stream_(std::move(stream)), start_(true), stop_(true) {}
   void start() { start_.record(stream_); }
   void stop() { stop_.record(stream_); }
   float elapsed_ms() const { return Event::elapsed_ms(start_, stop_); }

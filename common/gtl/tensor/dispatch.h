@@ -15,7 +15,8 @@ namespace gtl {
 
 // Value conversion between element types: 16-bit floats go through float (rounding to nearest
 // even), everything else is a static_cast.
-template <typename To, typename From> GTL_HOST_DEVICE inline To convert(From x) {
+template <typename To, typename From>
+GTL_HOST_DEVICE inline To convert(From x) {
   if constexpr (std::is_same_v<From, half> || std::is_same_v<From, bfloat16>) {
     return convert<To>(static_cast<float>(x));
   } else if constexpr (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>) {
@@ -34,21 +35,21 @@ template <typename To, typename From> GTL_HOST_DEVICE inline To convert(From x) 
     break;                                   \
   }
 
-#define GTL_DISPATCH_FLOATING(dtype, T, ...)                                              \
-  switch (dtype) {                                                                        \
-    GTL_DISPATCH_CASE_(Float32, float, T, __VA_ARGS__)                                    \
-    GTL_DISPATCH_CASE_(Float16, ::gtl::half, T, __VA_ARGS__)                              \
-    GTL_DISPATCH_CASE_(BFloat16, ::gtl::bfloat16, T, __VA_ARGS__)                         \
-    default:                                                                              \
+#define GTL_DISPATCH_FLOATING(dtype, T, ...)                                                 \
+  switch (dtype) {                                                                           \
+    GTL_DISPATCH_CASE_(Float32, float, T, __VA_ARGS__)                                       \
+    GTL_DISPATCH_CASE_(Float16, ::gtl::half, T, __VA_ARGS__)                                 \
+    GTL_DISPATCH_CASE_(BFloat16, ::gtl::bfloat16, T, __VA_ARGS__)                            \
+    default:                                                                                 \
       GTL_CHECK(false, "expected a floating-point dtype, got " << ::gtl::dtype_name(dtype)); \
   }
 
-#define GTL_DISPATCH_ALL(dtype, T, ...)                        \
-  switch (dtype) {                                             \
-    GTL_DISPATCH_CASE_(Float32, float, T, __VA_ARGS__)         \
-    GTL_DISPATCH_CASE_(Float16, ::gtl::half, T, __VA_ARGS__)   \
+#define GTL_DISPATCH_ALL(dtype, T, ...)                           \
+  switch (dtype) {                                                \
+    GTL_DISPATCH_CASE_(Float32, float, T, __VA_ARGS__)            \
+    GTL_DISPATCH_CASE_(Float16, ::gtl::half, T, __VA_ARGS__)      \
     GTL_DISPATCH_CASE_(BFloat16, ::gtl::bfloat16, T, __VA_ARGS__) \
-    GTL_DISPATCH_CASE_(Int32, int32_t, T, __VA_ARGS__)         \
-    GTL_DISPATCH_CASE_(Int64, int64_t, T, __VA_ARGS__)         \
-    GTL_DISPATCH_CASE_(UInt8, uint8_t, T, __VA_ARGS__)         \
+    GTL_DISPATCH_CASE_(Int32, int32_t, T, __VA_ARGS__)            \
+    GTL_DISPATCH_CASE_(Int64, int64_t, T, __VA_ARGS__)            \
+    GTL_DISPATCH_CASE_(UInt8, uint8_t, T, __VA_ARGS__)            \
   }

@@ -6,12 +6,18 @@ namespace gtl {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::UInt8: return "uint8";
+    case DType::Float32:
+      return "float32";
+    case DType::Float16:
+      return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::UInt8:
+      return "uint8";
   }
   return "?";
 }
@@ -24,9 +30,12 @@ DType parse_dtype(const std::string& name) {
   if (name == "fp32") return DType::Float32;
   if (name == "fp16" || name == "half") return DType::Float16;
   if (name == "bf16") return DType::BFloat16;
-  throw Error("unknown dtype '" + name + "': expected float32, float16, bfloat16, int32, int64 or uint8");
+  throw Error("unknown dtype '" + name +
+              "': expected float32, float16, bfloat16, int32, int64 or uint8");
 }
 
-std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+std::ostream& operator<<(std::ostream& os, DType t) {
+  return os << dtype_name(t);
+}
 
 }  // namespace gtl

@@ -40,13 +40,18 @@ Storage::Storage(std::size_t bytes, std::shared_ptr<Allocator> allocator, const 
   data_ = allocator_->allocate(bytes, stream);
 }
 
-Storage::~Storage() { allocator_->deallocate(data_); }
+Storage::~Storage() {
+  allocator_->deallocate(data_);
+}
 
 // ---- construction -------------------------------------------------------------------------------
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, std::size_t offset, Shape shape, DType dtype)
-    : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)),
-      numel_(shape_numel(shape_)), dtype_(dtype) {}
+    : storage_(std::move(storage)),
+      offset_(offset),
+      shape_(std::move(shape)),
+      numel_(shape_numel(shape_)),
+      dtype_(dtype) {}
 
 Tensor Tensor::empty_with(const Shape& shape, DType dtype, std::shared_ptr<Allocator> allocator,
                           const Stream& stream) {
@@ -154,7 +159,9 @@ Shape Tensor::strides() const {
   return s;
 }
 
-Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+Device Tensor::device() const {
+  return storage_ ? storage_->device() : Device::cpu();
+}
 
 void* Tensor::data_ptr() const {
   GTL_CHECK(defined(), "data_ptr() on an undefined tensor");
@@ -175,13 +182,14 @@ Tensor Tensor::reshape(const Shape& shape) const {
     }
   }
   if (infer >= 0) {
-    GTL_CHECK(known > 0 && numel_ % known == 0,
-              "reshape: cannot infer -1 in " << shape_str(shape) << " for " << numel_ << " elements");
+    GTL_CHECK(known > 0 && numel_ % known == 0, "reshape: cannot infer -1 in " << shape_str(shape)
+                                                                               << " for " << numel_
+                                                                               << " elements");
     out[infer] = numel_ / known;
   }
-  GTL_CHECK(shape_numel(out) == numel_, "reshape: shape " << shape_str(shape) << " holds "
-                                                          << shape_numel(out) << " elements, tensor "
-                                                          << shape_str(shape_) << " has " << numel_);
+  GTL_CHECK(shape_numel(out) == numel_,
+            "reshape: shape " << shape_str(shape) << " holds " << shape_numel(out)
+                              << " elements, tensor " << shape_str(shape_) << " has " << numel_);
   return Tensor(storage_, offset_, out, dtype_);
 }
 
@@ -266,7 +274,9 @@ Tensor Tensor::to(DType dtype) const {
   return out;
 }
 
-Tensor Tensor::clone() const { return to(device()); }
+Tensor Tensor::clone() const {
+  return to(device());
+}
 
 void Tensor::fill_(double value) {
   if (numel_ == 0) return;
@@ -308,7 +318,9 @@ std::string Tensor::str(int64_t max_values) const {
   return os.str();
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  return os << t.str();
+}
 
 // ---- argument checks ----------------------------------------------------------------------------
 
@@ -319,9 +331,9 @@ void check_same_device(const char* op, std::initializer_list<const Tensor*> tens
     if (!first) {
       first = t;
     } else {
-      GTL_CHECK(t->device() == first->device(), op << ": tensors on different devices: "
-                                                   << first->device() << " and " << t->device()
-                                                   << " (move one with .to(device))");
+      GTL_CHECK(t->device() == first->device(),
+                op << ": tensors on different devices: " << first->device() << " and "
+                   << t->device() << " (move one with .to(device))");
     }
   }
 }

@@ -75,9 +75,12 @@ class Tensor {
   Tensor() = default;  // undefined: holds nothing (defined() == false)
 
   // ---- creation -------------------------------------------------------------------------------
-  static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
-  static Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
-  static Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
+  static Tensor empty(const Shape& shape, DType dtype = DType::Float32,
+                      Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype = DType::Float32,
+                      Device device = Device::cpu());
+  static Tensor ones(const Shape& shape, DType dtype = DType::Float32,
+                     Device device = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32,
                      Device device = Device::cpu());
   // 0, 1, ..., n-1
@@ -111,9 +114,11 @@ class Tensor {
 
   void* data_ptr() const;
   // Typed pointer; throws if T does not match dtype().
-  template <typename T> T* data() const {
+  template <typename T>
+  T* data() const {
     GTL_CHECK(dtype_of<T>::value == dtype_, "Tensor::data<" << dtype_name(dtype_of<T>::value)
-                                                << ">() on a " << dtype_name(dtype_) << " tensor");
+                                                            << ">() on a " << dtype_name(dtype_)
+                                                            << " tensor");
     return static_cast<T*>(data_ptr());
   }
 

@@ -16,19 +16,22 @@ int blocks_for(int64_t n) {
   return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
 }
 
-template <typename T> __global__ void fill_kernel(T* p, int64_t n, T value) {
+template <typename T>
+__global__ void fill_kernel(T* p, int64_t n, T value) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x)
     p[i] = value;
 }
 
-template <typename T> __global__ void arange_kernel(T* p, int64_t n) {
+template <typename T>
+__global__ void arange_kernel(T* p, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x)
     p[i] = convert<T>(i);
 }
 
-template <typename S, typename D> __global__ void cast_kernel(const S* s, D* d, int64_t n) {
+template <typename S, typename D>
+__global__ void cast_kernel(const S* s, D* d, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x)
     d[i] = convert<D>(s[i]);

@@ -21,7 +21,8 @@ std::vector<double> positive_halves() {
   std::vector<double> v;
   for (uint32_t bits = 0; bits < 0x7c00; ++bits) {
     const uint32_t exp = bits >> 10, mant = bits & 0x3ff;
-    v.push_back(exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, static_cast<int>(exp) - 25));
+    v.push_back(exp == 0 ? std::ldexp(mant, -24)
+                         : std::ldexp(1024 + mant, static_cast<int>(exp) - 25));
   }
   return v;
 }
@@ -49,17 +50,17 @@ TEST(Half, EveryHalfRoundTripsThroughFloat) {
       EXPECT_TRUE(std::isnan(half_bits_to_float(float_to_half_bits(f)))) << "bits " << bits;
       continue;
     }
-    ASSERT_EQ(float_to_half_bits(f), h) << "half 0x" << std::hex << bits << " -> " << f
-                                        << " did not convert back to the same bits";
+    ASSERT_EQ(float_to_half_bits(f), h)
+        << "half 0x" << std::hex << bits << " -> " << f << " did not convert back to the same bits";
   }
 }
 
 TEST(Half, FloatToHalfRoundsToNearestEven) {
   const std::vector<double> halves = positive_halves();
-  std::vector<float> inputs = {0.f,           1.f,          65504.f,      65519.99f,
-                               65520.f,       1e6f,         5.9604645e-8f, 2.9802322e-8f,
-                               2.9802326e-8f, 6.1035156e-5f, 6.1e-5f,      1.0004883f,
-                               1.0009766f,    1.0014648f,   3.14159265f,  1e-4f};
+  std::vector<float> inputs = {0.f,           1.f,           65504.f,       65519.99f,
+                               65520.f,       1e6f,          5.9604645e-8f, 2.9802322e-8f,
+                               2.9802326e-8f, 6.1035156e-5f, 6.1e-5f,       1.0004883f,
+                               1.0009766f,    1.0014648f,    3.14159265f,   1e-4f};
   for (uint64_t i = 0; i < 200000; ++i) {  // random floats over the whole half range and beyond
     const float u = philox::uniform(7, i);
     inputs.push_back(std::ldexp(1.f + u, static_cast<int>(i % 44) - 28));
@@ -91,7 +92,8 @@ TEST(BFloat16, RoundsToNearestEvenAndKeepsFloatRange) {
     const uint32_t bits = float_bits(x);
     const float lo = bits_float(bits & 0xffff0000u);
     const float hi = bits_float((bits & 0xffff0000u) + 0x10000u);
-    const double dlo = std::fabs(static_cast<double>(x) - lo), dhi = std::fabs(hi - static_cast<double>(x));
+    const double dlo = std::fabs(static_cast<double>(x) - lo),
+                 dhi = std::fabs(hi - static_cast<double>(x));
     const float expected = dlo < dhi ? lo : dhi < dlo ? hi : ((bits >> 16) & 1 ? hi : lo);
     ASSERT_EQ(static_cast<float>(bfloat16(x)), expected) << "bfloat16(" << x << ")";
   }

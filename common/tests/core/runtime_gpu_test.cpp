@@ -2,11 +2,11 @@
 // failed CUDA call produces. Skipped, with the reason, on a machine without a GPU.
 #include <gtest/gtest.h>
 
-#include "gtl_test.h"
 #include "gtl/runtime/device.h"
 #include "gtl/runtime/error.h"
 #include "gtl/runtime/stream.h"
 #include "gtl/tensor/tensor.h"
+#include "gtl_test.h"
 
 namespace gtl {
 namespace {
@@ -19,8 +19,8 @@ TEST(GpuRuntime, PropertiesDescribeARealDevice) {
   EXPECT_GT(p.multiprocessors, 0);
   EXPECT_GT(p.total_memory_bytes, int64_t{1} << 30);
   EXPECT_EQ(p.warp_size, 32);
-  EXPECT_GT(p.peak_memory_bandwidth_gbs(), 100.0) << p.memory_clock_khz << " kHz, "
-                                                  << p.memory_bus_width_bits << " bits";
+  EXPECT_GT(p.peak_memory_bandwidth_gbs(), 100.0)
+      << p.memory_clock_khz << " kHz, " << p.memory_bus_width_bits << " bits";
   EXPECT_NE(cuda_version_string().find("CUDA runtime"), std::string::npos);
 }
 

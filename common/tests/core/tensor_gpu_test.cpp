@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "gtl_test.h"
 #include "gtl/tensor/tensor.h"
+#include "gtl_test.h"
 
 namespace gtl {
 namespace {
@@ -70,7 +70,8 @@ TEST(GpuTensor, AsyncCopyFromPinnedMemoryOnAStream) {
 
 TEST(GpuTensor, CreationAndPrinting) {
   GTL_REQUIRE_GPU();
-  EXPECT_EQ(Tensor::arange(3, DType::Float32, kGpu).str(), "Tensor(float32, cuda:0, [3]) [0, 1, 2]");
+  EXPECT_EQ(Tensor::arange(3, DType::Float32, kGpu).str(),
+            "Tensor(float32, cuda:0, [3]) [0, 1, 2]");
   EXPECT_EQ(Tensor::full({5}, 2.0, DType::BFloat16, kGpu).to_vector(), std::vector<float>(5, 2.f));
   EXPECT_EQ(Tensor::zeros({0}, DType::Float32, kGpu).numel(), 0);
 }

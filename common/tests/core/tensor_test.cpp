@@ -5,9 +5,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "gtl_test.h"
 #include "gtl/tensor/philox.h"
 #include "gtl/tensor/tensor.h"
+#include "gtl_test.h"
 
 namespace gtl {
 namespace {
@@ -26,9 +26,12 @@ TEST(Tensor, CreationFillsEveryElement) {
 }
 
 TEST(Tensor, EveryDtypeHasItsSize) {
-  for (auto [dtype, size] : std::vector<std::pair<DType, std::size_t>>{
-           {DType::Float32, 4}, {DType::Float16, 2}, {DType::BFloat16, 2},
-           {DType::Int32, 4}, {DType::Int64, 8}, {DType::UInt8, 1}}) {
+  for (auto [dtype, size] : std::vector<std::pair<DType, std::size_t>>{{DType::Float32, 4},
+                                                                       {DType::Float16, 2},
+                                                                       {DType::BFloat16, 2},
+                                                                       {DType::Int32, 4},
+                                                                       {DType::Int64, 8},
+                                                                       {DType::UInt8, 1}}) {
     const Tensor t = Tensor::zeros({3, 5}, dtype);
     EXPECT_EQ(t.nbytes(), 15 * size) << dtype_name(dtype);
     EXPECT_EQ(parse_dtype(dtype_name(dtype)), dtype);
@@ -150,7 +153,8 @@ TEST(Tensor, NormalHasTheRequestedMoments) {
 
 TEST(Tensor, PrintingShowsDtypeDeviceShapeAndValues) {
   EXPECT_EQ(Tensor::arange(3).str(), "Tensor(float32, cpu, [3]) [0, 1, 2]");
-  EXPECT_EQ(Tensor::arange(10).reshape({2, 5}).str(4), "Tensor(float32, cpu, [2, 5]) [0, 1, 2, 3, ...]");
+  EXPECT_EQ(Tensor::arange(10).reshape({2, 5}).str(4),
+            "Tensor(float32, cpu, [2, 5]) [0, 1, 2, 3, ...]");
   EXPECT_EQ(Tensor().str(), "Tensor(undefined)");
 }
 

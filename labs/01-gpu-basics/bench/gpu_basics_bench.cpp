@@ -41,7 +41,8 @@ bool skip_without_gpu(benchmark::State& state) {
 }
 
 // Times fn() with events on the default stream and reports it as the iteration's time.
-template <typename Fn> void timed_loop(benchmark::State& state, Fn&& fn) {
+template <typename Fn>
+void timed_loop(benchmark::State& state, Fn&& fn) {
   cudaEvent_t begin, end;
   cudaEventCreate(&begin);
   cudaEventCreate(&end);
@@ -159,7 +160,8 @@ void BM_VectorAddCpu(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
   }
   state.SetBytesProcessed(state.iterations() * kN * 12);
-  if (!(c[kN - 1] == a[kN - 1] + 1.f)) state.SkipWithError("vector_add_cpu computed a wrong result");
+  if (!(c[kN - 1] == a[kN - 1] + 1.f))
+    state.SkipWithError("vector_add_cpu computed a wrong result");
 }
 BENCHMARK(BM_VectorAddCpu)->Unit(benchmark::kMillisecond);
 

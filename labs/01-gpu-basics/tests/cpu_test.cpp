@@ -71,11 +71,11 @@ TEST(CheckCuda, AnErrorNamesTheCallThePlaceAndTheError) {
     LAB_CHECK(cudaErrorInvalidValue);
     FAIL() << "TODO 2: check_cuda must throw when the call did not return cudaSuccess";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(),
-                 ("cudaErrorInvalidValue failed at cpu_test.cpp:" + std::to_string(line) +
-                  ": cudaErrorInvalidValue: " + cudaGetErrorString(cudaErrorInvalidValue))
-                     .c_str())
-        << "TODO 2: the message is \"<call> failed at <file>:<line>: <error name>: <error string>\"";
+    EXPECT_STREQ(e.what(), ("cudaErrorInvalidValue failed at cpu_test.cpp:" + std::to_string(line) +
+                            ": cudaErrorInvalidValue: " + cudaGetErrorString(cudaErrorInvalidValue))
+                               .c_str())
+        << "TODO 2: the message is \"<call> failed at <file>:<line>: <error name>: <error "
+           "string>\"";
   }
 }
 

@@ -43,8 +43,8 @@ TEST(VectorAddGpu, MatchesTheCpuOnEverySize) {
     std::vector<float> c(n, std::nanf(""));
     lab01::vector_add_gpu(a.data(), b.data(), c.data(), n);
     for (int64_t i = 0; i < n; ++i) {
-      ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 3: c[" << i << "] for n = " << n
-                                   << " (NaN means the element was never written)";
+      ASSERT_EQ(c[i], a[i] + b[i])
+          << "TODO 3: c[" << i << "] for n = " << n << " (NaN means the element was never written)";
     }
   }
 }
@@ -98,8 +98,9 @@ TEST(HostMemory, PinnedIsPageLockedAndPageableIsNot) {
     cudaPointerAttributes attributes{};
     ASSERT_EQ(cudaPointerGetAttributes(&attributes, p), cudaSuccess);
     EXPECT_EQ(attributes.type, pinned ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered)
-        << "TODO 5a: " << (pinned ? "pinned memory comes from cudaMallocHost"
-                                  : "pageable memory is ordinary malloc memory");
+        << "TODO 5a: "
+        << (pinned ? "pinned memory comes from cudaMallocHost"
+                   : "pageable memory is ordinary malloc memory");
     lab01::free_host(p, pinned);
   }
 }

@@ -61,7 +61,8 @@ class L2Flush {
 };
 
 // Runs fn once per iteration between two events, after an L2 flush that is not timed.
-template <typename Fn> void timed_loop(benchmark::State& state, Fn&& fn) {
+template <typename Fn>
+void timed_loop(benchmark::State& state, Fn&& fn) {
   L2Flush flush;
   cudaEvent_t begin, end;
   cudaEventCreate(&begin);
@@ -130,7 +131,8 @@ void BM_Transpose(benchmark::State& state) {
                                                         nullptr);
   });
   state.SetBytesProcessed(state.iterations() * int64_t{n} * n * 8);
-  const Tensor xr = x.slice(5, 6), yc = y.reshape({n * n}).slice(5 + int64_t{7} * n, 6 + int64_t{7} * n);
+  const Tensor xr = x.slice(5, 6),
+               yc = y.reshape({n * n}).slice(5 + int64_t{7} * n, 6 + int64_t{7} * n);
   if (!(xr.to_vector()[7] == yc.item())) state.SkipWithError("transpose is wrong");
 }
 BENCHMARK(BM_Transpose)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -149,10 +151,15 @@ void BM_Sgemm(benchmark::State& state) {
   const float one = 1.f, zero = 0.f;
   timed_loop(state, [&] {
     switch (version) {
-      case 0: lab02::sgemm_naive(a.data<float>(), b.data<float>(), c.data<float>(), n, n, n, nullptr); break;
-      case 1: lab02::sgemm_tiled(a.data<float>(), b.data<float>(), c.data<float>(), n, n, n, nullptr); break;
+      case 0:
+        lab02::sgemm_naive(a.data<float>(), b.data<float>(), c.data<float>(), n, n, n, nullptr);
+        break;
+      case 1:
+        lab02::sgemm_tiled(a.data<float>(), b.data<float>(), c.data<float>(), n, n, n, nullptr);
+        break;
       case 2:
-        lab02::sgemm_register_tiled(a.data<float>(), b.data<float>(), c.data<float>(), n, n, n, nullptr);
+        lab02::sgemm_register_tiled(a.data<float>(), b.data<float>(), c.data<float>(), n, n, n,
+                                    nullptr);
         break;
       default:  // row-major C = A B is column-major C^T = B^T A^T
         cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b.data<float>(), n,
@@ -160,14 +167,15 @@ void BM_Sgemm(benchmark::State& state) {
     }
   });
   cublasDestroy(handle);
-  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n * state.iterations() * 1e-12,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["TFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations() * 1e-12, benchmark::Counter::kIsRate);
   // Check one element of C against a dot product on the host.
   const std::vector<float> row = a.slice(100, 101).to_vector();
   const std::vector<float> bv = b.to_vector();
   double expected = 0;
   for (int i = 0; i < n; ++i) expected += double(row[i]) * bv[int64_t{i} * n + 200];
-  const float got = c.reshape({int64_t{n} * n}).slice(100 * int64_t{n} + 200, 100 * int64_t{n} + 201).item();
+  const float got =
+      c.reshape({int64_t{n} * n}).slice(100 * int64_t{n} + 200, 100 * int64_t{n} + 201).item();
   if (!(std::fabs(got - expected) < 1e-2)) state.SkipWithError("sgemm is wrong");
 }
 BENCHMARK(BM_Sgemm)->DenseRange(0, 3)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -211,7 +219,8 @@ void BM_BiasGelu(benchmark::State& state) {
   const bool fused = state.range(0) == 1;
   state.SetLabel(fused ? "fused" : "unfused");
   const int n = 8192;
-  const Tensor x = random_gpu({n, n}, fresh_seed(), -3.f, 3.f), bias = random_gpu({n}, fresh_seed());
+  const Tensor x = random_gpu({n, n}, fresh_seed(), -3.f, 3.f),
+               bias = random_gpu({n}, fresh_seed());
   Tensor tmp = Tensor::zeros({n, n}, gtl::DType::Float32, gtl::Device::cuda(0));
   Tensor y = Tensor::full({n, n}, std::nan(""), gtl::DType::Float32, gtl::Device::cuda(0));
   timed_loop(state, [&] {

@@ -112,8 +112,9 @@ const std::vector<std::pair<const char*, SgemmFn>> kSgemms = {
     {"TODO 3a shared-memory tiles", lab02::sgemm_tiled},
     {"TODO 3b register tiles", lab02::sgemm_register_tiled}};
 
-const std::vector<std::array<int, 3>> kGemmShapes = {
-    {1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {129, 127, 255}, {128, 128, 8}, {300, 200, 1}, {512, 512, 512}};
+const std::vector<std::array<int, 3>> kGemmShapes = {{1, 1, 1},       {3, 5, 7},     {17, 33, 65},
+                                                     {129, 127, 255}, {128, 128, 8}, {300, 200, 1},
+                                                     {512, 512, 512}};
 
 TEST(Sgemm, SmallIntegersGiveTheExactProduct) {
   GTL_REQUIRE_GPU();
@@ -136,7 +137,8 @@ TEST(Sgemm, RandomMatricesMatchTheCpu) {
   GTL_REQUIRE_GPU();
   for (auto [m, n, k] : kGemmShapes) {
     gtl::Generator g(m + n + k);
-    const Tensor a = Tensor::uniform({m, k}, g, -1.f, 1.f), b = Tensor::uniform({k, n}, g, -1.f, 1.f);
+    const Tensor a = Tensor::uniform({m, k}, g, -1.f, 1.f),
+                 b = Tensor::uniform({k, n}, g, -1.f, 1.f);
     const Tensor expected = gtl::ops::matmul(a, b);
     const Tensor ag = a.to(kGpu), bg = b.to(kGpu);
     for (const auto& [name, fn] : kSgemms) {
@@ -158,8 +160,8 @@ TEST(Softmax, BothVersionsOnOddRowsLongRowsAndLargeLogits) {
     const Tensor xg = x.to(kGpu);
     for (bool online : {false, true}) {
       Tensor y = nan_on_gpu({rows, cols});
-      (online ? lab02::softmax : lab02::softmax_naive)(xg.data<float>(), y.data<float>(), rows, cols,
-                                                       nullptr);
+      (online ? lab02::softmax : lab02::softmax_naive)(xg.data<float>(), y.data<float>(), rows,
+                                                       cols, nullptr);
       expect_close(y, expected, {1e-7, 1e-4},
                    std::string(online ? "TODO 4 online softmax" : "naive softmax") + ", " +
                        std::to_string(rows) + "x" + std::to_string(cols) + ", logits up to " +
@@ -173,8 +175,8 @@ TEST(LayerNorm, BothVersionsMatchTheCpuWithSavedStatistics) {
   for (auto [rows, cols, offset] : std::vector<std::tuple<int, int, float>>{
            {1, 1, 0.f}, {3, 7, 0.f}, {5, 1000, 0.f}, {2, 100000, 0.f}, {64, 768, 1e4f}}) {
     gtl::Generator g(cols + 1);
-    const Tensor x = gtl::ops::add(Tensor::normal({rows, cols}, g),
-                                   Tensor::full({rows, cols}, offset));
+    const Tensor x =
+        gtl::ops::add(Tensor::normal({rows, cols}, g), Tensor::full({rows, cols}, offset));
     const Tensor w = Tensor::uniform({cols}, g, 0.5f, 1.5f), b = Tensor::uniform({cols}, g);
     const auto expected = gtl::ops::layernorm_forward(x, w, b, 1e-5f);
     const Tensor xg = x.to(kGpu), wg = w.to(kGpu), bg = b.to(kGpu);
@@ -184,8 +186,8 @@ TEST(LayerNorm, BothVersionsMatchTheCpuWithSavedStatistics) {
           xg.data<float>(), wg.data<float>(), bg.data<float>(), y.data<float>(), mean.data<float>(),
           rstd.data<float>(), rows, cols, 1e-5f, nullptr);
       const std::string what = std::string(fast ? "TODO 5 layernorm" : "naive layernorm") + ", " +
-                               std::to_string(rows) + "x" + std::to_string(cols) + ", mean offset " +
-                               std::to_string(offset);
+                               std::to_string(rows) + "x" + std::to_string(cols) +
+                               ", mean offset " + std::to_string(offset);
       expect_close(mean, expected.mean, {1e-5, 1e-5}, what + ": saved mean");
       expect_close(rstd, expected.rstd, {1e-5, 1e-3},
                    what + ": saved rstd (large offsets: compute the variance from x - mean)");
@@ -206,7 +208,8 @@ TEST(BiasGelu, FusedAndUnfusedMatchTheCpu) {
                              rows, cols, nullptr);
     expect_close(y, expected, {1e-5, 1e-5}, "unfused bias + GELU (provided)");
     Tensor yf = nan_on_gpu({rows, cols});
-    lab02::bias_gelu_fused(xg.data<float>(), bg.data<float>(), yf.data<float>(), rows, cols, nullptr);
+    lab02::bias_gelu_fused(xg.data<float>(), bg.data<float>(), yf.data<float>(), rows, cols,
+                           nullptr);
     expect_close(yf, expected, {1e-5, 1e-5},
                  "TODO 6 fused bias + GELU, " + std::to_string(rows) + "x" + std::to_string(cols));
   }
@@ -214,7 +217,9 @@ TEST(BiasGelu, FusedAndUnfusedMatchTheCpu) {
 
 #else
 
-TEST(Kernels, NeedTheCudaBackend) { GTEST_SKIP() << "needs a CUDA GPU: " << gtl::cuda_unavailable_reason(); }
+TEST(Kernels, NeedTheCudaBackend) {
+  GTEST_SKIP() << "needs a CUDA GPU: " << gtl::cuda_unavailable_reason();
+}
 
 #endif  // GTL_WITH_CUDA
 
