@@ -27,9 +27,9 @@ TEST(DescribeDevice, NamesTheGpuAndItsResources) {
   const std::string line = lab01::describe_device(0);
   const gtl::DeviceProperties p = gtl::device_properties(0);
   EXPECT_EQ(line.rfind(p.name + ": ", 0), 0u) << "TODO 1b: start with the device name: " << line;
-  EXPECT_NE(line.find(std::to_string(p.multiprocessors) + " SMs"), std::string::npos) << line;
-  EXPECT_NE(line.find("sm_" + std::to_string(p.compute_major) + std::to_string(p.compute_minor)),
-            std::string::npos)
+  EXPECT_TRUE(line.find(std::to_string(p.multiprocessors) + " SMs") != std::string::npos) << line;
+  EXPECT_TRUE(line.find("sm_" + std::to_string(p.compute_major) +
+                        std::to_string(p.compute_minor)) != std::string::npos)
       << line;
 }
 
