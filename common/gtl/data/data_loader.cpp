@@ -17,7 +17,7 @@ constexpr int kStagingBuffers = 2;  // one being filled while the other's copy i
 void Batch::wait(const Stream& stream) const {
   if (!ready) return;
 #ifdef GTL_WITH_CUDA
-  GTL_CUDA_CHECK(cudaStreamWaitEvent(stream.handle(), ready->handle(), 0));
+  stream.wait(*ready);
   // The memory came from the copy stream's pool; without this the allocator could hand it to
   // the next batch's copy while kernels on `stream` still read it.
   for (const Tensor* t : {&images, &labels}) {

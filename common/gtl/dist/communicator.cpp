@@ -6,10 +6,6 @@
 #include <cstdlib>
 #include <string>
 
-#ifdef GTL_WITH_CUDA
-#include "gtl/runtime/cuda_check.h"
-#endif
-
 namespace gtl::dist {
 
 const char* reduce_op_name(ReduceOp op) {
@@ -47,9 +43,7 @@ Work Work::on_stream(const Stream& stream) {
 
 void Work::wait() const {
   if (!event_) return;
-#ifdef GTL_WITH_CUDA
-  GTL_CUDA_CHECK(cudaStreamWaitEvent(current_stream().handle(), event_->handle(), 0));
-#endif
+  current_stream().wait(*event_);
 }
 
 bool Work::completed() const {

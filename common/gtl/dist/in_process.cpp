@@ -25,10 +25,6 @@
 
 #include "gtl/dist/ring.h"
 
-#ifdef GTL_WITH_CUDA
-#include "gtl/runtime/cuda_check.h"
-#endif
-
 namespace gtl::dist {
 
 namespace {
@@ -106,11 +102,7 @@ class InProcessCommunicator : public RingCommunicator {
     check_same_device(op.c_str(), {&dst, &m.data});
     count_bytes(op, 0, static_cast<int64_t>(m.data.nbytes()));
     const Tensor src = m.data.reshape(dst.shape());
-    if (m.ready) {
-#ifdef GTL_WITH_CUDA
-      GTL_CUDA_CHECK(cudaStreamWaitEvent(current_stream().handle(), m.ready->handle(), 0));
-#endif
-    }
+    if (m.ready) current_stream().wait(*m.ready);
     if (reduce) {
       reduce_into(dst, src, *reduce);
     } else {

@@ -30,7 +30,11 @@ void Stream::synchronize() const {
 void Stream::wait(const Stream& other) const {
   Event e;
   e.record(other);
-  GTL_CUDA_CHECK(cudaStreamWaitEvent(handle(), e.handle(), 0));
+  wait(e);
+}
+
+void Stream::wait(const Event& event) const {
+  GTL_CUDA_CHECK(cudaStreamWaitEvent(handle(), event.handle(), 0));
 }
 
 Event::Event(bool enable_timing) {
@@ -79,6 +83,7 @@ Stream Stream::create(Device device) {
 }
 void Stream::synchronize() const {}
 void Stream::wait(const Stream&) const {}
+void Stream::wait(const Event&) const {}
 Event::Event(bool) {}
 Event::~Event() = default;
 void Event::record(const Stream&) {

@@ -19,6 +19,8 @@ typedef struct CUevent_st* cudaEvent_t;
 
 namespace gtl {
 
+class Event;
+
 class Stream {
  public:
   Stream() = default;  // the default stream (handle nullptr)
@@ -32,6 +34,8 @@ class Stream {
   void synchronize() const;
   // Makes all future work on this stream wait until all work queued so far on `other` is done.
   void wait(const Stream& other) const;
+  // Makes all future work on this stream wait until the GPU reaches `event` (no host wait).
+  void wait(const Event& event) const;
 
  private:
   std::shared_ptr<CUstream_st> handle_;
