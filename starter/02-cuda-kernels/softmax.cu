@@ -34,7 +34,8 @@ __global__ void softmax_naive_kernel(const float* x, float* y, int rows, int col
 constexpr int kBlock = 256;
 
 __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
-  // TODO(lab02) step 4: one block per row (row blockIdx.x). Each thread walks its strided part
+  // TODO(lab02) step 4: one block per row (row blockIdx.x); declare __shared__ float
+  // scratch[kBlock / 32] for block_reduce. Each thread walks its strided part
   // of the row once (c = threadIdx.x; c < cols; c += blockDim.x) keeping a running max m and a
   // running sum s of exp(x - m); when a value v > m arrives, s = s * expf(m - v) + 1 and m = v.
   // Combine across the block: row_max = block_reduce<true>(m, scratch); then each thread's s is

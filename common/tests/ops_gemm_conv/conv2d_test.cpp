@@ -24,6 +24,7 @@ using gtl::Shape;
 using gtl::Tensor;
 using gtl::ops::Conv2dParams;
 using gtl::testing::expect_close;
+using gtl::testing::finite_difference;
 using gtl::testing::Tolerance;
 namespace ops = gtl::ops;
 
@@ -49,23 +50,7 @@ const std::vector<ConvCase> kCases = {
 
 const Tolerance kFp32{1e-4, 1e-4};
 const Tolerance kFiniteDiff{2e-3, 1e-2};
-
-// dL/dv[i] for L = <forward(v), g>, by central differences of the op's own forward pass.
-template <typename Forward>
-Tensor finite_difference(const Tensor& v, const Tensor& g, Forward forward) {
-  const float h = 0.05f;
-  std::vector<float> values = v.to_vector(), grad(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const float keep = values[i];
-    values[i] = keep + h;
-    const double up = gtl::testing::dot(forward(Tensor::from_vector(values, v.shape())), g);
-    values[i] = keep - h;
-    const double down = gtl::testing::dot(forward(Tensor::from_vector(values, v.shape())), g);
-    values[i] = keep;
-    grad[i] = static_cast<float>((up - down) / (2.0 * h));
-  }
-  return Tensor::from_vector(grad, v.shape());
-}
+const float kFiniteDiffStep = 0.05f;
 
 TEST(Conv2d, ForwardMatchesDirectLoops) {
   Generator gen(10);
@@ -104,15 +89,18 @@ TEST(Conv2d, BackwardMatchesFiniteDifferences) {
 
     expect_close(
         ops::conv2d_backward_data(g, w, c.x, c.p),
-        finite_difference(x, g, [&](const Tensor& v) { return ops::conv2d_forward(v, w, b, c.p); }),
+        finite_difference(x, g, kFiniteDiffStep,
+                          [&](const Tensor& v) { return ops::conv2d_forward(v, w, b, c.p); }),
         kFiniteDiff, "dL/dx vs finite differences, " + c.str());
     expect_close(
         ops::conv2d_backward_weight(g, x, c.w, c.p),
-        finite_difference(w, g, [&](const Tensor& v) { return ops::conv2d_forward(x, v, b, c.p); }),
+        finite_difference(w, g, kFiniteDiffStep,
+                          [&](const Tensor& v) { return ops::conv2d_forward(x, v, b, c.p); }),
         kFiniteDiff, "dL/dw vs finite differences, " + c.str());
     expect_close(
         ops::conv2d_backward_bias(g),
-        finite_difference(b, g, [&](const Tensor& v) { return ops::conv2d_forward(x, w, v, c.p); }),
+        finite_difference(b, g, kFiniteDiffStep,
+                          [&](const Tensor& v) { return ops::conv2d_forward(x, w, v, c.p); }),
         kFiniteDiff, "dL/db vs finite differences, " + c.str());
   }
 }

@@ -90,6 +90,23 @@ inline double dot(const Tensor& a, const Tensor& b) {
   return s;
 }
 
+// dL/dv[i] for L = <forward(v), g>, by central differences of step h through the op's own
+// forward pass. h is large enough that float32 rounding does not swamp the difference.
+template <typename Forward>
+Tensor finite_difference(const Tensor& v, const Tensor& g, float h, Forward forward) {
+  std::vector<float> values = v.to_vector(), grad(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float keep = values[i];
+    values[i] = keep + h;
+    const double up = dot(forward(Tensor::from_vector(values, v.shape())), g);
+    values[i] = keep - h;
+    const double down = dot(forward(Tensor::from_vector(values, v.shape())), g);
+    values[i] = keep;
+    grad[i] = static_cast<float>((up - down) / (2.0 * h));
+  }
+  return Tensor::from_vector(grad, v.shape());
+}
+
 // Small integers in [-range, range] (as floats): products and sums of them are exact in float32.
 inline Tensor small_integers(const Shape& shape, Generator& gen, int range,
                              DType dtype = DType::Float32) {

@@ -23,6 +23,7 @@ using gtl::Shape;
 using gtl::Tensor;
 using gtl::ops::Pool2dParams;
 using gtl::testing::expect_close;
+using gtl::testing::finite_difference;
 using gtl::testing::Tolerance;
 namespace ops = gtl::ops;
 
@@ -54,21 +55,6 @@ Tensor distinct_values(const Shape& shape, Generator& gen) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(order[i])] = static_cast<float>(i);
   return Tensor::from_vector(v, shape);
-}
-
-template <typename Forward>
-Tensor finite_difference(const Tensor& v, const Tensor& g, float h, Forward forward) {
-  std::vector<float> values = v.to_vector(), grad(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const float keep = values[i];
-    values[i] = keep + h;
-    const double up = gtl::testing::dot(forward(Tensor::from_vector(values, v.shape())), g);
-    values[i] = keep - h;
-    const double down = gtl::testing::dot(forward(Tensor::from_vector(values, v.shape())), g);
-    values[i] = keep;
-    grad[i] = static_cast<float>((up - down) / (2.0 * h));
-  }
-  return Tensor::from_vector(grad, v.shape());
 }
 
 TEST(Pool2d, MaxForwardMatchesLoopsAndIndicesPointAtTheWinners) {
