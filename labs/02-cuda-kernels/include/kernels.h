@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "gtl/runtime/stream.h"
+#include <cuda_runtime.h>  // cudaStream_t (the CPU emulator brings its own)
 
 namespace lab02 {
 

@@ -1,0 +1,50 @@
+# gtl_add_emulated_test(NAME name KERNELS a.cu b.cuh ... SOURCES test.cpp [INCLUDES dir ...])
+#   A GoogleTest program (CTest label `cpu`) that runs CUDA kernel files on the CPU emulator in
+#   common/emulator: their correctness is then checked on every machine, GPU or not (speed is
+#   not: that is the benchmarks' job). At configure time each kernel file is copied into the
+#   build tree with every launch `kernel<<<grid, block, smem, stream>>>(args)` rewritten as
+#   `emu::Launcher(kernel, grid, block, smem, stream)(args)` and every `extern __shared__ T x[];`
+#   as a pointer to the launch's dynamic shared memory; the copies are compiled as C++. Editing
+#   a kernel file re-runs the configure step, so the copies never go stale.
+set(GTL_EMULATOR_DIR ${CMAKE_CURRENT_LIST_DIR}/../common/emulator)
+
+function(gtl_add_emulated_test)
+  cmake_parse_arguments(E "" "NAME" "KERNELS;SOURCES;INCLUDES" ${ARGN})
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${E_NAME}_kernels)
+  set(kernel_sources)
+  set(space "[ \t\r\n]")
+  set(identifier "[A-Za-z_][A-Za-z0-9_]*")
+  foreach(file ${E_KERNELS})
+    file(READ ${file} text)
+    string(REGEX REPLACE "(${identifier}(::${identifier})*(<[^<>;]*>)?)${space}*<<<([^>]*)>>>${space}*\\("
+                         "emu::Launcher(\\1, \\4)(" text "${text}")
+    string(REGEX REPLACE "extern${space}+__shared__${space}+([A-Za-z_][A-Za-z0-9_: ]*[A-Za-z0-9_])${space}+(${identifier})${space}*\\[${space}*\\]${space}*;"
+                         "\\1* const \\2 = static_cast<\\1*>(emu::dynamic_shared());" text "${text}")
+    get_filename_component(name ${file} NAME)
+    if(name MATCHES "\\.cu$")
+      set(name ${name}.cpp)
+      list(APPEND kernel_sources ${out_dir}/${name})
+    endif()
+    # Rewrite only on change: an unchanged copy keeps its timestamp and is not recompiled.
+    set(old "")
+    if(EXISTS ${out_dir}/${name})
+      file(READ ${out_dir}/${name} old)
+    endif()
+    if(NOT old STREQUAL text)
+      file(WRITE ${out_dir}/${name} "${text}")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+  endforeach()
+
+  add_executable(${E_NAME} ${E_SOURCES} ${kernel_sources})
+  # The emulator's cuda_runtime.h comes first, before any CUDA toolkit on the system.
+  target_include_directories(${E_NAME} BEFORE PRIVATE ${GTL_EMULATOR_DIR} ${out_dir} ${E_INCLUDES})
+  # Kernel files get nvcc's warnings in the CUDA build; as host C++ (unsigned threadIdx, unknown
+  # pragmas) they would get others that say nothing about the kernel, so none are shown here.
+  set_source_files_properties(${kernel_sources} PROPERTIES COMPILE_OPTIONS
+                              "-include;${GTL_EMULATOR_DIR}/cuda_emulator.h;-w")
+  target_link_libraries(${E_NAME} PRIVATE GTest::gtest GTest::gtest_main)
+  gtl_target_warnings(${E_NAME})
+  add_test(NAME ${E_NAME} COMMAND ${E_NAME} --gtest_brief=1)
+  set_tests_properties(${E_NAME} PROPERTIES LABELS cpu TIMEOUT 300)
+endfunction()

@@ -1,0 +1,436 @@
+// A CPU emulator for CUDA kernels, for checking their correctness on machines without a GPU.
+//
+// A launch runs its blocks one after another. Inside a block every CUDA thread is a fiber with
+// its own stack; the scheduler runs each fiber until it reaches __syncthreads(), a warp shuffle or
+// its end, then moves to the next, so all threads of a block are at the same barrier before any
+// goes past it. Shared memory is a function-local static (one block lives at a time), so a thread
+// that reads shared memory another thread has not yet written (a missing __syncthreads) reads the
+// wrong value, and a correctness test catches it. Run with GTL_EMULATOR_REVERSE=1 to schedule the
+// highest thread first, which exposes the missing barriers the usual order hides.
+//
+// It checks what a GPU would reject: an empty grid or block, more than 1024 threads per block,
+// gridDim.y or .z above 65535, a __syncthreads some threads never reach, a shuffle over lanes that
+// have exited. It does not model timing, coalescing, bank conflicts, the memory model between
+// blocks, or partial-warp masks: speed is measured on a GPU (the lab's benchmarks).
+//
+// Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
+// `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
+// stream)(args)` (cmake/GtlEmulator.cmake).
+#pragma once
+
+#include <setjmp.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+// ---- the CUDA types and qualifiers kernels use
+// ---------------------------------------------------
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+inline float2 make_float2(float x, float y) {
+  return {x, y};
+}
+inline int4 make_int4(int x, int y, int z, int w) {
+  return {x, y, z, w};
+}
+
+typedef struct CUstream_st* cudaStream_t;
+typedef int cudaError_t;
+constexpr cudaError_t cudaSuccess = 0;
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount, cudaDevAttrL2CacheSize, cudaDevAttrWarpSize };
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost,
+  cudaMemcpyHostToDevice,
+  cudaMemcpyDeviceToHost,
+  cudaMemcpyDeviceToDevice,
+  cudaMemcpyDefault
+};
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __restrict__
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static
+constexpr int warpSize = 32;
+
+inline uint3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+
+// ---- device math and intrinsics (the host library computes them) --------------------------------
+using std::max;
+using std::min;
+inline float rsqrtf(float x) {
+  return 1.f / std::sqrt(x);
+}
+inline float __expf(float x) {
+  return std::exp(x);
+}
+inline float __logf(float x) {
+  return std::log(x);
+}
+inline float __sinf(float x) {
+  return std::sin(x);
+}
+inline float __cosf(float x) {
+  return std::cos(x);
+}
+inline float __powf(float x, float y) {
+  return std::pow(x, y);
+}
+inline float __fdividef(float a, float b) {
+  return a / b;
+}
+inline float __frcp_rn(float a) {
+  return 1.f / a;
+}
+inline float __fadd_rn(float a, float b) {
+  return a + b;
+}
+inline float __fmul_rn(float a, float b) {
+  return a * b;
+}
+inline float __fmaf_rn(float a, float b, float c) {
+  return std::fma(a, b, c);
+}
+inline float __saturatef(float x) {
+  return std::clamp(x, 0.f, 1.f);
+}
+inline int __float_as_int(float x) {
+  int i;
+  std::memcpy(&i, &x, 4);
+  return i;
+}
+inline float __int_as_float(int i) {
+  float x;
+  std::memcpy(&x, &i, 4);
+  return x;
+}
+template <typename T>
+T __ldg(const T* p) {
+  return *p;
+}
+
+// One block runs at a time and fibers switch only at barriers: atomics are plain read-modify-write.
+template <typename T>
+T atomicAdd(T* p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
+}
+template <typename T>
+T atomicMax(T* p, T v) {
+  const T old = *p;
+  *p = std::max(old, v);
+  return old;
+}
+template <typename T>
+T atomicMin(T* p, T v) {
+  const T old = *p;
+  *p = std::min(old, v);
+  return old;
+}
+template <typename T>
+T atomicExch(T* p, T v) {
+  const T old = *p;
+  *p = v;
+  return old;
+}
+template <typename T>
+T atomicCAS(T* p, T compare, T v) {
+  const T old = *p;
+  if (old == compare) *p = v;
+  return old;
+}
+
+// ---- the runtime calls kernels' host wrappers make (device memory is host memory here) ----------
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
+  std::memset(p, v, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+  return cudaMemsetAsync(p, v, n);
+}
+inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind,
+                                   cudaStream_t = nullptr) {
+  std::memmove(d, s, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
+  return cudaMemcpyAsync(d, s, n, k);
+}
+inline cudaError_t cudaGetDevice(int* d) {
+  *d = 0;
+  return cudaSuccess;
+}
+// An H100's figures, so that code sizing its grid from the device sees a realistic GPU.
+inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
+  *v = a == cudaDevAttrMultiProcessorCount ? 132 : a == cudaDevAttrWarpSize ? 32 : 50 << 20;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetLastError() {
+  return cudaSuccess;
+}
+inline cudaError_t cudaPeekAtLastError() {
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  return cudaSuccess;
+}
+inline const char* cudaGetErrorString(cudaError_t) {
+  return "no error (CPU emulator)";
+}
+
+namespace emu {
+
+enum class State { kRun, kBlockBarrier, kWarpBarrier, kDone };
+
+struct Fiber {
+  ucontext_t start;  // used once, to enter the fiber on its own stack
+  jmp_buf env;       // every later switch: _setjmp/_longjmp make no system call
+  bool started = false;
+  uint3 tid;
+  State state = State::kRun;
+};
+
+struct Block {
+  jmp_buf scheduler;
+  std::vector<Fiber> fibers;
+  int current = 0;
+  std::vector<uint64_t> lanes;  // the values lanes hand each other in a shuffle
+  std::function<void()> body;
+};
+
+inline Block* g_block = nullptr;
+inline std::vector<std::unique_ptr<char[]>> g_stacks;  // reused by every block, never zeroed
+inline std::vector<float4> g_dynamic_shared;  // extern __shared__ arrays point here (16-aligned)
+constexpr size_t kStackBytes = 64 * 1024;
+
+[[noreturn]] inline void fail(const std::string& what) {
+  std::fprintf(stderr,
+               "CUDA emulator: %s\n  at block (%u, %u, %u), thread (%u, %u, %u); on a GPU this "
+               "hangs, fails the launch or gives undefined results\n",
+               what.c_str(), blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+               threadIdx.z);
+  std::abort();
+}
+
+inline void* dynamic_shared() {
+  return g_dynamic_shared.data();
+}
+
+inline void yield(State s) {
+  Fiber& f = g_block->fibers[g_block->current];
+  f.state = s;
+  if (_setjmp(f.env) == 0) _longjmp(g_block->scheduler, 1);
+}
+
+inline void fiber_main() {
+  g_block->body();
+  g_block->fibers[g_block->current].state = State::kDone;
+  _longjmp(g_block->scheduler, 1);
+}
+
+inline bool reverse_order() {
+  static const bool reverse = [] {
+    const char* v = std::getenv("GTL_EMULATOR_REVERSE");
+    return v != nullptr && v[0] == '1';
+  }();
+  return reverse;
+}
+
+// Releases the warps whose live lanes all wait at a shuffle; returns whether any was released.
+inline bool release_warps(Block& block) {
+  const int n = static_cast<int>(block.fibers.size());
+  bool released = false;
+  for (int w = 0; w * 32 < n; ++w) {
+    const int end = std::min(n, w * 32 + 32);
+    int live = 0, waiting = 0;
+    for (int l = w * 32; l < end; ++l) {
+      live += block.fibers[l].state != State::kDone;
+      waiting += block.fibers[l].state == State::kWarpBarrier;
+    }
+    if (waiting == 0 || waiting != live) continue;
+    if (live != end - w * 32) {
+      threadIdx = block.fibers[w * 32].tid;
+      fail("a warp shuffle with a full mask while some lanes of the warp have exited");
+    }
+    for (int l = w * 32; l < end; ++l) block.fibers[l].state = State::kRun;
+    released = true;
+  }
+  return released;
+}
+
+// Runs fiber i until its next barrier or its end. A function of its own: no local variable of the
+// caller lives across the _setjmp.
+__attribute__((noinline)) inline void run_until_it_waits(Block& block, int i) {
+  Fiber& f = block.fibers[i];
+  block.current = i;
+  threadIdx = f.tid;
+  if (_setjmp(block.scheduler) == 0) {
+    if (!f.started) {
+      f.started = true;
+      setcontext(&f.start);
+    }
+    _longjmp(f.env, 1);
+  }
+}
+
+inline void run_block(const std::function<void()>& body) {
+  Block block;
+  block.body = body;
+  const int n = static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+  block.fibers.resize(n);
+  block.lanes.resize(n + 32);
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = block.fibers[i];
+    f.tid = {i % blockDim.x, (i / blockDim.x) % blockDim.y, i / (blockDim.x * blockDim.y)};
+    while (static_cast<int>(g_stacks.size()) <= i) g_stacks.emplace_back(new char[kStackBytes]);
+    getcontext(&f.start);
+    f.start.uc_stack.ss_sp = g_stacks[i].get();
+    f.start.uc_stack.ss_size = kStackBytes;
+    f.start.uc_link = nullptr;
+    makecontext(&f.start, fiber_main, 0);
+  }
+  g_block = &block;
+  for (;;) {
+    bool ran = false;
+    for (int k = 0; k < n; ++k) {
+      const int i = reverse_order() ? n - 1 - k : k;
+      if (block.fibers[i].state != State::kRun) continue;
+      run_until_it_waits(block, i);
+      ran = true;
+    }
+    int done = 0, at_barrier = 0;
+    for (const Fiber& f : block.fibers) {
+      done += f.state == State::kDone;
+      at_barrier += f.state == State::kBlockBarrier;
+    }
+    if (done == n) break;
+    if (release_warps(block)) continue;
+    if (at_barrier > 0 && at_barrier + done == n) {
+      if (done > 0)
+        fail("__syncthreads() reached by some threads of the block after others exited");
+      for (Fiber& f : block.fibers) f.state = State::kRun;
+      continue;
+    }
+    if (!ran)
+      fail(
+          "deadlock: threads wait at different barriers (a __syncthreads or shuffle in divergent "
+          "code)");
+  }
+  g_block = nullptr;
+}
+
+// emu::Launcher(kernel, grid, block, smem, stream)(args...): what kernel<<<...>>>(args...) becomes.
+template <typename... P>
+struct Launcher {
+  void (*kernel)(P...);
+  dim3 grid, block;
+  size_t shared_bytes;
+  Launcher(void (*k)(P...), dim3 g, dim3 b, size_t smem = 0, cudaStream_t = nullptr)
+      : kernel(k), grid(g), block(b), shared_bytes(smem) {}
+
+  template <typename... A>
+  void operator()(A&&... args) const {
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
+      fail("a launch with an empty grid or block (cudaErrorInvalidConfiguration)");
+    if (block.x * block.y * block.z > 1024) fail("more than 1024 threads per block");
+    if (grid.y > 65535 || grid.z > 65535) fail("gridDim.y or gridDim.z above 65535");
+    const std::tuple<P...> params(static_cast<P>(args)...);  // converted as a launch would
+    g_dynamic_shared.resize((shared_bytes + sizeof(float4) - 1) / sizeof(float4));
+    gridDim = grid;
+    blockDim = block;
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x) {
+          blockIdx = {x, y, z};
+          run_block([&] { std::apply(kernel, params); });
+        }
+  }
+};
+
+// A shuffle: every lane publishes its value, the warp meets, each lane reads its source lane's
+// value, and the warp meets again so that no lane overwrites a value another has yet to read.
+template <typename T>
+T shuffle(unsigned mask, T v, int (*source)(int lane, int arg), int arg) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "shuffles move 4- or 8-byte values");
+  if (mask != 0xffffffffu) fail("shuffle masks other than 0xffffffff are not emulated");
+  Block& b = *g_block;
+  const int me =
+      static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  const int lane = me % 32;
+  std::memcpy(&b.lanes[me], &v, sizeof(T));
+  yield(State::kWarpBarrier);
+  const int src = source(lane, arg);
+  T out = v;
+  if (src >= 0 && src < 32 && me - lane + src < static_cast<int>(b.fibers.size()))
+    std::memcpy(&out, &b.lanes[me - lane + src], sizeof(T));
+  yield(State::kWarpBarrier);
+  return out;
+}
+
+}  // namespace emu
+
+inline void __syncthreads() {
+  emu::yield(emu::State::kBlockBarrier);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  if (mask != 0xffffffffu) emu::fail("__syncwarp masks other than 0xffffffff are not emulated");
+  emu::yield(emu::State::kWarpBarrier);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int = 32) {
+  return emu::shuffle(
+      mask, v, [](int lane, int m) { return lane ^ m; }, lane_mask);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int = 32) {
+  return emu::shuffle(
+      mask, v, [](int lane, int d) { return lane + d < 32 ? lane + d : lane; },
+      static_cast<int>(delta));
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int = 32) {
+  return emu::shuffle(
+      mask, v, [](int lane, int d) { return lane - d >= 0 ? lane - d : lane; },
+      static_cast<int>(delta));
+}
+template <typename T>
+T __shfl_sync(unsigned mask, T v, int src_lane, int = 32) {
+  return emu::shuffle(
+      mask, v, [](int, int src) { return src & 31; }, src_lane);
+}
