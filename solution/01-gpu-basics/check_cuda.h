@@ -21,7 +21,9 @@ namespace lab01 {
 
 inline void check_cuda(cudaError_t error, const char* call, const char* file, int line) {
   if (error == cudaSuccess) return;
-  // Clears the error so that later calls do not report it again.
+  // Clears the error so that later calls do not report it again. That holds for ordinary errors
+  // only: a sticky one (a kernel fault such as cudaErrorIllegalAddress) corrupts the context, and
+  // every later call fails with it until the process exits.
   (void)cudaGetLastError();
   std::string where = file;
   where = where.substr(where.find_last_of('/') + 1);

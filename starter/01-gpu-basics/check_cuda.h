@@ -23,7 +23,10 @@ inline void check_cuda(cudaError_t error, const char* call, const char* file, in
   // TODO(lab01) step 2: when `error` is not cudaSuccess, throw std::runtime_error with the
   // message described above. Hints: cudaGetErrorName(error) gives "cudaErrorMemoryAllocation",
   // cudaGetErrorString(error) the sentence; keep only the file name of `file` (after the last
-  // '/'); call cudaGetLastError() once to clear the error before throwing.
+  // '/'); call cudaGetLastError() once to clear the error before throwing, so that later calls
+  // do not report it again. That holds for ordinary errors only: a sticky one (a kernel fault
+  // such as cudaErrorIllegalAddress) corrupts the context, and every later call fails with it
+  // until the process exits.
   (void)error, (void)call, (void)file, (void)line;
 }
 

@@ -54,12 +54,12 @@ void free_host(void* ptr, bool pinned);
 // `repeats` copies.
 double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats);
 
-// ---- TODO 6: overlapping copies and compute with streams (stream_pipeline.cu)
-// -------------------- out[i] = alpha * in[i] for pinned host arrays of n floats, through the GPU:
-// device buffers d_in, d_out of n floats are provided. scale_serial copies everything in, computes,
-// copies everything out (provided, the baseline); scale_pipelined splits the work into `chunks`
-// pieces and gives each its own stream so that the copy of one chunk overlaps the compute of
-// another. Both return when out is complete on the host.
+// ---- TODO 6: overlapping copies and compute with streams (stream_pipeline.cu) -------------------
+// out[i] = alpha * in[i] for pinned host arrays of n floats, through the GPU: device buffers d_in,
+// d_out of n floats are provided. scale_serial copies everything in, computes, copies everything
+// out (provided, the baseline); scale_pipelined splits the work into `chunks` pieces and gives
+// each its own stream so that the copy of one chunk overlaps the compute of another. Both return
+// when out is complete on the host.
 void scale_serial(const float* in, float* out, float* d_in, float* d_out, int64_t n, float alpha);
 void scale_pipelined(const float* in, float* out, float* d_in, float* d_out, int64_t n, float alpha,
                      int chunks);

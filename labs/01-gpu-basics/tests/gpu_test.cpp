@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "gpu_basics.h"
@@ -35,6 +37,43 @@ TEST(DescribeDevice, NamesTheGpuAndItsResources) {
 
 #ifdef GTL_WITH_CUDA
 
+// A failed CUDA call of the test itself, named with its error. The error may be your kernel's: a
+// launch reports a fault only at a later CUDA call.
+std::string cuda_failure(const char* call, cudaError_t error) {
+  return std::string(call) + " failed: " + cudaGetErrorName(error) + ": " +
+         cudaGetErrorString(error) + " (possibly left by an earlier kernel)";
+}
+
+#define ASSERT_CUDA(call)                                                   \
+  do {                                                                      \
+    const cudaError_t error_ = (call);                                      \
+    if (error_ != cudaSuccess) GTEST_FAIL() << cuda_failure(#call, error_); \
+  } while (0)
+
+// Owners of device and pinned memory, so that an ASSERT's early return frees them too.
+struct CudaFree {
+  void operator()(float* p) const { cudaFree(p); }
+};
+struct CudaFreeHost {
+  void operator()(float* p) const { cudaFreeHost(p); }
+};
+using DeviceFloats = std::unique_ptr<float[], CudaFree>;
+using PinnedFloats = std::unique_ptr<float[], CudaFreeHost>;
+
+cudaError_t allocate(DeviceFloats& owner, int64_t n) {
+  float* p = nullptr;
+  const cudaError_t error = cudaMalloc(&p, n * sizeof(float));
+  owner.reset(p);
+  return error;
+}
+
+cudaError_t allocate(PinnedFloats& owner, int64_t n) {
+  float* p = nullptr;
+  const cudaError_t error = cudaMallocHost(&p, n * sizeof(float));
+  owner.reset(p);
+  return error;
+}
+
 TEST(VectorAddGpu, MatchesTheCpuOnEverySize) {
   GTL_REQUIRE_GPU();
   // Sizes around the block size catch a missing bounds check; 0 and 1 catch off-by-one setup.
@@ -55,18 +94,17 @@ TEST(VectorAddDevice, GridStrideLoopCoversLargeArraysAndStopsAtN) {
   // reaches the end. Sentinels after n catch writes past the end.
   const int64_t n = (int64_t{1} << 26) + 5, pad = 1024;
   const std::vector<float> a = random_vector(n, 3), b = random_vector(n, 4);
-  float *da, *db, *dc;
-  ASSERT_EQ(cudaMalloc(&da, n * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&db, n * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dc, (n + pad) * 4), cudaSuccess);
-  cudaMemcpy(da, a.data(), n * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(db, b.data(), n * 4, cudaMemcpyHostToDevice);
+  DeviceFloats da, db, dc;
+  ASSERT_CUDA(allocate(da, n));
+  ASSERT_CUDA(allocate(db, n));
+  ASSERT_CUDA(allocate(dc, n + pad));
+  ASSERT_CUDA(cudaMemcpy(da.get(), a.data(), n * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(db.get(), b.data(), n * 4, cudaMemcpyHostToDevice));
   const std::vector<float> sentinel(n + pad, 12345.f);
-  cudaMemcpy(dc, sentinel.data(), (n + pad) * 4, cudaMemcpyHostToDevice);
-  lab01::vector_add_device(da, db, dc, n, nullptr);
+  ASSERT_CUDA(cudaMemcpy(dc.get(), sentinel.data(), (n + pad) * 4, cudaMemcpyHostToDevice));
+  lab01::vector_add_device(da.get(), db.get(), dc.get(), n, nullptr);
   std::vector<float> c(n + pad);
-  ASSERT_EQ(cudaMemcpy(c.data(), dc, (n + pad) * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(da), cudaFree(db), cudaFree(dc);
+  ASSERT_CUDA(cudaMemcpy(c.data(), dc.get(), (n + pad) * 4, cudaMemcpyDeviceToHost));
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 3a: element " << i << " of " << n
                                  << " is wrong: does the loop step by blockDim.x * gridDim.x?";
@@ -96,12 +134,13 @@ TEST(HostMemory, PinnedIsPageLockedAndPageableIsNot) {
     void* p = lab01::allocate_host(1 << 20, pinned);
     ASSERT_NE(p, nullptr);
     cudaPointerAttributes attributes{};
-    ASSERT_EQ(cudaPointerGetAttributes(&attributes, p), cudaSuccess);
+    const cudaError_t query = cudaPointerGetAttributes(&attributes, p);
+    lab01::free_host(p, pinned);
+    if (query != cudaSuccess) FAIL() << cuda_failure("cudaPointerGetAttributes", query);
     EXPECT_EQ(attributes.type, pinned ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered)
         << "TODO 5a: "
         << (pinned ? "pinned memory comes from cudaMallocHost"
                    : "pageable memory is ordinary malloc memory");
-    lab01::free_host(p, pinned);
   }
 }
 
@@ -122,26 +161,28 @@ TEST(TransferBandwidth, EveryDirectionGivesAPhysicalNumber) {
 TEST(StreamPipeline, GivesExactlyTheSerialResult) {
   GTL_REQUIRE_GPU();
   for (auto [n, chunks] : std::vector<std::pair<int64_t, int>>{
-           {1, 4}, {5, 8}, {1000003, 1}, {1000003, 3}, {1 << 22, 8}}) {
-    float *in, *out_serial, *out_pipe, *d_in, *d_out;
-    ASSERT_EQ(cudaMallocHost(&in, n * 4), cudaSuccess);
-    ASSERT_EQ(cudaMallocHost(&out_serial, n * 4), cudaSuccess);
-    ASSERT_EQ(cudaMallocHost(&out_pipe, n * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_in, n * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_out, n * 4), cudaSuccess);
+           {1, 4}, {5, 8}, {1000003, 1}, {1000003, 3}, {1 << 22, 16}}) {
+    PinnedFloats in, out_serial, out_pipe;
+    DeviceFloats d_in, d_out;
+    ASSERT_CUDA(allocate(in, n));
+    ASSERT_CUDA(allocate(out_serial, n));
+    ASSERT_CUDA(allocate(out_pipe, n));
+    ASSERT_CUDA(allocate(d_in, n));
+    ASSERT_CUDA(allocate(d_out, n));
     const std::vector<float> x = random_vector(n, 5);
-    std::copy(x.begin(), x.end(), in);
-    std::fill(out_pipe, out_pipe + n, std::nanf(""));
-    lab01::scale_serial(in, out_serial, d_in, d_out, n, 3.f);
-    cudaMemset(d_out, 0, n * 4);
-    lab01::scale_pipelined(in, out_pipe, d_in, d_out, n, 3.f, chunks);
+    std::copy(x.begin(), x.end(), in.get());
+    std::fill(out_pipe.get(), out_pipe.get() + n, std::nanf(""));
+    lab01::scale_serial(in.get(), out_serial.get(), d_in.get(), d_out.get(), n, 3.f);
+    // Cleared on the default stream, which does not order itself with non-blocking streams:
+    // finish it before the pipeline starts.
+    ASSERT_CUDA(cudaMemset(d_out.get(), 0, n * 4));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    lab01::scale_pipelined(in.get(), out_pipe.get(), d_in.get(), d_out.get(), n, 3.f, chunks);
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(out_pipe[i], out_serial[i])
           << "TODO 6: element " << i << " of n = " << n << " with " << chunks
           << " chunks (NaN: never copied back; did you synchronise every stream?)";
     }
-    cudaFreeHost(in), cudaFreeHost(out_serial), cudaFreeHost(out_pipe);
-    cudaFree(d_in), cudaFree(d_out);
   }
 }
 
