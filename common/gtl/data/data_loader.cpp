@@ -1,5 +1,6 @@
 #include "gtl/data/data_loader.h"
 
+#include <cstdio>
 #include <numeric>
 
 #include "gtl/tensor/philox.h"
@@ -61,8 +62,17 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
 
 DataLoader::~DataLoader() {
   stop_worker();
-  // Copies still in flight read the staging buffers that are about to be freed.
-  if (options_.device.is_cuda()) copy_stream_.synchronize();
+  // Copies still in flight read the staging buffers that are about to be freed. A failed wait
+  // (a broken CUDA context) is reported, not thrown: the destructor may be running because that
+  // very error is already unwinding the stack, and a second exception would end the program.
+  if (options_.device.is_cuda()) {
+    try {
+      copy_stream_.synchronize();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gtl: DataLoader: waiting for the last batch copies failed: %s\n",
+                   e.what());
+    }
+  }
 }
 
 int64_t DataLoader::batches_per_epoch() const {

@@ -226,6 +226,12 @@ void run_ranks(int world_size, const std::function<void(Communicator&)>& fn,
       shared->abort_reason = "rank " + std::to_string(r) + " failed: " + what;
   };
 
+  if (options.device.is_cuda()) {
+    // The rank streams are non-blocking: they do not wait for the default stream, so without
+    // this a rank could read inputs the launching thread's kernels or copies are still writing.
+    DeviceGuard guard(options.device);
+    device_synchronize();
+  }
   std::vector<std::thread> threads;
   for (int r = 0; r < world_size; ++r) {
     threads.emplace_back([&, r] {

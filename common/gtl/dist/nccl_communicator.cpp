@@ -181,6 +181,18 @@ ncclUniqueId read_id(const std::string& path, std::chrono::milliseconds timeout)
   }
 }
 
+// One process per GPU: `device` becomes this process's current GPU from here on, as
+// torch.cuda.set_device does. A guard scoped to the NCCL initialisation would switch back to
+// GPU 0 after it, and everything that means "the current GPU" would then be GPU 0 in every
+// rank: the default stream (and so current_stream() outside a StreamScope), device_synchronize(),
+// kernels launched without a DeviceGuard.
+void use_device_for_good(int device) {
+  GTL_CHECK(device >= 0 && device < cuda_device_count(),
+            "NCCL rank on cuda:" << device << ", but this process sees " << cuda_device_count()
+                                 << " GPU(s) (check LOCAL_RANK and CUDA_VISIBLE_DEVICES)");
+  GTL_CUDA_CHECK(cudaSetDevice(device));
+}
+
 }  // namespace
 
 std::vector<std::unique_ptr<Communicator>> nccl_communicators(const std::vector<int>& devices) {
@@ -205,7 +217,7 @@ std::unique_ptr<Communicator> nccl_from_mpi(int device) {
   ncclUniqueId id;
   if (rank == 0) GTL_NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  DeviceGuard guard(Device::cuda(device));
+  use_device_for_good(device);
   ncclComm_t comm = nullptr;
   GTL_NCCL_CHECK(ncclCommInitRank(&comm, size, id, rank));
   return std::make_unique<NcclCommunicator>(comm, rank, size, device);
@@ -231,7 +243,7 @@ std::unique_ptr<Communicator> nccl_from_file(int rank, int world_size, int devic
   } else {
     id = read_id(path, timeout);
   }
-  DeviceGuard guard(Device::cuda(device));
+  use_device_for_good(device);
   ncclComm_t comm = nullptr;
   GTL_NCCL_CHECK(ncclCommInitRank(&comm, world_size, id, rank));
   return std::make_unique<NcclCommunicator>(comm, rank, world_size, device);
@@ -241,6 +253,12 @@ void run_nccl_ranks(int world_size, const std::function<void(Communicator&)>& fn
   std::vector<int> devices(world_size);
   for (int r = 0; r < world_size; ++r) devices[r] = r;
   auto comms = nccl_communicators(devices);
+  // The rank streams are non-blocking: they do not wait for the default stream, so without this
+  // a rank could read inputs the launching thread's kernels or copies are still writing.
+  for (int device : devices) {
+    DeviceGuard guard(Device::cuda(device));
+    device_synchronize();
+  }
   std::mutex mutex;
   int failed_rank = -1;
   std::string failure;

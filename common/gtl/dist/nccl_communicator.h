@@ -7,6 +7,10 @@
 //                                      ncclUniqueId reaches the others by MPI_Bcast
 //   nccl_from_file(rank, n, device, path)  one process per GPU, torchrun style: rank 0 writes
 //                                      the id to a file on a shared filesystem, others poll it
+// The two one-process-per-GPU forms make `device` the process's current GPU for good
+// (cudaSetDevice, as torch.cuda.set_device), so the default stream, device_synchronize() and
+// anything else that means "the current GPU" are the rank's own GPU afterwards. Tensors still
+// name their GPU explicitly: create them on Device::cuda(device), not on default_device().
 #pragma once
 
 #include <functional>

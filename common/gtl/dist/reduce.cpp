@@ -3,9 +3,8 @@
 //
 // 16-bit floats are widened to float, combined, and rounded back once per ring step, as NCCL
 // does: a ring sum of N fp16 values rounds N-1 times, so it is exact only for small integers.
-#include <algorithm>
-
 #include "gtl/dist/communicator.h"
+#include "gtl/dist/reduce_ops.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
@@ -29,9 +28,9 @@ template <typename T>
 void reduce_cpu(T* dst, const T* src, int64_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::Max:
-      return combine(dst, src, n, [](auto a, auto b) { return std::max(a, b); });
+      return combine(dst, src, n, [](auto a, auto b) { return detail::nan_max(a, b); });
     case ReduceOp::Min:
-      return combine(dst, src, n, [](auto a, auto b) { return std::min(a, b); });
+      return combine(dst, src, n, [](auto a, auto b) { return detail::nan_min(a, b); });
     default:  // Sum, and Avg before its division
       return combine(dst, src, n, [](auto a, auto b) { return static_cast<decltype(a)>(a + b); });
   }
@@ -48,6 +47,7 @@ void reduce_into(const Tensor& dst, const Tensor& src, ReduceOp op) {
   if (dst.numel() == 0) return;
   if (dst.is_cuda()) {
 #ifdef GTL_WITH_CUDA
+    DeviceGuard guard(dst.device());
     reduce_kernels::reduce_into(dst.data_ptr(), src.data_ptr(), dst.numel(), dst.dtype(),
                                 static_cast<int>(op), current_stream().handle());
     return;
@@ -62,6 +62,7 @@ void divide_(const Tensor& dst, int n) {
   if (dst.numel() == 0) return;
   if (dst.is_cuda()) {
 #ifdef GTL_WITH_CUDA
+    DeviceGuard guard(dst.device());
     reduce_kernels::divide(dst.data_ptr(), dst.numel(), dst.dtype(), n, current_stream().handle());
     return;
 #else

@@ -5,6 +5,7 @@
 
 #include "gtl/dist/communicator.h"
 #include "gtl/dist/reduce_kernels.h"
+#include "gtl/dist/reduce_ops.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/tensor/dispatch.h"
 
@@ -20,9 +21,9 @@ __global__ void reduce_kernel(T* dst, const T* src, int64_t n, int op) {
     const Acc a = convert<Acc>(dst[i]), b = convert<Acc>(src[i]);
     Acc r;
     if (op == static_cast<int>(ReduceOp::Max)) {
-      r = a > b ? a : b;
+      r = detail::nan_max(a, b);
     } else if (op == static_cast<int>(ReduceOp::Min)) {
-      r = a < b ? a : b;
+      r = detail::nan_min(a, b);
     } else {
       r = static_cast<Acc>(a + b);
     }

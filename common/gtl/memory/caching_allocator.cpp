@@ -170,14 +170,25 @@ void CachingAllocator::deallocate(void* ptr) {
   GTL_CHECK(it != live_.end(), name() << ": deallocate of a pointer it did not allocate "
                                       << "(or freed twice)");
   Block* block = it->second;
+  // Every event is recorded before anything else changes. If one cannot be (a broken CUDA
+  // context), the block stays live and counted: returned to the pool with some of its events
+  // missing, it could be handed out while a stream still uses it.
+  const std::size_t first_event = pending_.size();
+  pending_.reserve(first_event + block->used_on.size());
+  try {
+    for (cudaStream_t stream : block->used_on)
+      pending_.emplace_back(source_->record_event(stream), block);
+  } catch (...) {
+    for (std::size_t i = first_event; i < pending_.size(); ++i)
+      source_->release_event(pending_[i].first);
+    pending_.resize(first_event);
+    throw;
+  }
+  block->pending_events = static_cast<int>(block->used_on.size());
+  block->used_on.clear();
   live_.erase(it);
   block->allocated = false;
   note_free(static_cast<int64_t>(block->requested));
-  for (cudaStream_t stream : block->used_on) {
-    pending_.emplace_back(source_->record_event(stream), block);
-    ++block->pending_events;
-  }
-  block->used_on.clear();
   if (block->pending_events == 0) release_to_pool(block);
 }
 
@@ -252,8 +263,9 @@ void CachingAllocator::release_free_segments() {
         ++it;
         continue;
       }
-      it = pool->erase(it);
+      // Freed first: if that throws, the segment stays cached and counted as reserved.
       source_->free_segment(block->ptr, block->size);
+      it = pool->erase(it);
       note_system_free(static_cast<int64_t>(block->size));
       --segments_;
       delete block;

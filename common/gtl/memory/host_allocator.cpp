@@ -48,9 +48,12 @@ class HostAllocatorBase : public Allocator {
       auto it = sizes_.find(ptr);
       GTL_CHECK(it != sizes_.end(), name() << ": deallocate of a pointer it did not allocate");
       bytes = it->second;
-      sizes_.erase(it);
     }
-    system_free(ptr);
+    system_free(ptr);  // forgotten only once freed: if this throws, it stays live and counted
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      sizes_.erase(ptr);
+    }
     note_free(static_cast<int64_t>(bytes));
     note_system_free(static_cast<int64_t>(bytes));
   }

@@ -71,17 +71,19 @@ __global__ void bias_grad(const T* dy, T* db, int64_t batch, int64_t channels, i
 cudnnHandle_t handle_for(Device device, cudaStream_t stream) {
   // One handle per (device, stream) per thread, alive for the whole program: see matmul.cu.
   thread_local std::map<std::pair<int, cudaStream_t>, cudnnHandle_t> handles;
-  auto [it, inserted] = handles.try_emplace({device.index(), stream}, nullptr);
-  if (inserted) {
-    try {
-      GTL_CUDNN_CHECK(cudnnCreate(&it->second));
-    } catch (...) {
-      handles.erase(it);
-      throw;
-    }
-    GTL_CUDNN_CHECK(cudnnSetStream(it->second, stream));
+  const std::pair<int, cudaStream_t> key{device.index(), stream};
+  if (auto it = handles.find(key); it != handles.end()) return it->second;
+  // Cached only once fully configured: a handle left on another stream would race.
+  cudnnHandle_t handle = nullptr;
+  GTL_CUDNN_CHECK(cudnnCreate(&handle));
+  try {
+    GTL_CUDNN_CHECK(cudnnSetStream(handle, stream));
+    handles.emplace(key, handle);
+  } catch (...) {
+    (void)cudnnDestroy(handle);
+    throw;
   }
-  return it->second;
+  return handle;
 }
 
 cudnnDataType_t cudnn_dtype(DType dtype) {
@@ -98,21 +100,39 @@ cudnnDataType_t cudnn_dtype(DType dtype) {
   throw Error(std::string("conv2d: no cuDNN type for ") + dtype_name(dtype));
 }
 
+// One cuDNN descriptor, destroyed with its owner. As members of Descriptors they make a
+// constructor that throws halfway destroy the descriptors it had already created.
+template <typename Handle, cudnnStatus_t (*Create)(Handle*), cudnnStatus_t (*Destroy)(Handle)>
+class Owned {
+ public:
+  Owned() { GTL_CUDNN_CHECK(Create(&handle_)); }
+  ~Owned() { (void)Destroy(handle_); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  operator Handle() const { return handle_; }
+
+ private:
+  Handle handle_ = nullptr;
+};
+
+using TensorDescriptor =
+    Owned<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor =
+    Owned<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor = Owned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                                    cudnnDestroyConvolutionDescriptor>;
+
 // Step 1: the descriptors of one convolution x [N,C,H,W] * w [K,C,R,S] -> y [N,K,P,Q].
 struct Descriptors {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
+  TensorDescriptor x, y;
+  FilterDescriptor w;
+  ConvolutionDescriptor conv;
   bool fp32_no_tf32 = false;  // float32 data with TF32 off: only FMA math is acceptable
 
   Descriptors(const Shape& xs, const Shape& ws, const Shape& ys, DType dtype,
               const Conv2dParams& p) {
     const auto i = [](int64_t v) { return static_cast<int>(v); };
     const cudnnDataType_t type = cudnn_dtype(dtype);
-    GTL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
-    GTL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
-    GTL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    GTL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     GTL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, i(xs[0]), i(xs[1]),
                                                i(xs[2]), i(xs[3])));
     GTL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, i(ys[0]), i(ys[1]),
@@ -128,14 +148,6 @@ struct Descriptors {
                   ? CUDNN_FMA_MATH
                   : (dtype == DType::Float32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH)));
   }
-  ~Descriptors() {
-    cudnnDestroyTensorDescriptor(x);
-    cudnnDestroyTensorDescriptor(y);
-    cudnnDestroyFilterDescriptor(w);
-    cudnnDestroyConvolutionDescriptor(conv);
-  }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
 };
 
 // Step 2: an algorithm with the math type it was chosen for and the workspace it needs.

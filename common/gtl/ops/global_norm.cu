@@ -1,9 +1,11 @@
 // GPU path of the global L2 norm: a multi-tensor, two-level reduction with no host round trip.
 //
 //   step 1  for each tensor, a grid of blocks: each thread squares and sums its grid-stride share
-//           in float32, the block reduces its threads (warp shuffles, then shared memory) and
+//           in double, the block reduces its threads (warp shuffles, then shared memory) and
 //           writes one partial sum into the tensor's slice of a shared `partials` buffer;
 //   step 2  one block adds all partials in double, in a fixed order, and writes sqrt(sum).
+// Squares in double, as on the CPU: in float32 a gradient above 1.8e19 squares to inf, and the
+// norm of finite gradients would come out infinite on the GPU only.
 //
 // Only the number of blocks per tensor is chosen on the host (capped at kMaxBlocks), so the result
 // is the same on every run: no atomics, no order that depends on scheduling.
@@ -42,13 +44,13 @@ __device__ A block_sum(A value) {
   return value;
 }
 
-// Step 1: one float partial sum of squares per block.
+// Step 1: one partial sum of squares per block.
 template <typename T>
-__global__ void sum_squares_partial(const T* x, int64_t n, float* partials) {
-  float acc = 0.f;
+__global__ void sum_squares_partial(const T* x, int64_t n, double* partials) {
+  double acc = 0.0;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    const float v = convert<float>(x[i]);
+    const double v = convert<float>(x[i]);
     acc += v * v;
   }
   acc = block_sum(acc);
@@ -56,7 +58,7 @@ __global__ void sum_squares_partial(const T* x, int64_t n, float* partials) {
 }
 
 // Step 2: one block reduces every partial in double and takes the square root.
-__global__ void finish_norm(const float* partials, int64_t count, float* out) {
+__global__ void finish_norm(const double* partials, int64_t count, float* out) {
   double acc = 0.0;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
   acc = block_sum(acc);
@@ -76,8 +78,11 @@ Tensor global_l2_norm_cuda(const std::vector<Tensor>& tensors) {
     out.zero_();
     return out;
   }
-  Tensor partials = Tensor::empty({total_blocks}, DType::Float32, device);
-  float* slot = partials.data<float>();
+  // There is no float64 dtype: the partials live in a byte buffer of the same size.
+  Tensor partials =
+      Tensor::empty({total_blocks * static_cast<int64_t>(sizeof(double))}, DType::UInt8, device);
+  double* const first = static_cast<double*>(partials.data_ptr());
+  double* slot = first;
   for (const Tensor& t : tensors) {
     const int64_t blocks = blocks_for(t.numel());
     if (blocks == 0) continue;
@@ -88,7 +93,7 @@ Tensor global_l2_norm_cuda(const std::vector<Tensor>& tensors) {
     GTL_CUDA_CHECK_LAUNCH();
     slot += blocks;
   }
-  finish_norm<<<1, kThreads, 0, stream>>>(partials.data<float>(), total_blocks, out.data<float>());
+  finish_norm<<<1, kThreads, 0, stream>>>(first, total_blocks, out.data<float>());
   GTL_CUDA_CHECK_LAUNCH();
   return out;
 }

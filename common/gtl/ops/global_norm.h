@@ -5,10 +5,11 @@
 // changes direction. The result stays on the tensors' device (a 1-element float32 tensor), so a
 // training step can clip without the host waiting for the GPU; call .item() only to log it.
 //
-// Accumulation: the CPU sums squares in double. The GPU (global_norm.cu) does a two-level
-// reduction: each block of each tensor writes one float partial sum into a shared buffer, then one
-// final block adds the partials in double in a fixed order (deterministic) and takes the sqrt.
-// float16 / bfloat16 inputs are squared in float32: 300^2 already overflows fp16 (max 65504).
+// Accumulation: squares are summed in double on both backends, where even the square of the
+// largest float32 cannot overflow. The GPU (global_norm.cu) does a two-level reduction: each
+// block of each tensor writes one partial sum into a shared buffer, then one final block adds the
+// partials in a fixed order (deterministic) and takes the sqrt. float16 / bfloat16 inputs are
+// widened first: 300^2 already overflows fp16 (max 65504).
 #pragma once
 
 #include <vector>

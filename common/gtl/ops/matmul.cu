@@ -21,10 +21,11 @@
 // own teardown (PyTorch keeps its handles alive for the same reason).
 #include <cublas_v2.h>
 
-#include <algorithm>
+#include <limits>
 #include <map>
 #include <utility>
 
+#include "gtl/ops/elementwise.h"
 #include "gtl/ops/math_mode.h"
 #include "gtl/ops/matmul_cuda.h"
 #include "gtl/runtime/cuda_check.h"
@@ -35,20 +36,32 @@ namespace {
 
 cublasHandle_t handle_for(Device device, cudaStream_t stream) {
   thread_local std::map<std::pair<int, cudaStream_t>, cublasHandle_t> handles;
-  auto [it, inserted] = handles.try_emplace({device.index(), stream}, nullptr);
-  if (inserted) {
-    try {
-      GTL_CUBLAS_CHECK(cublasCreate(&it->second));
-    } catch (...) {
-      handles.erase(it);
-      throw;
-    }
-    GTL_CUBLAS_CHECK(cublasSetStream(it->second, stream));
+  const std::pair<int, cudaStream_t> key{device.index(), stream};
+  if (auto it = handles.find(key); it != handles.end()) return it->second;
+  // Cached only once fully configured: a handle left on another stream, or with reduced-precision
+  // reductions allowed, would be reused silently.
+  cublasHandle_t handle = nullptr;
+  GTL_CUBLAS_CHECK(cublasCreate(&handle));
+  try {
+    GTL_CUBLAS_CHECK(cublasSetStream(handle, stream));
     GTL_CUBLAS_CHECK(cublasSetMathMode(
-        it->second, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
-                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+        handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+    handles.emplace(key, handle);
+  } catch (...) {
+    (void)cublasDestroy(handle);
+    throw;
   }
-  return it->second;
+  return handle;
+}
+
+// cuBLAS takes 32-bit sizes: a larger one must fail loudly, not wrap around.
+int checked_int(int64_t v, const char* what) {
+  GTL_CHECK(v <= std::numeric_limits<int>::max(),
+            "matmul on the GPU: " << what << " = " << v << " exceeds cuBLAS's 32-bit limit of "
+                                  << std::numeric_limits<int>::max()
+                                  << "; split the product into smaller matrices");
+  return static_cast<int>(v);
 }
 
 cudaDataType_t cuda_dtype(DType dtype) {
@@ -70,21 +83,29 @@ cudaDataType_t cuda_dtype(DType dtype) {
 void matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
             float alpha, float beta, int64_t m, int64_t k, int64_t n) {
   DeviceGuard guard(c.device());
+  if (k == 0) {  // an empty sum, as on the CPU: op(a) op(b) is zero, only beta * c is left
+    if (beta == 0.f) {
+      Tensor(c).zero_();  // a handle on c's data; beta = 0 overwrites c without reading it (BLAS)
+    } else {
+      scale_(c, beta);
+    }
+    return;
+  }
   cublasHandle_t handle = handle_for(c.device(), current_stream().handle());
 
   const cudaDataType_t type = cuda_dtype(a.dtype());
   const cublasComputeType_t compute = a.dtype() == DType::Float32 && tf32_enabled()
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
-  // Leading dimensions: the stored row length of each row-major matrix (at least 1 for cuBLAS).
-  const auto lda = static_cast<int>(std::max<int64_t>(1, a.size(1)));
-  const auto ldb = static_cast<int>(std::max<int64_t>(1, b.size(1)));
-  const auto ldc = static_cast<int>(std::max<int64_t>(1, n));
+  const int M = checked_int(m, "M"), N = checked_int(n, "N"), K = checked_int(k, "K");
+  // Leading dimensions: the stored row length of each row-major matrix (a is stored [M, K], or
+  // [K, M] when transposed; b likewise), so they fit in int too, and are >= 1 as K > 0 here.
+  const int lda = transpose_a ? M : K, ldb = transpose_b ? K : N, ldc = N;
   // C^T = op(B)^T op(A)^T: B first, A second, N and M swapped (see the header comment).
-  GTL_CUBLAS_CHECK(cublasGemmEx(
-      handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-      static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b.data_ptr(), type,
-      ldb, a.data_ptr(), type, lda, &beta, c.data_ptr(), type, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  GTL_CUBLAS_CHECK(cublasGemmEx(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+                                b.data_ptr(), type, ldb, a.data_ptr(), type, lda, &beta,
+                                c.data_ptr(), type, ldc, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace gtl::ops::cuda

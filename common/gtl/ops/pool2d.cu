@@ -5,8 +5,9 @@
 // send gradient to the same input. Scattering (a thread per output doing atomicAdd into dx) is
 // simple but adds in a different order on every run, and atomicAdd on 16-bit floats is slow or
 // unavailable. Gathering (a thread per input summing the outputs whose window holds it) writes
-// each dx element exactly once, in a fixed order: the same order as the CPU loop, so CPU and GPU
-// agree bit for bit in float32.
+// each dx element exactly once, in a fixed order: the same order as the CPU loop. Max pooling's
+// gradient then agrees with the CPU bit for bit in float32; average pooling's agrees to rounding,
+// since nvcc fuses its dy * scale and the add into one FMA where the CPU rounds both.
 #include <cstdint>
 
 #include "gtl/ops/pool2d_cuda.h"

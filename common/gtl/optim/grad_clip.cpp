@@ -16,7 +16,7 @@ Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm) {
     return norm;
   }
   const float coef = max_norm / (norm.data<float>()[0] + 1e-6f);
-  if (!(coef < 1.f)) return norm;
+  if (coef >= 1.f) return norm;  // min(coef, 1) is 1: nothing to do (a NaN coef goes on)
   for (const ParamRef& p : params) {
     GTL_DISPATCH_FLOATING(p.grad.dtype(), T, {
       T* g = p.grad.data<T>();

@@ -18,7 +18,7 @@ int blocks_for(int64_t n) {
 template <typename T>
 __global__ void clip_kernel(T* g, int64_t n, const float* norm, float max_norm) {
   const float coef = max_norm / (*norm + 1e-6f);
-  if (!(coef < 1.f)) return;
+  if (coef >= 1.f) return;  // min(coef, 1) is 1: nothing to do (a NaN coef goes on)
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x)
     g[i] = convert<T>(convert<float>(g[i]) * coef);

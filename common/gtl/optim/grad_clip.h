@@ -1,13 +1,15 @@
 // Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_.
 //
 //   norm = sqrt(sum of every gradient element squared)     (ops::global_l2_norm)
-//   coef = max_norm / (norm + 1e-6);  if coef < 1: every gradient *= coef
+//   coef = max_norm / (norm + 1e-6);  every gradient *= min(coef, 1)
 //
 // One coefficient for all gradients keeps the direction of the update and only shortens it: a
 // single bad batch cannot throw the weights far. The norm is computed and applied on the device
 // (the scaling kernel reads the norm from device memory), so clipping never waits for the GPU.
-// A non-finite norm leaves the gradients as they are (coef < 1 is false for NaN): the loss
-// scaler, not clipping, handles overflow.
+// A non-finite norm is treated as PyTorch does with error_if_nonfinite=False: an infinite norm
+// gives coef 0 (finite gradients become 0, infinite ones NaN), a NaN norm a NaN coef (every
+// gradient becomes NaN). Nothing is thrown; the returned norm shows it, and in fp16 training the
+// loss scaler, whose unscale_ runs before clipping, has already flagged the step to be skipped.
 #pragma once
 
 #include <vector>
@@ -21,7 +23,7 @@ namespace gtl::optim {
 Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm);
 
 namespace detail {
-// grad *= coef(norm) when coef < 1, reading norm[0] on the device (grad_clip.cu).
+// grad *= min(coef(norm), 1), reading norm[0] on the device (grad_clip.cu).
 void scale_by_clip_coef_cuda(const Tensor& grad, const Tensor& norm, float max_norm);
 }  // namespace detail
 

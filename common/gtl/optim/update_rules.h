@@ -1,6 +1,8 @@
 // The per-element update rules of the optimizers, written once for the CPU loops (sgd.cpp,
-// adamw.cpp) and the fused CUDA kernels (sgd.cu, adamw.cu): both backends run the same float32
-// arithmetic, so the GPU tests can compare against the CPU path with tight tolerances.
+// adamw.cpp) and the fused CUDA kernels (sgd.cu, adamw.cu): both backends evaluate the same
+// float32 formulas, so the GPU tests can compare against the CPU path with tight tolerances.
+// They agree to rounding, not bit for bit: nvcc fuses a * b + c into one FMA (one rounding),
+// g++ rounds the product and the sum separately.
 //
 // Everything is float32: parameters stored in fp16/bf16 are widened before the update and
 // rounded once after it, and the optimizer state is always float32.

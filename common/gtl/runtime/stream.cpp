@@ -59,7 +59,10 @@ void Event::synchronize() const {
 bool Event::query() const {
   if (!event_) return true;
   cudaError_t e = cudaEventQuery(event_);
-  if (e == cudaErrorNotReady) return false;
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // "not ready" is an answer, not an error a later check should see
+    return false;
+  }
   GTL_CUDA_CHECK(e);
   return true;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
@@ -40,8 +41,15 @@ Storage::Storage(std::size_t bytes, std::shared_ptr<Allocator> allocator, const 
   data_ = allocator_->allocate(bytes, stream);
 }
 
+// A destructor must not throw: it may run while an exception (often the CUDA error that broke
+// the context and makes this free fail too) is already unwinding the stack, and a second one
+// would end the program. So the failure is reported and the memory given up for lost.
 Storage::~Storage() {
-  allocator_->deallocate(data_);
+  try {
+    allocator_->deallocate(data_);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gtl: freeing a %zu-byte tensor storage failed: %s\n", bytes_, e.what());
+  }
 }
 
 // ---- construction -------------------------------------------------------------------------------
@@ -82,6 +90,7 @@ Tensor Tensor::arange(int64_t n, DType dtype, Device device) {
   Tensor t = empty({n}, dtype, device);
   if (device.is_cuda()) {
 #ifdef GTL_WITH_CUDA
+    DeviceGuard guard(device);
     tensor_kernels::arange(t.data_ptr(), dtype, n, current_stream().handle());
 #endif
     return t;
@@ -99,6 +108,7 @@ Tensor Tensor::uniform(const Shape& shape, Generator& gen, float low, float high
   const uint64_t offset = gen.advance(static_cast<uint64_t>(t.numel()));
   if (device.is_cuda()) {
 #ifdef GTL_WITH_CUDA
+    DeviceGuard guard(device);
     tensor_kernels::uniform(t.data_ptr(), dtype, t.numel(), gen.seed(), offset, low, high,
                             current_stream().handle());
 #endif
@@ -107,7 +117,7 @@ Tensor Tensor::uniform(const Shape& shape, Generator& gen, float low, float high
   GTL_DISPATCH_FLOATING(dtype, T, {
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) {
-      p[i] = convert<T>(low + (high - low) * philox::uniform(gen.seed(), offset + i));
+      p[i] = convert<T>(philox::to_range(philox::uniform(gen.seed(), offset + i), low, high));
     }
   });
   return t;
@@ -120,6 +130,7 @@ Tensor Tensor::normal(const Shape& shape, Generator& gen, float mean, float std,
   const uint64_t offset = gen.advance((static_cast<uint64_t>(t.numel()) + 1) & ~uint64_t{1});
   if (device.is_cuda()) {
 #ifdef GTL_WITH_CUDA
+    DeviceGuard guard(device);
     tensor_kernels::normal(t.data_ptr(), dtype, t.numel(), gen.seed(), offset, mean, std,
                            current_stream().handle());
 #endif
@@ -259,6 +270,7 @@ Tensor Tensor::to(DType dtype) const {
   Tensor out = empty(shape_, dtype, device());
   if (is_cuda()) {
 #ifdef GTL_WITH_CUDA
+    DeviceGuard guard(device());
     tensor_kernels::cast(data_ptr(), dtype_, out.data_ptr(), dtype, numel_,
                          current_stream().handle());
 #endif
@@ -282,6 +294,7 @@ void Tensor::fill_(double value) {
   if (numel_ == 0) return;
   if (is_cuda()) {
 #ifdef GTL_WITH_CUDA
+    DeviceGuard guard(device());
     tensor_kernels::fill(data_ptr(), dtype_, numel_, value, current_stream().handle());
 #endif
     return;

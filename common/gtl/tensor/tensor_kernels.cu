@@ -42,7 +42,7 @@ __global__ void uniform_kernel(T* p, int64_t n, uint64_t seed, uint64_t offset, 
                                float high) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x)
-    p[i] = convert<T>(low + (high - low) * philox::uniform(seed, offset + i));
+    p[i] = convert<T>(philox::to_range(philox::uniform(seed, offset + i), low, high));
 }
 
 template <typename T>

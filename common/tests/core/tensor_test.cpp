@@ -151,6 +151,17 @@ TEST(Tensor, NormalHasTheRequestedMoments) {
   for (float x : v) ASSERT_TRUE(std::isfinite(x));
 }
 
+TEST(Tensor, NormalThenUniformFromOneGeneratorAreIndependent) {
+  // normal({4}) takes offsets 0..3, uniform({4}) offsets 4..7. When normals shared the uniforms'
+  // Philox blocks, n[2] was the Box-Muller transform of u[0] and u[1].
+  Generator g(7);
+  const std::vector<float> n = Tensor::normal({4}, g).to_vector();
+  const std::vector<float> u = Tensor::uniform({4}, g).to_vector();
+  const float from_u = std::sqrt(-2.f * std::log(1.f - u[0])) * std::cos(6.2831853f * u[1]);
+  EXPECT_GT(std::fabs(n[2] - from_u), 1e-3f)
+      << "normal element 2 (" << n[2] << ") is computed from the next uniform draw's numbers";
+}
+
 TEST(Tensor, PrintingShowsDtypeDeviceShapeAndValues) {
   EXPECT_EQ(Tensor::arange(3).str(), "Tensor(float32, cpu, [3]) [0, 1, 2]");
   EXPECT_EQ(Tensor::arange(10).reshape({2, 5}).str(4),

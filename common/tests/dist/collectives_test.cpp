@@ -1,7 +1,9 @@
 // Every collective of the in-process backend on the CPU, for world sizes 1 to 8, odd sizes and
 // every dtype and reduction, against a serial computation. Inputs are small integers, so every
 // result is exact and compared bit for bit.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "dist_test_util.h"
 #include "gtl_test.h"
@@ -33,6 +35,31 @@ TEST(DistCollectives, AllReduceEveryDtypeOpAndSize) {
         }
       }
     });
+  }
+}
+
+TEST(DistCollectives, MaxAndMinPropagateANaNFromAnyRank) {
+  // All of one rank's elements are NaN: across the ring's chunks the NaN reaches the reduction
+  // both as the local value and as the received one, and must win either way.
+  constexpr int64_t n = 7;
+  for (int world = 2; world <= 5; ++world) {
+    for (int nan_rank = 0; nan_rank < world; ++nan_rank) {
+      run_ranks(world, [&](Communicator& comm) {
+        for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
+          for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+            std::vector<float> v = testing::values(comm.rank(), n);
+            if (comm.rank() == nan_rank) std::fill(v.begin(), v.end(), NAN);
+            Tensor t = Tensor::from_vector(v, {n}, dtype);
+            comm.all_reduce(t, op);
+            for (float x : t.to_vector())
+              EXPECT_TRUE(std::isnan(x))
+                  << "all_reduce(" << reduce_op_name(op) << ") of " << dtype_name(dtype)
+                  << " with NaN on rank " << nan_rank << " of " << world << " gave " << x
+                  << " on rank " << comm.rank();
+          }
+        }
+      });
+    }
   }
 }
 

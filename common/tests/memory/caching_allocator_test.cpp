@@ -293,6 +293,71 @@ TEST(CachingAllocator, ForeignPointerIsAnError) {
   EXPECT_THROW(c.alloc->record_stream_on(&x, kSide), Error);
 }
 
+// Host segments and manual events, with record_event and free_segment failing on demand, as
+// they do on a GPU whose context an earlier error broke.
+class FailingSource final : public SegmentSource {
+ public:
+  std::string name() const override { return "failing host"; }
+  void* allocate_segment(std::size_t bytes) override { return host.allocate_segment(bytes); }
+  void free_segment(void* ptr, std::size_t bytes) override {
+    if (fail_free) throw Error("free_segment failed");
+    host.free_segment(ptr, bytes);
+  }
+  Event record_event(cudaStream_t stream) override {
+    if (events_left == 0) throw Error("record_event failed");
+    --events_left;
+    return host.record_event(stream);
+  }
+  bool event_completed(Event event) override { return host.event_completed(event); }
+  void release_event(Event event) override { host.release_event(event); }
+  void synchronize() override { host.synchronize(); }
+
+  HostSegmentSource host{{.manual_events = true}};
+  int events_left = -1;  // events record_event still grants; -1: no limit
+  bool fail_free = false;
+};
+
+TEST(CachingAllocator, AFreeThatCannotRecordEveryEventKeepsTheBlockLive) {
+  auto source = std::make_shared<FailingSource>();
+  CachingAllocator alloc(Device::cpu(), source);
+  const cudaStream_t kOther = fake_stream(2);
+  void* p = alloc.allocate_on(4096, kMain);
+  alloc.record_stream_on(p, kSide);
+  alloc.record_stream_on(p, kOther);
+  source->events_left = 1;  // the second stream's event fails
+  EXPECT_THROW(alloc.deallocate(p), Error);
+  EXPECT_EQ(alloc.stats().allocated_bytes, 4096) << "a failed free changes nothing";
+  EXPECT_EQ(alloc.cache_info().blocks_awaiting_events, 0);
+  EXPECT_EQ(source->host.pending_events(), 0) << "the event that was recorded is given back";
+
+  source->events_left = -1;
+  alloc.deallocate(p);  // still live, so it can be freed again
+  source->host.complete_events(kSide);
+  void* q = alloc.allocate_on(4096, kMain);
+  EXPECT_NE(q, p) << "p waits for the second stream too, whose event the failed free missed";
+  source->host.complete_events(kOther);
+  void* r = alloc.allocate_on(4096, kMain);
+  EXPECT_EQ(r, p);
+  alloc.deallocate(q);
+  alloc.deallocate(r);
+}
+
+TEST(CachingAllocator, AFailedSegmentReleaseKeepsTheSegmentCachedAndCounted) {
+  auto source = std::make_shared<FailingSource>();
+  CachingAllocator alloc(Device::cpu(), source);
+  alloc.deallocate(alloc.allocate(KiB));
+  source->fail_free = true;
+  EXPECT_THROW(alloc.empty_cache(), Error);
+  EXPECT_EQ(alloc.stats().reserved_bytes, iMiB * 2);
+  EXPECT_EQ(alloc.cache_info().segments, 1);
+  EXPECT_EQ(alloc.cache_info().cached_bytes, iMiB * 2) << "reserved = allocated + cached";
+
+  source->fail_free = false;
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.stats().reserved_bytes, 0);
+  EXPECT_EQ(source->host.segment_bytes(), 0) << "the retry gave the segment back";
+}
+
 TEST(CachingAllocator, ThreadsSharingOneAllocatorKeepItConsistent) {
   Cache c;
   auto work = [&](int seed) {

@@ -140,6 +140,20 @@ TEST(MatmulCuda, OutAccumulatesOnANonDefaultStream) {
                "dW += 0.5 x^T dy on a StreamScope stream vs the CPU");
 }
 
+TEST(MatmulCuda, EmptyInnerDimensionMatchesCpu) {
+  GTL_REQUIRE_GPU();
+  const Tensor a = Tensor::empty({3, 0}), b = Tensor::empty({0, 4});
+  for (float beta : {0.f, 0.5f}) {
+    Tensor c = Tensor::full({3, 4}, beta == 0.f ? NAN : 2.0);
+    Tensor c_gpu = c.to(kGpu);
+    matmul_out(a, b, c, false, false, 1.f, beta);
+    matmul_out(a.to(kGpu), b.to(kGpu), c_gpu, false, false, 1.f, beta);
+    expect_close(c_gpu, c, Tolerance{0, 0},
+                 "K = 0 leaves beta * c (zeros for beta = 0, even over NaN), beta = " +
+                     std::to_string(beta));
+  }
+}
+
 TEST(MatmulCuda, MixedDevicesAreAnError) {
   GTL_REQUIRE_GPU();
   EXPECT_THROW(matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 4}, DType::Float32, kGpu)),

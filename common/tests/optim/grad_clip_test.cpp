@@ -1,4 +1,4 @@
-// clip_grad_norm_ with PyTorch semantics: scale = max_norm / (norm + 1e-6), applied only when < 1.
+// clip_grad_norm_ with PyTorch semantics: every gradient *= min(max_norm / (norm + 1e-6), 1).
 #include "gtl/optim/grad_clip.h"
 
 #include <cmath>
@@ -57,6 +57,20 @@ TEST(GradClip, WorksOnHalfGradients) {
   EXPECT_TRUE(compare({norm}, {500.f}, {0, 1e-6}).empty()) << "norm of (300, 400) is 500";
   EXPECT_TRUE(compare(p.grad.to_vector(), {3.f, 4.f}, {0, 1e-3}).empty())
       << "clipped to norm 5: (3, 4), got " << p.grad.str();
+}
+
+TEST(GradClip, NonFiniteNormsActAsInPyTorch) {
+  // An infinite norm gives coef = max_norm / inf = 0: finite gradients become 0, inf * 0 NaN.
+  optim::ParamRef inf_grad{Tensor::zeros({3}), Tensor::from_vector({1.f, INFINITY, -2.f}, {3})};
+  EXPECT_TRUE(std::isinf(optim::clip_grad_norm_({inf_grad}, 1.f).item()));
+  std::string err = compare(inf_grad.grad.to_vector(), {0.f, NAN, 0.f}, {0, 0});
+  EXPECT_TRUE(err.empty()) << "an infinite norm multiplies every gradient by 0: " << err;
+
+  // A NaN norm gives a NaN coef, and min(NaN, 1) stays NaN: every gradient becomes NaN.
+  optim::ParamRef nan_grad{Tensor::zeros({3}), Tensor::from_vector({1.f, NAN, -2.f}, {3})};
+  EXPECT_TRUE(std::isnan(optim::clip_grad_norm_({nan_grad}, 1.f).item()));
+  err = compare(nan_grad.grad.to_vector(), {NAN, NAN, NAN}, {0, 0});
+  EXPECT_TRUE(err.empty()) << "a NaN norm makes every gradient NaN: " << err;
 }
 
 }  // namespace

@@ -127,6 +127,14 @@ TEST(OptimCuda, GlobalNormMatchesCpu) {
   }
 }
 
+TEST(OptimCuda, GlobalNormOfHugeFiniteGradientsIsFinite) {
+  GTL_REQUIRE_GPU();
+  // (4e19)^2 overflows float32: the squares must be summed in double, as on the CPU.
+  const Tensor g = Tensor::from_vector({3e19f, -4e19f}, {2});
+  expect_close(ops::global_l2_norm({g.to(Device::cuda())}).to(Device::cpu()),
+               ops::global_l2_norm({g}), {0, 1e-6}, "norm of (3e19, -4e19)");
+}
+
 TEST(OptimCuda, NonFiniteOnGpu) {
   GTL_REQUIRE_GPU();
   for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
@@ -172,6 +180,20 @@ TEST(OptimCuda, ClipAndUnscaleMatchCpu) {
   scaler.update();
   EXPECT_EQ(scaler.scale(), 32768.f);
   expect_close(p.value.to(Device::cpu()), Tensor::ones({5}), {0, 0}, "skipped step on the GPU");
+}
+
+TEST(OptimCuda, ClipWithNonFiniteNormMatchesCpu) {
+  GTL_REQUIRE_GPU();
+  for (float bad : {INFINITY, NAN}) {
+    const Tensor grad = Tensor::from_vector({1.f, bad, -2.f}, {3});
+    optim::ParamRef cpu{Tensor::zeros({3}), grad.clone()};
+    optim::ParamRef gpu{Tensor::zeros({3}, DType::Float32, Device::cuda()),
+                        grad.to(Device::cuda())};
+    optim::clip_grad_norm_({cpu}, 1.f);
+    optim::clip_grad_norm_({gpu}, 1.f);
+    expect_close(gpu.grad.to(Device::cpu()), cpu.grad, {0, 0},
+                 std::string("clip with a gradient of ") + (std::isnan(bad) ? "NaN" : "inf"));
+  }
 }
 
 }  // namespace
