@@ -3,11 +3,12 @@
 // For each row: mean = sum(x) / C, var = sum((x - mean)^2) / C, rstd = 1 / sqrt(var + eps),
 // y = (x - mean) * rstd * weight + bias. mean and rstd are saved for the backward pass.
 //
-//   naive  (provided) one thread per row: uncoalesced, as in the naive softmax.
+//   naive  (provided) one thread per row: uncoalesced, as in the naive softmax; sums in double.
 //   block  (5) one block per row: coalesced strided loops, block reductions (warp shuffles, then
 //          shared memory) for the two sums. The variance is computed from (x - mean), not as
 //          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
-//          The second and third reads of the row come from L1/L2, not DRAM.
+//          Each thread loads 4 elements before using any (4 requests in flight, as in the
+//          softmax); the second and third reads of the row come from L1/L2, not HBM.
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -23,18 +24,21 @@ __global__ void layernorm_naive_kernel(const float* x, const float* w, const flo
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* xr = x + int64_t{r} * cols;
-  float sum = 0.f;
+  // A running float sum of thousands of values near 1e4 loses digits at every step (its ulp
+  // grows with it): the baseline sums in double, to be slow but accurate.
+  double sum = 0.0;
   for (int c = 0; c < cols; ++c) sum += xr[c];
-  const float mean = sum / cols;
-  float sq = 0.f;
+  const float mean = static_cast<float>(sum / cols);
+  double sq = 0.0;
   for (int c = 0; c < cols; ++c) sq += (xr[c] - mean) * (xr[c] - mean);
-  const float rstd = rsqrtf(sq / cols + eps);
+  const float rstd = rsqrtf(static_cast<float>(sq / cols) + eps);
   for (int c = 0; c < cols; ++c) y[int64_t{r} * cols + c] = (xr[c] - mean) * rstd * w[c] + b[c];
   mean_out[r] = mean;
   rstd_out[r] = rstd;
 }
 
-constexpr int kBlock = 256;
+constexpr int kBlock = 256, kUnroll = 4;
+static_assert(kBlock % 32 == 0 && kUnroll >= 1, "block_reduce needs whole warps");
 
 __global__ void layernorm_block_kernel(const float* x, const float* w, const float* b, float* y,
                                        float* mean_out, float* rstd_out, int cols, float eps) {
@@ -42,16 +46,38 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
   const int64_t row = blockIdx.x;
   const float* xr = x + row * cols;
   float* yr = y + row * cols;
-  float sum = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) sum += xr[c];
-  const float mean = block_reduce<false>(sum, scratch) / cols;
-  float sq = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float d = xr[c] - mean;
-    sq += d * d;
-  }
+  // Sum of f(x) over this thread's strided part of the row, 4 loads in flight.
+  auto strided_sum = [&](auto f) {
+    float sum = 0.f;
+    for (int c0 = threadIdx.x; c0 < cols; c0 += kUnroll * kBlock) {
+      float v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int c = c0 + u * kBlock;
+        v[u] = c < cols ? xr[c] : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (c0 + u * kBlock < cols) sum += f(v[u]);
+    }
+    return sum;
+  };
+  const float mean = block_reduce<false>(strided_sum([](float v) { return v; }), scratch) / cols;
+  const float sq = strided_sum([mean](float v) { return (v - mean) * (v - mean); });
   const float rstd = rsqrtf(block_reduce<false>(sq, scratch) / cols + eps);
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = (xr[c] - mean) * rstd * w[c] + b[c];
+  for (int c0 = threadIdx.x; c0 < cols; c0 += kUnroll * kBlock) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kBlock;
+      v[u] = c < cols ? xr[c] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kBlock;
+      if (c < cols) yr[c] = (v[u] - mean) * rstd * w[c] + b[c];
+    }
+  }
   if (threadIdx.x == 0) {
     mean_out[row] = mean;
     rstd_out[row] = rstd;

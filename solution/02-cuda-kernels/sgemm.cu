@@ -1,13 +1,20 @@
 // Lab 02, TODO 3: single-precision matrix multiply, C = A B (row-major), step by step.
 //
-//   naive           (provided) one thread per C element, K loads of A and B from DRAM each:
-//                   2 M N K loads in total, so it is limited by memory, not arithmetic.
-//   tiled           (3a) a block computes a 32x32 tile of C; A and B tiles of 32x32 are staged
-//                   in shared memory and each loaded value is used 32 times: 32x fewer DRAM loads.
-//   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8
-//                   sub-block held in registers. Per k step a thread loads 8 values of A and 8 of
-//                   B from shared memory and does 64 multiply-adds: arithmetic intensity per
-//                   shared-memory load rises 8x, and the kernel approaches the FP32 peak.
+//   naive           (provided) one thread per C element, the textbook mapping: threadIdx.x walks
+//                   the rows. A warp's 32 threads then read 32 different rows of A and write 32
+//                   rows of C: no load or store is coalesced, and every A and B value is fetched
+//                   from memory once per use (2 M N K loads in all).
+//   tiled           (3a) a block computes a 32x32 tile of C with threadIdx.x walking the columns,
+//                   so a warp reads and writes consecutive addresses (coalesced). A and B tiles of
+//                   32x32 are staged in shared memory and each loaded value is used 32 times.
+//   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8 block
+//                   held in registers. Per k step a thread reads 8 values of A and 8 of B from
+//                   shared memory and does 64 multiply-adds: 4x the arithmetic per shared-memory
+//                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace.
+//                   Two layout choices keep shared memory conflict-free: a thread's 8 columns are
+//                   16 apart (the 16 threads of a half-warp read 16 consecutive floats), and the
+//                   transposed A tile has rows of 132 floats, not 128 (the padding spreads the
+//                   transposing stores over all 32 banks).
 // Every version handles any M, N, K (edges are zero-filled on load and masked on store).
 #include <cuda_runtime.h>
 
@@ -18,8 +25,9 @@ namespace lab02 {
 namespace {
 
 __global__ void sgemm_naive_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;  // consecutive threads: consecutive B, C
-  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  const int row =
+      blockIdx.x * blockDim.x + threadIdx.x;  // consecutive threads: rows k floats apart
+  const int col = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= m || col >= n) return;
   float acc = 0.f;
   for (int i = 0; i < k; ++i) acc += a[int64_t{row} * k + i] * b[int64_t{i} * n + col];
@@ -47,25 +55,34 @@ __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int
 
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
+constexpr int kThreadCols = kBN / kTN;               // 16 threads across a tile row
+constexpr int kPadA = 4;  // as rows of 132 floats: conflict-free transposing stores, 16-byte rows
 static_assert(kBM % kTM == 0 && kBN % kTN == 0 && (kBM * kBK) % kThreads == 0 &&
-                  (kBK * kBN) % kThreads == 0,
+                  (kBK * kBN) % kThreads == 0 && kThreadCols * kTN == kBN,
               "each thread owns a whole sub-tile and loads whole shares of the A and B tiles");
+static_assert(kTM % 4 == 0 && (kBM + kPadA) % 4 == 0, "rows of as stay 16-byte aligned for float4");
 
-__global__ void __launch_bounds__(kThreads)
+// Two blocks per SM: the compiler keeps a thread within 128 registers (acc alone takes 64), and
+// while one block waits at __syncthreads the other computes.
+__global__ void __launch_bounds__(kThreads, 2)
     sgemm_register_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // A is stored transposed (as[k][m]) so that a thread's 8 rows are contiguous in shared memory.
-  __shared__ float as[kBK][kBM];
+  __shared__ __align__(16) float as[kBK][kBM + kPadA];  // A transposed: as[k][m]
   __shared__ float bs[kBK][kBN];
   const int row0 = blockIdx.y * kBM, col0 = blockIdx.x * kBN;
-  const int thread_row = threadIdx.x / (kBN / kTN), thread_col = threadIdx.x % (kBN / kTN);
+  // Thread t owns rows thread_row * 8 + i and columns thread_col + 16 j of the block's tile.
+  const int thread_row = threadIdx.x / kThreadCols, thread_col = threadIdx.x % kThreadCols;
   float acc[kTM][kTN] = {};
   float a_reg[kTM], b_reg[kTN];
 
   for (int k0 = 0; k0 < k; k0 += kBK) {
+    // Eight threads read one row's 8 consecutive A values (a 32-byte sector), 32 threads one row
+    // of B: every global load is fully used.
+#pragma unroll
     for (int i = threadIdx.x; i < kBM * kBK; i += kThreads) {
       const int r = i / kBK, kk = i % kBK, gr = row0 + r, gk = k0 + kk;
       as[kk][r] = (gr < m && gk < k) ? a[int64_t{gr} * k + gk] : 0.f;
     }
+#pragma unroll
     for (int i = threadIdx.x; i < kBK * kBN; i += kThreads) {
       const int kk = i / kBN, cc = i % kBN, gk = k0 + kk, gc = col0 + cc;
       bs[kk][cc] = (gk < k && gc < n) ? b[int64_t{gk} * n + gc] : 0.f;
@@ -73,10 +90,14 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < kBK; ++kk) {
+      // A thread's 8 rows are contiguous: two 16-byte loads, the same for half the warp.
 #pragma unroll
-      for (int i = 0; i < kTM; ++i) a_reg[i] = as[kk][thread_row * kTM + i];
+      for (int i = 0; i < kTM; i += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(&as[kk][thread_row * kTM + i]);
+        a_reg[i] = v.x, a_reg[i + 1] = v.y, a_reg[i + 2] = v.z, a_reg[i + 3] = v.w;
+      }
 #pragma unroll
-      for (int j = 0; j < kTN; ++j) b_reg[j] = bs[kk][thread_col * kTN + j];
+      for (int j = 0; j < kTN; ++j) b_reg[j] = bs[kk][thread_col + j * kThreadCols];
 #pragma unroll
       for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -90,7 +111,7 @@ __global__ void __launch_bounds__(kThreads)
     if (r >= m) break;
 #pragma unroll
     for (int j = 0; j < kTN; ++j) {
-      const int cc = col0 + thread_col * kTN + j;
+      const int cc = col0 + thread_col + j * kThreadCols;  // 16 threads: 16 consecutive columns
       if (cc < n) c[int64_t{r} * n + cc] = acc[i][j];
     }
   }
@@ -101,7 +122,7 @@ __global__ void __launch_bounds__(kThreads)
 void sgemm_naive(const float* a, const float* b, float* c, int m, int n, int k,
                  cudaStream_t stream) {
   if (m == 0 || n == 0) return;
-  const dim3 block(32, 8), grid((n + 31) / 32, (m + 7) / 8);
+  const dim3 block(32, 8), grid((m + 31) / 32, (n + 7) / 8);
   sgemm_naive_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);
 }
 

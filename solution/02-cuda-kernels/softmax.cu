@@ -9,7 +9,10 @@
 //           running max m and a running sum s of exp(x - m); when m grows, s is rescaled by
 //           exp(m_old - m_new) (the "online softmax" of Milakov & Gimelshein). The block then
 //           combines the (m, s) pairs, and a second pass writes exp(x - m) / s. Consecutive threads
-//           touch consecutive elements: every load is coalesced.
+//           touch consecutive elements: every load is coalesced. Each thread loads 4 elements
+//           before using any, so 4 requests per thread are in flight: with one, the SMs cannot
+//           keep enough bytes on the way to fill HBM's bandwidth (Little's law, see the handout).
+//           The second read of the row comes from L2, not HBM.
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -31,27 +34,48 @@ __global__ void softmax_naive_kernel(const float* x, float* y, int rows, int col
   for (int c = 0; c < cols; ++c) yr[c] = expf(xr[c] - m) / s;
 }
 
-constexpr int kBlock = 256;
+constexpr int kBlock = 256, kUnroll = 4;
+static_assert(kBlock % 32 == 0 && kUnroll >= 1, "block_reduce needs whole warps");
 
 __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
   __shared__ float scratch[kBlock / 32];
   const float* xr = x + int64_t{blockIdx.x} * cols;
   float* yr = y + int64_t{blockIdx.x} * cols;
   float m = -INFINITY, s = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = xr[c];
-    if (v > m) {
-      s = s * expf(m - v) + 1.f;  // rescale the sum to the new max (exp(-inf) = 0 at the start)
-      m = v;
-    } else {
-      s += expf(v - m);
+  for (int c0 = threadIdx.x; c0 < cols; c0 += kUnroll * kBlock) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kBlock;
+      v[u] = c < cols ? xr[c] : -INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (v[u] > m) {
+        s = s * expf(m - v[u]) + 1.f;  // rescale the sum to the new max (exp(-inf) = 0 at first)
+        m = v[u];
+      } else if (v[u] != -INFINITY) {  // a -inf logit adds 0; exp(-inf - (-inf)) would be NaN
+        s += expf(v[u] - m);
+      }
     }
   }
   const float row_max = block_reduce<true>(m, scratch);
   // Each thread's sum was relative to its own max: bring it to the row's max, then add up.
   const float row_sum = block_reduce<false>(m == -INFINITY ? 0.f : s * expf(m - row_max), scratch);
   const float inv = 1.f / row_sum;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = expf(xr[c] - row_max) * inv;
+  for (int c0 = threadIdx.x; c0 < cols; c0 += kUnroll * kBlock) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kBlock;
+      v[u] = c < cols ? xr[c] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kBlock;
+      if (c < cols) yr[c] = expf(v[u] - row_max) * inv;
+    }
+  }
 }
 
 }  // namespace

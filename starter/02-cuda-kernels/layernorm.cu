@@ -3,11 +3,12 @@
 // For each row: mean = sum(x) / C, var = sum((x - mean)^2) / C, rstd = 1 / sqrt(var + eps),
 // y = (x - mean) * rstd * weight + bias. mean and rstd are saved for the backward pass.
 //
-//   naive  (provided) one thread per row: uncoalesced, as in the naive softmax.
+//   naive  (provided) one thread per row: uncoalesced, as in the naive softmax; sums in double.
 //   block  (5) one block per row: coalesced strided loops, block reductions (warp shuffles, then
 //          shared memory) for the two sums. The variance is computed from (x - mean), not as
 //          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
-//          The second and third reads of the row come from L1/L2, not DRAM.
+//          Each thread loads 4 elements before using any (4 requests in flight, as in the
+//          softmax); the second and third reads of the row come from L1/L2, not HBM.
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -23,27 +24,32 @@ __global__ void layernorm_naive_kernel(const float* x, const float* w, const flo
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* xr = x + int64_t{r} * cols;
-  float sum = 0.f;
+  // A running float sum of thousands of values near 1e4 loses digits at every step (its ulp
+  // grows with it): the baseline sums in double, to be slow but accurate.
+  double sum = 0.0;
   for (int c = 0; c < cols; ++c) sum += xr[c];
-  const float mean = sum / cols;
-  float sq = 0.f;
+  const float mean = static_cast<float>(sum / cols);
+  double sq = 0.0;
   for (int c = 0; c < cols; ++c) sq += (xr[c] - mean) * (xr[c] - mean);
-  const float rstd = rsqrtf(sq / cols + eps);
+  const float rstd = rsqrtf(static_cast<float>(sq / cols) + eps);
   for (int c = 0; c < cols; ++c) y[int64_t{r} * cols + c] = (xr[c] - mean) * rstd * w[c] + b[c];
   mean_out[r] = mean;
   rstd_out[r] = rstd;
 }
 
-constexpr int kBlock = 256;
+constexpr int kBlock = 256, kUnroll = 4;
+static_assert(kBlock % 32 == 0 && kUnroll >= 1, "block_reduce needs whole warps");
 
 __global__ void layernorm_block_kernel(const float* x, const float* w, const float* b, float* y,
                                        float* mean_out, float* rstd_out, int cols, float eps) {
   // TODO(lab02) step 5: one block per row (row blockIdx.x); declare __shared__ float
-  // scratch[kBlock / 32] for block_reduce. Strided loops over the row:
-  // mean = block_reduce<false>(partial sums) / cols; then the variance from (x - mean)^2, NOT
-  // E[x^2] - mean^2 (that cancels catastrophically when |mean| is large; a test uses mean 1e4);
-  // rstd = rsqrtf(var + eps); write y = (x - mean) * rstd * w[c] + b[c]; thread 0 saves
-  // mean_out[row] and rstd_out[row].
+  // scratch[kBlock / 32] for block_reduce. Strided loops over the row, loading kUnroll = 4
+  // elements (c, c + kBlock, c + 2 kBlock, c + 3 kBlock) into registers before using any, as in
+  // the softmax: mean = block_reduce<false>(partial sums) / cols; then the variance from
+  // (x - mean)^2, NOT E[x^2] - mean^2 (that cancels catastrophically when |mean| is large; a test
+  // uses mean 1e4); rstd = rsqrtf(var + eps); write y = (x - mean) * rstd * w[c] + b[c]; thread 0
+  // saves mean_out[row] and rstd_out[row]. A generic lambda, [&](auto f) { ... }, can hold the
+  // strided loop that both sums share.
   (void)x, (void)w, (void)b, (void)y, (void)mean_out, (void)rstd_out, (void)cols, (void)eps;
 }
 

@@ -1,13 +1,20 @@
 // Lab 02, TODO 3: single-precision matrix multiply, C = A B (row-major), step by step.
 //
-//   naive           (provided) one thread per C element, K loads of A and B from DRAM each:
-//                   2 M N K loads in total, so it is limited by memory, not arithmetic.
-//   tiled           (3a) a block computes a 32x32 tile of C; A and B tiles of 32x32 are staged
-//                   in shared memory and each loaded value is used 32 times: 32x fewer DRAM loads.
-//   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8
-//                   sub-block held in registers. Per k step a thread loads 8 values of A and 8 of
-//                   B from shared memory and does 64 multiply-adds: arithmetic intensity per
-//                   shared-memory load rises 8x, and the kernel approaches the FP32 peak.
+//   naive           (provided) one thread per C element, the textbook mapping: threadIdx.x walks
+//                   the rows. A warp's 32 threads then read 32 different rows of A and write 32
+//                   rows of C: no load or store is coalesced, and every A and B value is fetched
+//                   from memory once per use (2 M N K loads in all).
+//   tiled           (3a) a block computes a 32x32 tile of C with threadIdx.x walking the columns,
+//                   so a warp reads and writes consecutive addresses (coalesced). A and B tiles of
+//                   32x32 are staged in shared memory and each loaded value is used 32 times.
+//   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8 block
+//                   held in registers. Per k step a thread reads 8 values of A and 8 of B from
+//                   shared memory and does 64 multiply-adds: 4x the arithmetic per shared-memory
+//                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace.
+//                   Two layout choices keep shared memory conflict-free: a thread's 8 columns are
+//                   16 apart (the 16 threads of a half-warp read 16 consecutive floats), and the
+//                   transposed A tile has rows of 132 floats, not 128 (the padding spreads the
+//                   transposing stores over all 32 banks).
 // Every version handles any M, N, K (edges are zero-filled on load and masked on store).
 #include <cuda_runtime.h>
 
@@ -18,8 +25,9 @@ namespace lab02 {
 namespace {
 
 __global__ void sgemm_naive_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;  // consecutive threads: consecutive B, C
-  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  const int row =
+      blockIdx.x * blockDim.x + threadIdx.x;  // consecutive threads: rows k floats apart
+  const int col = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= m || col >= n) return;
   float acc = 0.f;
   for (int i = 0; i < k; ++i) acc += a[int64_t{row} * k + i] * b[int64_t{i} * n + col];
@@ -30,7 +38,8 @@ constexpr int kTile = 32;
 
 __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
   // TODO(lab02) step 3a: two __shared__ kTile x kTile tiles, for A and B. Thread (ty, tx) owns
-  // C[row][col], row = blockIdx.y * kTile + ty, col = blockIdx.x * kTile + tx. For each k0 in
+  // C[row][col], row = blockIdx.y * kTile + ty, col = blockIdx.x * kTile + tx (tx walks the
+  // columns: a warp then reads B and writes C at consecutive addresses, coalesced). For each k0 in
   // steps of kTile: load A[row][k0 + tx] and B[k0 + ty][col] (0 outside the matrices),
   // __syncthreads(), accumulate the 32 products from shared memory, __syncthreads() again before
   // the next load. Store C[row][col] if inside.
@@ -39,22 +48,33 @@ __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int
 
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
+constexpr int kThreadCols = kBN / kTN;               // 16 threads across a tile row
+constexpr int kPadA = 4;  // as rows of 132 floats: conflict-free transposing stores, 16-byte rows
 static_assert(kBM % kTM == 0 && kBN % kTN == 0 && (kBM * kBK) % kThreads == 0 &&
-                  (kBK * kBN) % kThreads == 0,
+                  (kBK * kBN) % kThreads == 0 && kThreadCols * kTN == kBN,
               "each thread owns a whole sub-tile and loads whole shares of the A and B tiles");
+static_assert(kTM % 4 == 0 && (kBM + kPadA) % 4 == 0, "rows of as stay 16-byte aligned for float4");
 
-__global__ void __launch_bounds__(kThreads)
+// Two blocks per SM: the compiler keeps a thread within 128 registers (acc alone takes 64), and
+// while one block waits at __syncthreads the other computes.
+__global__ void __launch_bounds__(kThreads, 2)
     sgemm_register_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
   // TODO(lab02) step 3b: the block computes the kBM x kBN tile of C at (blockIdx.y * kBM,
-  // blockIdx.x * kBN) with kThreads = 256 threads; thread t computes a kTM x kTN = 8 x 8 sub-tile
-  // (thread_row = t / (kBN / kTN), thread_col = t % (kBN / kTN)) held in float acc[kTM][kTN].
+  // blockIdx.x * kBN) with kThreads = 256 threads. Thread t has thread_row = t / kThreadCols and
+  // thread_col = t % kThreadCols, and computes rows thread_row * kTM + i and columns
+  // thread_col + j * kThreadCols (i, j < 8) in float acc[kTM][kTN]: a thread's 8 columns are 16
+  // apart, so the 16 threads of a half-warp read 16 consecutive floats of B (no bank conflict)
+  // and store 16 consecutive floats of C (coalesced).
+  // Declare __shared__ __align__(16) float as[kBK][kBM + kPadA] (A transposed: as[k][m]; the
+  // padding spreads the transposing stores over all banks) and __shared__ float bs[kBK][kBN].
   // For each k0 in steps of kBK = 8:
-  //   - all threads cooperatively load the kBM x kBK tile of A into __shared__ as[kBK][kBM]
-  //     (transposed: as[k][m]) and the kBK x kBN tile of B into bs[kBK][kBN], zero outside;
+  //   - all threads cooperatively load the kBM x kBK tile of A into as (element i of the tile:
+  //     r = i / kBK, kk = i % kBK) and the kBK x kBN tile of B into bs, 0 outside the matrices;
   //   - __syncthreads();
-  //   - for each kk < kBK: copy the thread's 8 values of as[kk][...] and 8 of bs[kk][...] into
-  //     registers, then do the 64 multiply-adds of their outer product into acc;
-  //   - __syncthreads().
+  //   - for each kk < kBK: read the thread's 8 rows of as[kk] (contiguous: two float4 loads via
+  //     reinterpret_cast<const float4*>) and its 8 columns of bs[kk] into registers, then do the
+  //     64 multiply-adds of their outer product into acc;
+  //   - __syncthreads() before the next tile overwrites as and bs.
   // Store acc with bounds checks. #pragma unroll on the small loops keeps acc in registers.
   (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
 }
@@ -64,7 +84,7 @@ __global__ void __launch_bounds__(kThreads)
 void sgemm_naive(const float* a, const float* b, float* c, int m, int n, int k,
                  cudaStream_t stream) {
   if (m == 0 || n == 0) return;
-  const dim3 block(32, 8), grid((n + 31) / 32, (m + 7) / 8);
+  const dim3 block(32, 8), grid((m + 31) / 32, (n + 7) / 8);
   sgemm_naive_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);
 }
 
