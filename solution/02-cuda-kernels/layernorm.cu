@@ -9,6 +9,13 @@
 //          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
 //          Each thread loads 4 elements before using any (4 requests in flight, as in the
 //          softmax); the second and third reads of the row come from L1/L2, not HBM.
+//   backward (5b, stretch) with xhat = (x - mean) * rstd and dxhat = dy * weight:
+//          dx = rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat * xhat)): two row sums, one
+//          block per row as in the forward. dweight = sum_r dy * xhat and dbias = sum_r dy are
+//          sums down the columns: one thread per column walks the rows, so a warp reads 32
+//          consecutive columns of a row (coalesced), and without atomics the result does not
+//          depend on scheduling. (With few columns that kernel leaves most SMs idle; splitting
+//          the rows into chunks with a second pass over the partial sums is the next step.)
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -84,6 +91,41 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
   }
 }
 
+__global__ void layernorm_backward_dx_kernel(const float* dy, const float* x, const float* w,
+                                             const float* mean, const float* rstd, float* dx,
+                                             int cols) {
+  __shared__ float scratch[kBlock / 32];
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * cols;
+  const float* dyr = dy + row * cols;
+  const float m = mean[row], rs = rstd[row];
+  float sum_dxhat = 0.f, sum_dxhat_xhat = 0.f;
+  for (int c = threadIdx.x; c < cols; c += kBlock) {
+    const float dxhat = dyr[c] * w[c];
+    sum_dxhat += dxhat;
+    sum_dxhat_xhat += dxhat * (xr[c] - m) * rs;
+  }
+  const float mean_dxhat = block_reduce<false>(sum_dxhat, scratch) / cols;
+  const float mean_dxhat_xhat = block_reduce<false>(sum_dxhat_xhat, scratch) / cols;
+  for (int c = threadIdx.x; c < cols; c += kBlock)
+    dx[row * cols + c] = rs * (dyr[c] * w[c] - mean_dxhat - (xr[c] - m) * rs * mean_dxhat_xhat);
+}
+
+__global__ void layernorm_backward_params_kernel(const float* dy, const float* x, const float* mean,
+                                                 const float* rstd, float* dweight, float* dbias,
+                                                 int rows, int cols) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float sum_w = 0.f, sum_b = 0.f;
+  for (int r = 0; r < rows; ++r) {
+    const int64_t i = int64_t{r} * cols + c;
+    sum_w += dy[i] * (x[i] - mean[r]) * rstd[r];
+    sum_b += dy[i];
+  }
+  dweight[c] = sum_w;
+  dbias[c] = sum_b;
+}
+
 }  // namespace
 
 void layernorm_naive(const float* x, const float* weight, const float* bias, float* y, float* mean,
@@ -97,6 +139,17 @@ void layernorm(const float* x, const float* weight, const float* bias, float* y,
                float* rstd, int rows, int cols, float eps, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   layernorm_block_kernel<<<rows, kBlock, 0, stream>>>(x, weight, bias, y, mean, rstd, cols, eps);
+}
+
+void layernorm_backward(const float* dy, const float* x, const float* weight, const float* mean,
+                        const float* rstd, float* dx, float* dweight, float* dbias, int rows,
+                        int cols, cudaStream_t stream) {
+  if (cols == 0) return;
+  if (rows > 0)
+    layernorm_backward_dx_kernel<<<rows, kBlock, 0, stream>>>(dy, x, weight, mean, rstd, dx, cols);
+  // With no rows the sums are 0: the parameter kernel writes them all the same.
+  layernorm_backward_params_kernel<<<(cols + kBlock - 1) / kBlock, kBlock, 0, stream>>>(
+      dy, x, mean, rstd, dweight, dbias, rows, cols);
 }
 
 }  // namespace lab02

@@ -9,6 +9,13 @@
 //          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
 //          Each thread loads 4 elements before using any (4 requests in flight, as in the
 //          softmax); the second and third reads of the row come from L1/L2, not HBM.
+//   backward (5b, stretch) with xhat = (x - mean) * rstd and dxhat = dy * weight:
+//          dx = rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat * xhat)): two row sums, one
+//          block per row as in the forward. dweight = sum_r dy * xhat and dbias = sum_r dy are
+//          sums down the columns: one thread per column walks the rows, so a warp reads 32
+//          consecutive columns of a row (coalesced), and without atomics the result does not
+//          depend on scheduling. (With few columns that kernel leaves most SMs idle; splitting
+//          the rows into chunks with a second pass over the partial sums is the next step.)
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -53,6 +60,25 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
   (void)x, (void)w, (void)b, (void)y, (void)mean_out, (void)rstd_out, (void)cols, (void)eps;
 }
 
+__global__ void layernorm_backward_dx_kernel(const float* dy, const float* x, const float* w,
+                                             const float* mean, const float* rstd, float* dx,
+                                             int cols) {
+  // TODO(lab02) step 5b (stretch): one block per row (row blockIdx.x), __shared__ float
+  // scratch[kBlock / 32]. With m = mean[row], rs = rstd[row], xhat = (x - m) * rs and
+  // dxhat = dy * w[c]: block_reduce<false> the row sums of dxhat and of dxhat * xhat, divide each
+  // by cols, then write dx = rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat).
+  (void)dy, (void)x, (void)w, (void)mean, (void)rstd, (void)dx, (void)cols;
+}
+
+__global__ void layernorm_backward_params_kernel(const float* dy, const float* x, const float* mean,
+                                                 const float* rstd, float* dweight, float* dbias,
+                                                 int rows, int cols) {
+  // TODO(lab02) step 5b (stretch): thread c (one per column, c < cols) walks the rows and sums
+  // dy * xhat into dweight[c] and dy into dbias[c] (xhat = (x - mean[r]) * rstd[r]); store the
+  // sums (0 when rows is 0). A warp then reads 32 consecutive columns of each row.
+  (void)dy, (void)x, (void)mean, (void)rstd, (void)dweight, (void)dbias, (void)rows, (void)cols;
+}
+
 }  // namespace
 
 void layernorm_naive(const float* x, const float* weight, const float* bias, float* y, float* mean,
@@ -66,6 +92,17 @@ void layernorm(const float* x, const float* weight, const float* bias, float* y,
                float* rstd, int rows, int cols, float eps, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   layernorm_block_kernel<<<rows, kBlock, 0, stream>>>(x, weight, bias, y, mean, rstd, cols, eps);
+}
+
+void layernorm_backward(const float* dy, const float* x, const float* weight, const float* mean,
+                        const float* rstd, float* dx, float* dweight, float* dbias, int rows,
+                        int cols, cudaStream_t stream) {
+  if (cols == 0) return;
+  if (rows > 0)
+    layernorm_backward_dx_kernel<<<rows, kBlock, 0, stream>>>(dy, x, weight, mean, rstd, dx, cols);
+  // With no rows the sums are 0: the parameter kernel writes them all the same.
+  layernorm_backward_params_kernel<<<(cols + kBlock - 1) / kBlock, kBlock, 0, stream>>>(
+      dy, x, mean, rstd, dweight, dbias, rows, cols);
 }
 
 }  // namespace lab02

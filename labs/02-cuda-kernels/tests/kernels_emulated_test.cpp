@@ -200,6 +200,49 @@ TEST(EmulatedLayerNorm, BothVersionsWithSavedStatistics) {
   }
 }
 
+TEST(EmulatedLayerNormBackward, StretchStep) {
+  for (auto [rows, cols] : std::vector<std::pair<int, int>>{{1, 1}, {3, 7}, {5, 1000}, {40, 257}}) {
+    const std::vector<float> x = uniform(size_t(rows) * cols, -2.f, 2.f, rows),
+                             dy = uniform(size_t(rows) * cols, -1.f, 1.f, cols),
+                             w = uniform(cols, 0.5f, 1.5f, 5);
+    std::vector<float> mean(rows), rstd(rows);
+    std::vector<double> dx(x.size()), dw(cols, 0.0), db(cols, 0.0);
+    for (int r = 0; r < rows; ++r) {
+      const float* xr = x.data() + size_t(r) * cols;
+      const float* dyr = dy.data() + size_t(r) * cols;
+      double m = 0, var = 0;
+      for (int c = 0; c < cols; ++c) m += xr[c];
+      m /= cols;
+      for (int c = 0; c < cols; ++c) var += (xr[c] - m) * (xr[c] - m);
+      mean[r] = float(m), rstd[r] = float(1 / std::sqrt(var / cols + 1e-5));
+      double sum_dxhat = 0, sum_dxhat_xhat = 0;
+      for (int c = 0; c < cols; ++c) {
+        const double xhat = (xr[c] - double(mean[r])) * rstd[r];
+        sum_dxhat += double(dyr[c]) * w[c];
+        sum_dxhat_xhat += double(dyr[c]) * w[c] * xhat;
+        dw[c] += dyr[c] * xhat;
+        db[c] += dyr[c];
+      }
+      for (int c = 0; c < cols; ++c) {
+        const double xhat = (xr[c] - double(mean[r])) * rstd[r];
+        dx[size_t(r) * cols + c] =
+            rstd[r] * (double(dyr[c]) * w[c] - sum_dxhat / cols - xhat * sum_dxhat_xhat / cols);
+      }
+    }
+    std::vector<float> got_dx(x.size(), kNaN), got_dw(cols, kNaN), got_db(cols, kNaN);
+    lab02::layernorm_backward(dy.data(), x.data(), w.data(), mean.data(), rstd.data(),
+                              got_dx.data(), got_dw.data(), got_db.data(), rows, cols, nullptr);
+    const std::string what =
+        "TODO 5b layernorm backward, " + std::to_string(rows) + "x" + std::to_string(cols);
+    EXPECT_EQ(first_mismatch(dx, got_dx.data(), 1e-3, 1e-4), "")
+        << what << ": dx (two row sums: the means of dxhat and of dxhat * xhat)";
+    EXPECT_EQ(first_mismatch(dw, got_dw.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5), "")
+        << what << ": dweight = sum over rows of dy * xhat";
+    EXPECT_EQ(first_mismatch(db, got_db.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5), "")
+        << what << ": dbias = sum over rows of dy";
+  }
+}
+
 TEST(EmulatedBiasGelu, FusedAndUnfused) {
   for (auto [rows, cols] : std::vector<std::pair<int, int>>{{1, 1}, {3, 5}, {17, 1000}}) {
     const std::vector<float> x = uniform(size_t(rows) * cols, -4.f, 4.f, rows),

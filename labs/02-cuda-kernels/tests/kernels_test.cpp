@@ -208,6 +208,35 @@ TEST(LayerNorm, BothVersionsMatchTheCpuWithSavedStatistics) {
   }
 }
 
+TEST(LayerNormBackward, StretchMatchesTheCpu) {
+  GTL_REQUIRE_GPU();
+  for (auto [rows, cols] :
+       std::vector<std::pair<int, int>>{{1, 1}, {3, 7}, {5, 1000}, {300, 768}}) {
+    gtl::Generator g(rows * 31 + cols);
+    const Tensor x = Tensor::normal({rows, cols}, g), dy = Tensor::normal({rows, cols}, g);
+    const Tensor w = Tensor::uniform({cols}, g, 0.5f, 1.5f), b = Tensor::uniform({cols}, g);
+    const auto fwd = gtl::ops::layernorm_forward(x, w, b, 1e-5f);
+    const auto expected = gtl::ops::layernorm_backward(dy, x, w, fwd.mean, fwd.rstd);
+    const Tensor dyg = dy.to(kGpu), xg = x.to(kGpu), wg = w.to(kGpu), mg = fwd.mean.to(kGpu),
+                 rg = fwd.rstd.to(kGpu);
+    Tensor dx = nan_on_gpu({rows, cols}), dw = nan_on_gpu({cols}), db = nan_on_gpu({cols});
+    lab02::layernorm_backward(dyg.data<float>(), xg.data<float>(), wg.data<float>(),
+                              mg.data<float>(), rg.data<float>(), dx.data<float>(),
+                              dw.data<float>(), db.data<float>(), rows, cols, nullptr);
+    const std::string what =
+        "TODO 5b layernorm backward, " + std::to_string(rows) + "x" + std::to_string(cols);
+    expect_close(dx, expected.dx, {1e-4, 1e-3},
+                 what +
+                     ": dx (two row sums: mean of dxhat and of "
+                     "dxhat * xhat)");
+    // Sums over rows in float32: the error grows like sqrt(rows) eps.
+    const double atol = 1e-5 * std::sqrt(double(rows)) + 1e-5;
+    expect_close(dw, expected.dweight, {atol, 1e-4},
+                 what + ": dweight = sum over rows of dy * xhat");
+    expect_close(db, expected.dbias, {atol, 1e-4}, what + ": dbias = sum over rows of dy");
+  }
+}
+
 TEST(BiasGelu, FusedAndUnfusedMatchTheCpu) {
   GTL_REQUIRE_GPU();
   for (auto [rows, cols] : std::vector<std::pair<int, int>>{{1, 1}, {3, 7}, {1000, 1003}}) {
