@@ -143,6 +143,31 @@ BuildOutcome build_targets(const BuildSettings& s, const std::vector<std::string
   return out;
 }
 
+BuildOutcome build_each_target(const BuildSettings& s, const std::vector<std::string>& targets,
+                               double timeout_s,
+                               const std::function<void(const std::string&)>& progress) {
+  BuildOutcome all = build_targets(s, targets, timeout_s);
+  if (all.ok || targets.size() < 2) {
+    if (!all.ok) all.failed = targets;
+    return all;
+  }
+  // Ninja stops at the first failed step, so the failed call says neither which targets are
+  // broken nor whether the others would build. Targets it did build are up to date now, so
+  // these calls only redo what is left (a broken shared library fails again, quickly).
+  if (progress) progress("the build failed: building each target on its own");
+  BuildOutcome out;
+  out.ok = true;
+  for (const auto& t : targets) {
+    BuildOutcome one = build_targets(s, {t}, timeout_s);
+    out.log += one.log;
+    if (one.ok) continue;
+    out.ok = false;
+    out.failed.push_back(t);
+    if (out.errors.empty()) out.errors = one.errors;
+  }
+  return out;
+}
+
 std::string first_errors(const std::string& log, std::size_t max_lines) {
   std::istringstream in(log);
   std::vector<std::string> lines;

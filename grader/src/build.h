@@ -63,12 +63,22 @@ struct BuildSettings {
 void configure_course(const BuildSettings& settings);
 
 struct BuildOutcome {
-  bool ok = false;
+  bool ok = false;     // every target built
   std::string errors;  // first compiler errors, trimmed
   std::string log;
+  std::vector<std::string> failed;  // build_each_target: the targets that did not build
 };
+// One `cmake --build --target <targets...>` call: ok only when all of them built.
 BuildOutcome build_targets(const BuildSettings& settings, const std::vector<std::string>& targets,
                            double timeout_s);
+
+// Builds `targets` in one call and, only when that fails, each on its own (each within
+// `timeout_s`) to tell which of them compile: one broken binary must not cost the checks of the
+// others. `failed` lists the targets that did not build, in the given order; `errors` are the
+// first compiler errors of the first of them.
+BuildOutcome build_each_target(const BuildSettings& settings,
+                               const std::vector<std::string>& targets, double timeout_s,
+                               const std::function<void(const std::string&)>& progress = {});
 
 // The first compiler errors of a build log, at most `max_lines` lines of at most 200 characters.
 std::string first_errors(const std::string& log, std::size_t max_lines = 30);

@@ -71,14 +71,23 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     std::string names;
     for (const auto& t : targets) names += " " + t;
     say("building" + names);
-    const BuildOutcome b = build_targets(build, targets, rubric.limits.build_timeout_s);
-    lab.built = b.ok;
+    const BuildOutcome b = build_each_target(build, targets, rubric.limits.build_timeout_s,
+                                             [&](const std::string& s) { say(s); });
+    lab.failed_targets = b.failed;
+    lab.built = b.failed.size() < targets.size();
     // Name the student's files as they know them ("01-sum/sum.cpp"), not by the private copy.
     lab.build_errors = b.errors;
     const std::string impl = fs::absolute(build.work / "impl").string() + "/";
     for (std::size_t at; (at = lab.build_errors.find(impl)) != std::string::npos;)
       lab.build_errors.erase(at, impl.size());
-    if (!b.ok) say("does not compile: every check of this lab gets 0 points");
+    if (!lab.built) {
+      say("does not compile: every check of this lab gets 0 points");
+    } else if (!b.failed.empty()) {
+      std::string failed;
+      for (const auto& t : b.failed) failed += " " + t;
+      say("does not compile:" + failed + ": the checks that run " +
+          (b.failed.size() == 1 ? "it" : "them") + " get 0 points, the others run");
+    }
   }
 
   for (const Check* c : selected) {
@@ -86,9 +95,13 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
       continue;
     }
-    if (!lab.built) {
+    const bool broken = std::find(lab.failed_targets.begin(), lab.failed_targets.end(),
+                                  c->binary) != lab.failed_targets.end();
+    if (broken) {
       // The errors are shown once, with the lab, not repeated under every check.
-      lab.checks.push_back(failed_check(*c, "the lab does not compile (see the compiler errors)"));
+      lab.checks.push_back(failed_check(
+          *c, lab.built ? c->binary + " does not compile (see the compiler errors)"
+                        : std::string("the lab does not compile (see the compiler errors)")));
       continue;
     }
     if (c->kind == CheckKind::kTest) {

@@ -114,9 +114,9 @@ std::string html_report(const GradeResult& r) {
       << esc(lab.title) << "</h2><span class='big' style='font-size:20px'>" << pts(lab.score())
       << " / " << pts(lab.max_score()) << "</span></div>";
     if (!lab.error.empty()) s << "<div class='err'>" << esc(lab.error) << "</div>";
-    if (!lab.build_errors.empty())
-      s << "<div class='err'><b>The lab does not compile.</b> First compiler errors:</div><pre>"
-        << esc(lab.build_errors) << "</pre>";
+    if (!lab.compile_problem().empty())
+      s << "<div class='err'><b>" << esc(lab.compile_problem())
+        << ".</b> First compiler errors:</div><pre>" << esc(lab.build_errors) << "</pre>";
     if (!lab.open_todos.empty()) {
       s << "<div class='warn'><b>Still marked TODO(lab" << esc(lab.lab) << "):</b><br>";
       for (const auto& t : lab.open_todos) s << "<code>" << esc(t) << "</code><br>";

@@ -44,6 +44,13 @@ std::string pts(double x) {
   return s.str();
 }
 
+// "lab01_a, lab01_b": the binaries of `lab` that do not compile.
+std::string failed_list(const LabResult& lab) {
+  std::string names;
+  for (const auto& t : lab.failed_targets) names += (names.empty() ? "" : ", ") + t;
+  return names.empty() ? "the lab" : names;
+}
+
 }  // namespace
 
 int run_grade(const ModeOptions& o, const fs::path& submission) {
@@ -107,12 +114,14 @@ int run_verify(const ModeOptions& o) {
             << "verdict\n";
   for (std::size_t i = 0; i < labs.size() && i < sol.labs.size() && i < sta.labs.size(); ++i) {
     const Rubric& lab = labs[i];
-    if (!sol.labs[i].build_errors.empty())
-      problems.push_back("lab " + lab.lab + ": the solution does not compile:\n" +
-                         sol.labs[i].build_errors);
-    if (!sta.labs[i].build_errors.empty())
-      problems.push_back("lab " + lab.lab + ": the starter does not compile (students must " +
-                         "receive code that builds):\n" + sta.labs[i].build_errors);
+    // Any binary that does not compile is a problem, even when the others built and ran.
+    if (!sol.labs[i].compile_problem().empty())
+      problems.push_back("lab " + lab.lab + ": the solution does not compile (" +
+                         failed_list(sol.labs[i]) + "):\n" + sol.labs[i].build_errors);
+    if (!sta.labs[i].compile_problem().empty())
+      problems.push_back("lab " + lab.lab + ": the starter does not compile (" +
+                         failed_list(sta.labs[i]) + "; students must receive code that builds):\n" +
+                         sta.labs[i].build_errors);
     for (const auto& s : sol.labs[i].checks) {
       const auto it = std::find_if(sta.labs[i].checks.begin(), sta.labs[i].checks.end(),
                                    [&](const CheckResult& c) { return c.name == s.name; });

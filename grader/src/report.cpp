@@ -34,8 +34,8 @@ std::string summary_text(const GradeResult& r) {
   for (const auto& lab : r.labs) {
     s << "\n" << lab_name(lab) << ": " << pts(lab.score()) << " / " << pts(lab.max_score()) << "\n";
     if (!lab.error.empty()) s << "  " << lab.error << "\n";
-    if (!lab.build_errors.empty())
-      s << "  The lab does not compile; first compiler errors:\n" << lab.build_errors;
+    if (!lab.compile_problem().empty())
+      s << "  " << lab.compile_problem() << "; first compiler errors:\n" << lab.build_errors;
     if (!lab.open_todos.empty()) {
       s << "  Still marked TODO:\n";
       for (const auto& t : lab.open_todos) s << "    " << t << "\n";
@@ -118,8 +118,8 @@ std::string terminal_report(const GradeResult& r, bool colour) {
       s << "  " << std::setw(28) << name.substr(0, 27) << std::setw(13) << points
         << paint(c.status, status) << reason << "\n";
     }
-    if (!lab.build_errors.empty()) {
-      s << "  The lab does not compile; first compiler errors:\n";
+    if (!lab.compile_problem().empty()) {
+      s << "  " << lab.compile_problem() << "; first compiler errors:\n";
       std::istringstream e(lab.build_errors);
       for (std::string l; std::getline(e, l);) s << "    " << l << "\n";
     }
@@ -154,6 +154,7 @@ nlohmann::json report_json(const GradeResult& r) {
                         {"title", lab.title},
                         {"dir", lab.dir},
                         {"built", lab.built},
+                        {"failed_targets", lab.failed_targets},
                         {"build_errors", lab.build_errors},
                         {"error", lab.error},
                         {"open_todos", lab.open_todos},
@@ -244,7 +245,8 @@ std::string junit_xml(const GradeResult& r) {
     s << "  <testsuite name=\"" << xml_escape(lab_name(lab)) << "\" tests=\"" << lab.checks.size()
       << "\" failures=\"" << lf << "\" skipped=\"" << ls << "\">\n";
     if (!lab.error.empty() || !lab.build_errors.empty())
-      s << "    <system-out>" << xml_escape(lab.error + "\n" + lab.build_errors)
+      s << "    <system-out>"
+        << xml_escape(lab.error + "\n" + lab.compile_problem() + "\n" + lab.build_errors)
         << "</system-out>\n";
     for (const auto& c : lab.checks) {
       s << "    <testcase classname=\"lab" << xml_escape(lab.lab) << "\" name=\""

@@ -91,6 +91,15 @@ double LabResult::skipped_points() const {
     if (c.status == Status::kSkipped) s += c.max_score;
   return s;
 }
+std::string LabResult::compile_problem() const {
+  if (build_errors.empty() && failed_targets.empty()) return "";
+  if (!built || failed_targets.empty()) return "The lab does not compile";
+  std::string names;
+  for (const auto& t : failed_targets) names += (names.empty() ? "" : ", ") + t;
+  return names + (failed_targets.size() == 1 ? " does" : " do") +
+         " not compile (only the checks that run " + (failed_targets.size() == 1 ? "it" : "them") +
+         " score 0)";
+}
 double GradeResult::score() const {
   double s = 0;
   for (const auto& l : labs) s += l.score();

@@ -40,15 +40,19 @@ struct CheckResult {
 
 struct LabResult {
   std::string lab, title, dir;
-  bool built = false;
-  std::string build_errors;             // first compiler errors, trimmed
-  std::string error;                    // the lab could not be graded (missing files, ...)
-  std::vector<std::string> open_todos;  // "file:line: TODO(lab01): ..." still in the submission
+  bool built = false;                       // at least one of the lab's binaries built
+  std::vector<std::string> failed_targets;  // binaries that do not compile (their checks score 0)
+  std::string build_errors;                 // first compiler errors (of the first failed target)
+  std::string error;                        // the lab could not be graded (missing files, ...)
+  std::vector<std::string> open_todos;      // "file:line: TODO(lab01): ..." still in the submission
   std::vector<CheckResult> checks;
 
   double score() const;
   double max_score() const;       // of the checks graded here
   double skipped_points() const;  // of the checks not graded here
+  // What does not compile, as reports head the compiler errors: "The lab does not compile" when
+  // nothing built, else the failed binaries; "" when everything built.
+  std::string compile_problem() const;
 };
 
 struct GradeResult {

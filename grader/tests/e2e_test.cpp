@@ -111,6 +111,46 @@ TEST(GraderE2E, CompileErrorGivesZeroAndShowsTheError) {
   EXPECT_NE(g.gradescope["output"].get<std::string>().find("does not compile"), std::string::npos);
 }
 
+TEST(GraderE2E, ABinaryThatDoesNotCompileCostsOnlyItsOwnChecks) {
+  const Graded g = grade_submission_named("bench_only_error");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  for (const char* name : {"sum-correct", "prefix-correct", "sum-hidden"})
+    EXPECT_EQ(g.status(name), "passed") << name << ": " << g.reason(name);
+  for (const char* name : {"sum-speed", "sum-memory", "prefix-memory"}) {
+    EXPECT_EQ(g.status(name), "failed") << name;
+    EXPECT_EQ(g.reason(name), "lab01_sum_bench does not compile (see the compiler errors)");
+  }
+  EXPECT_EQ(g.report["score"], 9.0) << g.run.output;
+  EXPECT_EQ(g.report["max_score"], 13.0);
+  const nlohmann::json& lab = g.report["labs"][0];
+  EXPECT_TRUE(lab["built"]);
+  EXPECT_EQ(lab["failed_targets"], nlohmann::json::array({"lab01_sum_bench"}));
+  const std::string errors = lab["build_errors"];
+  EXPECT_NE(errors.find("01-sum/sum.cpp:18:"), std::string::npos) << errors;
+  EXPECT_NE(g.run.output.find("does not compile: lab01_sum_bench"), std::string::npos)
+      << "the terminal names the broken binary\n"
+      << g.run.output;
+  EXPECT_NE(g.gradescope["output"].get<std::string>().find("lab01_sum_bench does not compile"),
+            std::string::npos)
+      << g.gradescope["output"];
+
+  // verify still flags a starter with one binary that does not compile.
+  const fs::path course = kWork / "bench-error-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  fs::copy_file(kFixtures / "submissions/bench_only_error/01-sum/sum.cpp",
+                course / "starter/01-sum/sum.cpp", fs::copy_options::overwrite_existing);
+  RunLimits limits;
+  limits.timeout_s = 240;
+  const auto r = run_process({GTL_GRADE_EXE, "verify", "--course", course.string(), "--work",
+                              (kWork / "bench-error-work").string(), "--out",
+                              (kWork / "out/bench-error").string(), "--cpu-only", "-q"},
+                             limits);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the starter does not compile (lab01_sum_bench;"), std::string::npos)
+      << r.output;
+}
+
 TEST(GraderE2E, SegfaultCostsOneTest) {
   const Graded g = grade_submission_named("segfault");
   ASSERT_EQ(g.run.exit_code, 0) << g.run.output;

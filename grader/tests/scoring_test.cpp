@@ -167,5 +167,20 @@ TEST(Totals, SkippedPointsAreCountedApart) {
   EXPECT_DOUBLE_EQ(all.skipped_points(), 6.0);
 }
 
+TEST(Totals, CompileProblemNamesWhatDoesNotCompile) {
+  LabResult lab;
+  EXPECT_EQ(lab.compile_problem(), "") << "everything built";
+  lab.failed_targets = {"lab01_test", "lab01_bench"};
+  lab.build_errors = "sum.cpp:1:1: error: x";
+  EXPECT_EQ(lab.compile_problem(), "The lab does not compile") << "nothing built";
+  lab.built = true;
+  lab.failed_targets = {"lab01_bench"};
+  EXPECT_EQ(lab.compile_problem(),
+            "lab01_bench does not compile (only the checks that run it score 0)");
+  lab.failed_targets = {"lab01_bench", "lab01_emu_test"};
+  EXPECT_EQ(lab.compile_problem(),
+            "lab01_bench, lab01_emu_test do not compile (only the checks that run them score 0)");
+}
+
 }  // namespace
 }  // namespace gtl::grader
