@@ -53,9 +53,8 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
   const int64_t row = blockIdx.x;
   const float* xr = x + row * cols;
   float* yr = y + row * cols;
-  // Sum of f(x) over this thread's strided part of the row, 4 loads in flight.
-  auto strided_sum = [&](auto f) {
-    float sum = 0.f;
+  // Calls f(c, x[c]) on this thread's strided part of the row, with 4 loads in flight.
+  auto for_each = [&](auto f) {
     for (int c0 = threadIdx.x; c0 < cols; c0 += kUnroll * kBlock) {
       float v[kUnroll];
 #pragma unroll
@@ -65,26 +64,16 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (c0 + u * kBlock < cols) sum += f(v[u]);
+        if (c0 + u * kBlock < cols) f(c0 + u * kBlock, v[u]);
     }
-    return sum;
   };
-  const float mean = block_reduce<false>(strided_sum([](float v) { return v; }), scratch) / cols;
-  const float sq = strided_sum([mean](float v) { return (v - mean) * (v - mean); });
+  float sum = 0.f;
+  for_each([&](int, float v) { sum += v; });
+  const float mean = block_reduce<false>(sum, scratch) / cols;
+  float sq = 0.f;
+  for_each([&](int, float v) { sq += (v - mean) * (v - mean); });
   const float rstd = rsqrtf(block_reduce<false>(sq, scratch) / cols + eps);
-  for (int c0 = threadIdx.x; c0 < cols; c0 += kUnroll * kBlock) {
-    float v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int c = c0 + u * kBlock;
-      v[u] = c < cols ? xr[c] : 0.f;
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int c = c0 + u * kBlock;
-      if (c < cols) yr[c] = (v[u] - mean) * rstd * w[c] + b[c];
-    }
-  }
+  for_each([&](int c, float v) { yr[c] = (v - mean) * rstd * w[c] + b[c]; });
   if (threadIdx.x == 0) {
     mean_out[row] = mean;
     rstd_out[row] = rstd;

@@ -55,8 +55,8 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
   // the softmax: mean = block_reduce<false>(partial sums) / cols; then the variance from
   // (x - mean)^2, NOT E[x^2] - mean^2 (that cancels catastrophically when |mean| is large; a test
   // uses mean 1e4); rstd = rsqrtf(var + eps); write y = (x - mean) * rstd * w[c] + b[c]; thread 0
-  // saves mean_out[row] and rstd_out[row]. A generic lambda, [&](auto f) { ... }, can hold the
-  // strided loop that both sums share.
+  // saves mean_out[row] and rstd_out[row]. A generic lambda, for_each = [&](auto f) { ... }
+  // calling f(c, x[c]), can hold the strided loop that all three passes share.
   (void)x, (void)w, (void)b, (void)y, (void)mean_out, (void)rstd_out, (void)cols, (void)eps;
 }
 

@@ -13,15 +13,14 @@
 //   BM_VectorAddCpu vs BM_VectorAdd    the CPU vs GPU comparison of TODO 7 (shown, not graded).
 //
 // Every GPU figure is GPU time between two events, with the whole device synchronised before
-// the first and before the second, so that the work of every stream lies between them (see
-// timed_loop). Arrays of 256 MiB are far larger than any L2 cache (50 MB on an H100), so every
-// run reads from DRAM. A result that is wrong fails the benchmark: a kernel that does nothing is
-// not fast, it is incorrect.
+// the first and before the second, so that the work of every stream lies between them, and L2
+// flushed before each run (timed_loop, common/bench/gpu_timed_loop.h, shared by every lab).
+// Arrays of 256 MiB are far larger than any L2 cache (50 MB on an H100) in any case. A result that
+// is wrong fails the benchmark: a kernel that does nothing is not fast, it is incorrect.
 #include <benchmark/benchmark.h>
 
 #include <array>
 #include <cstring>
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -31,6 +30,8 @@
 
 #ifdef GTL_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "gpu_timed_loop.h"
 #endif
 
 namespace {
@@ -39,45 +40,8 @@ constexpr int64_t kN = int64_t{1} << 26;  // 64 Mi floats = 256 MiB per array
 
 #ifdef GTL_WITH_CUDA
 
-bool skip_without_gpu(benchmark::State& state) {
-  if (gtl::cuda_available()) return false;
-  state.SkipWithError(("needs a CUDA GPU: " + gtl::cuda_unavailable_reason()).c_str());
-  return true;
-}
-
-// Times fn() with events and reports it as the iteration's time. Events on the legacy default
-// stream do not wait for streams created with cudaStreamNonBlocking, so events alone would miss
-// a pipeline that returns before its streams finish. Synchronising the device before `begin`
-// keeps earlier work out of the interval, and before `end` puts the work of every stream inside
-// it. The host round trip this adds, a few microseconds, is in both benchmarks of every ratio.
-// An exception from your code ends the benchmark with its message instead of the whole program.
-template <typename Fn>
-void timed_loop(benchmark::State& state, Fn&& fn) {
-  cudaEvent_t begin, end;
-  cudaEventCreate(&begin);
-  cudaEventCreate(&end);
-  try {
-    fn();  // warm-up
-    for (auto _ : state) {
-      cudaDeviceSynchronize();
-      cudaEventRecord(begin, nullptr);
-      fn();
-      cudaDeviceSynchronize();
-      cudaEventRecord(end, nullptr);
-      cudaEventSynchronize(end);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, begin, end);
-      state.SetIterationTime(ms * 1e-3);
-    }
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess && !state.error_occurred())
-    state.SkipWithError((std::string("a CUDA call failed: ") + cudaGetErrorName(error)).c_str());
-}
+using gtl::bench::skip_without_gpu;
+using gtl::bench::timed_loop;
 
 // Random inputs, so that the spot check cannot pass by accident. Generated once per process:
 // 64 Mi draws take seconds, and Google Benchmark calls a benchmark function several times.

@@ -11,13 +11,13 @@
 //
 // Before every timed iteration the L2 cache is flushed (a buffer twice its size is written), so
 // each kernel reads its inputs from HBM as in a real training step. GPU time comes from events
-// with the device synchronised before each, so work on any stream is inside the timed interval.
+// with the device synchronised before each, so work on any stream is inside the timed interval
+// (timed_loop, common/bench/gpu_timed_loop.h, shared by every lab).
 // Inputs are random and fresh per run, and every benchmark checks its result: a kernel that
 // computes nothing fails, it is not fast.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -26,6 +26,8 @@
 #ifdef GTL_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include "gpu_timed_loop.h"
 
 #include "gtl/tensor/tensor.h"
 #include "kernels.h"
@@ -37,62 +39,8 @@ namespace {
 
 using gtl::Tensor;
 
-bool skip_without_gpu(benchmark::State& state) {
-  if (gtl::cuda_available()) return false;
-  state.SkipWithError(("needs a CUDA GPU: " + gtl::cuda_unavailable_reason()).c_str());
-  return true;
-}
-
-// Writes a buffer twice the size of L2, so that nothing of the previous iteration stays cached.
-class L2Flush {
- public:
-  L2Flush() {
-    int device = 0, l2 = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
-    bytes_ = 2 * static_cast<size_t>(l2);
-    cudaMalloc(&buffer_, bytes_);
-  }
-  ~L2Flush() { cudaFree(buffer_); }
-  void operator()() { cudaMemsetAsync(buffer_, 0, bytes_, nullptr); }
-
- private:
-  void* buffer_ = nullptr;
-  size_t bytes_ = 0;
-};
-
-// Runs fn once per iteration between two events, after an L2 flush that is not timed. The device
-// is synchronised before `begin` and before `end`: work fn queued on any stream, even one that
-// does not synchronise with the default stream (cudaStreamNonBlocking), lies inside the interval.
-// The few microseconds of that host round trip are in both benchmarks of every ratio.
-template <typename Fn>
-void timed_loop(benchmark::State& state, Fn&& fn) {
-  L2Flush flush;
-  cudaEvent_t begin, end;
-  cudaEventCreate(&begin);
-  cudaEventCreate(&end);
-  try {
-    fn();  // warm-up
-    for (auto _ : state) {
-      flush();
-      cudaDeviceSynchronize();
-      cudaEventRecord(begin, nullptr);
-      fn();
-      cudaDeviceSynchronize();
-      cudaEventRecord(end, nullptr);
-      cudaEventSynchronize(end);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, begin, end);
-      state.SetIterationTime(ms * 1e-3);
-    }
-  } catch (const std::exception& e) {  // your code threw: say what, instead of terminating
-    state.SkipWithError(e.what());
-  }
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) state.SkipWithError(cudaGetErrorString(e));
-}
+using gtl::bench::skip_without_gpu;
+using gtl::bench::timed_loop;
 
 Tensor random_gpu(const gtl::Shape& shape, uint64_t seed, float lo = -1.f, float hi = 1.f) {
   gtl::Generator g(seed);
