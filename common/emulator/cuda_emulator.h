@@ -22,6 +22,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -61,9 +62,17 @@ inline int4 make_int4(int x, int y, int z, int w) {
   return {x, y, z, w};
 }
 
-typedef struct CUstream_st* cudaStream_t;
-typedef int cudaError_t;
-constexpr cudaError_t cudaSuccess = 0;
+typedef struct CUstream_st* cudaStream_t;  // the same declarations as gtl/runtime/stream.h
+typedef struct CUevent_st* cudaEvent_t;
+enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorNotReady = 600,
+};
+typedef enum cudaError cudaError_t;
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount, cudaDevAttrL2CacheSize, cudaDevAttrWarpSize };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost,
@@ -72,6 +81,7 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice,
   cudaMemcpyDefault
 };
+constexpr unsigned cudaStreamDefault = 0, cudaStreamNonBlocking = 1;
 
 #define __global__
 #define __device__
@@ -173,7 +183,31 @@ T atomicCAS(T* p, T compare, T v) {
   return old;
 }
 
-// ---- the runtime calls kernels' host wrappers make (device memory is host memory here) ----------
+// ---- the runtime calls host code makes. Device memory is host memory, and every call completes
+// before it returns: streams and events keep their meaning for correctness (the order of work in
+// one stream), but nothing overlaps, so a missing synchronisation goes unnoticed here.
+inline cudaError_t cudaMalloc(void** p, size_t n) {
+  *p = std::malloc(n == 0 ? 1 : n);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+template <typename T>
+cudaError_t cudaMalloc(T** p, size_t n) {
+  return cudaMalloc(reinterpret_cast<void**>(p), n);
+}
+inline cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMallocHost(void** p, size_t n) {
+  return cudaMalloc(p, n);
+}
+template <typename T>
+cudaError_t cudaMallocHost(T** p, size_t n) {
+  return cudaMalloc(reinterpret_cast<void**>(p), n);
+}
+inline cudaError_t cudaFreeHost(void* p) {
+  return cudaFree(p);
+}
 inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
   std::memset(p, v, n);
   return cudaSuccess;
@@ -183,7 +217,7 @@ inline cudaError_t cudaMemset(void* p, int v, size_t n) {
 }
 inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind,
                                    cudaStream_t = nullptr) {
-  std::memmove(d, s, n);
+  if (n > 0) std::memmove(d, s, n);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
@@ -204,14 +238,67 @@ inline cudaError_t cudaGetLastError() {
 inline cudaError_t cudaPeekAtLastError() {
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  return cudaSuccess;
-}
 inline cudaError_t cudaDeviceSynchronize() {
   return cudaSuccess;
 }
-inline const char* cudaGetErrorString(cudaError_t) {
-  return "no error (CPU emulator)";
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  static uintptr_t created = 0;  // distinct non-null handles, never dereferenced
+  *s = reinterpret_cast<cudaStream_t>(++created * 64);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  return cudaStreamCreate(s);
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) {
+  return cudaSuccess;
+}
+// An event holds the host time it was recorded at.
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = reinterpret_cast<cudaEvent_t>(new double(0.0));
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<double*>(e);
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+  *reinterpret_cast<double*>(e) =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t begin, cudaEvent_t end) {
+  *ms = static_cast<float>(*reinterpret_cast<double*>(end) - *reinterpret_cast<double*>(begin));
+  return cudaSuccess;
+}
+inline const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+  }
+  return "cudaErrorUnknown";
+}
+inline const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "an error (CPU emulator)";
 }
 
 namespace emu {

@@ -1,0 +1,79 @@
+// Lab 01 on the CPU emulator (common/emulator): your vector-add kernel (TODO 3) and stream
+// pipeline (TODO 6), compiled as C++ and run with one fiber per CUDA thread, on any machine.
+// The emulator checks what you compute and the launches you make (an empty grid or more than
+// 1024 threads per block fail); it runs every call to completion before returning, so it cannot
+// see overlap, timing, or a missing synchronisation: the GPU tests and benchmarks do.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu_basics.h"
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<float> ramp(int64_t n, float scale) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i % 1000) - 3.f;
+  return v;
+}
+
+// The index of the first element that differs from want (NaN: never written), or -1.
+int64_t first_difference(const std::vector<float>& want, const std::vector<float>& got) {
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(got[i] == want[i])) return static_cast<int64_t>(i);
+  return -1;
+}
+
+TEST(EmulatedVectorAdd, KernelCoversAnyN) {
+  // Sizes around the block (256) and beyond the grid the solution launches (132 SMs x 8 blocks x
+  // 256 threads = 270 336 threads), where only a grid-stride loop reaches the last elements.
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{255}, int64_t{256}, int64_t{257},
+                    int64_t{300007}}) {
+    const std::vector<float> a = ramp(n, 0.5f), b = ramp(n, -0.25f);
+    std::vector<float> c(n + 1, kNaN), want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
+    lab01::vector_add_device(a.data(), b.data(), c.data(), n, nullptr);
+    const int64_t bad = first_difference(want, c);
+    EXPECT_EQ(bad, -1) << "TODO 3a, n = " << n << ": c[" << bad << "] is "
+                       << (bad >= 0 ? c[bad] : 0.f)
+                       << (bad >= 0 && std::isnan(c[bad]) ? " (never written)" : "")
+                       << ": start at blockIdx.x * blockDim.x + threadIdx.x and step by "
+                          "blockDim.x * gridDim.x until n";
+    EXPECT_TRUE(std::isnan(c[n])) << "TODO 3a, n = " << n << ": wrote c[n], past the end (i < n)";
+  }
+}
+
+TEST(EmulatedVectorAdd, RoundTripThroughDeviceMemory) {
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{100003}}) {
+    const std::vector<float> a = ramp(n, 2.f), b = ramp(n, 1.f);
+    std::vector<float> c(n, kNaN), want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
+    lab01::vector_add_gpu(a.data(), b.data(), c.data(), n);
+    const int64_t bad = first_difference(want, c);
+    EXPECT_EQ(bad, -1) << "TODO 3b, n = " << n << ": c[" << bad
+                       << "] differs: copy a and b in, launch, copy c back (n floats each way)";
+  }
+}
+
+TEST(EmulatedStreamPipeline, ChunksCoverEveryElementOnce) {
+  // More chunks than elements, chunks that do not divide n, one chunk: every element exactly once.
+  for (auto [n, chunks] : std::vector<std::pair<int64_t, int>>{
+           {1, 16}, {5, 8}, {10, 3}, {1000, 7}, {4096, 16}, {4099, 16}, {777, 1}}) {
+    const std::vector<float> in = ramp(n, 1.5f);
+    std::vector<float> out(n, kNaN), want(n), d_in(n, kNaN), d_out(n, kNaN);
+    for (int64_t i = 0; i < n; ++i) want[i] = 3.f * in[i];
+    lab01::scale_pipelined(in.data(), out.data(), d_in.data(), d_out.data(), n, 3.f, chunks);
+    const int64_t bad = first_difference(want, out);
+    EXPECT_EQ(bad, -1) << "TODO 6, n = " << n << ", " << chunks << " chunks: out[" << bad
+                       << "] is wrong: chunk c covers [c * chunk, min((c + 1) * chunk, n)) "
+                          "with chunk = ceil(n / chunks); the last may be shorter or empty";
+  }
+}
+
+}  // namespace
