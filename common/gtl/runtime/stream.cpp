@@ -17,7 +17,14 @@ Stream Stream::create(Device device) {
   GTL_CUDA_CHECK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
   Stream s;
   s.device_ = device;
-  s.handle_.reset(raw, [](cudaStream_t h) { (void)cudaStreamDestroy(h); });
+  // The last owner waits for the stream's work before destroying it. cudaStreamDestroy alone
+  // returns at once, and a new stream may then get the same handle: the caching allocator, whose
+  // free blocks are pooled per stream handle, would hand that stream memory the old stream's
+  // kernels still use. Streams live long (one per rank, per loader), so the wait is rare.
+  s.handle_.reset(raw, [](cudaStream_t h) {
+    (void)cudaStreamSynchronize(h);
+    (void)cudaStreamDestroy(h);
+  });
   return s;
 }
 
