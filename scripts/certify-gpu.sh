@@ -1,20 +1,42 @@
 #!/usr/bin/env bash
-# Certifies a GPU machine in one command: builds everything for this machine's GPU, runs the gpu
-# tests, runs them again under compute-sanitizer (memcheck), runs every benchmark, verifies every
-# lab with the grader (GPU checks included: the solution must earn full marks), and writes a
-# dated Markdown report to docs/results/<date>-<gpu>.md naming the GPU, driver and CUDA version,
-# with every figure. Instructors use it to certify a lab machine; developers on a lent GPU.
+# Certifies a GPU machine: builds everything for this machine's GPU, runs the gpu tests, runs them
+# again under compute-sanitizer (memcheck), runs every benchmark, verifies every lab with the
+# grader (GPU checks included: the solution must earn full marks), and writes a dated Markdown
+# report to docs/results/<date>-<gpu>.md naming the GPU, driver and CUDA version, with every
+# figure. Instructors use it to certify a lab machine; developers on a lent GPU.
 #
-#   scripts/certify-gpu.sh [--quick]     --quick: 1 benchmark repetition instead of 5
+#   scripts/certify-gpu.sh [--quick] [--only STEP,STEP,...]
+#     --quick   1 benchmark repetition instead of 5
+#     --only    run these steps only: deps build test sanitize bench verify report
+#               (default: all, in that order)
 #
-# Exit status: 0 when every step passed; 1 when a step failed (the report says which);
+# Each step keeps its results in build/gpu/certify, and `report` writes the report from whatever
+# steps have run, so a machine lent by the call (with a time limit per command) certifies in a few
+# calls, e.g. `--only deps,build,test`, then `--only sanitize`, then `--only bench,verify,report`.
+#
+# Exit status: 0 when every step run passed; 1 when one failed (the report says which);
 # 2 when there is no GPU or no CUDA toolkit.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$root"
 
 reps=5
-[[ ${1:-} == --quick ]] && reps=1
+steps="deps,build,test,sanitize,bench,verify,report"
+while (($#)); do
+  case $1 in
+    --quick) reps=1 ;;
+    --only) steps=${2:?--only needs a list of steps}; shift ;;
+    *) echo "certify-gpu: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
+  esac
+  shift
+done
+wants() { [[ ",$steps," == *",$1,"* ]]; }
+for s in ${steps//,/ }; do
+  case $s in
+    deps | build | test | sanitize | bench | verify | report) ;;
+    *) echo "certify-gpu: unknown step '$s' (deps build test sanitize bench verify report)" >&2; exit 2 ;;
+  esac
+done
 
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "certify-gpu: no GPU visible (nvidia-smi -L failed); nothing to certify" >&2
@@ -30,89 +52,119 @@ slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/-
 work="build/gpu/certify"
 report="docs/results/$today-$slug.md"
 mkdir -p "$work" docs/results
-failed=()
+failed_now=()
+# A step's verdict outlives the call: `report` reads them all from here.
+verdict() { echo "$2" >"$work/$1.verdict"; [[ $2 == passed ]] || failed_now+=("$1"); }
 
-step "1/6 dependencies"
-scripts/install-deps.sh
+if wants deps; then
+  step "dependencies"
+  scripts/install-deps.sh
+fi
 
-step "2/6 configure and build for $gpu (preset gpu: native architectures)"
-{ cmake --preset gpu && cmake --build --preset gpu -j "$jobs"; } 2>&1 | tee "$work/build.log" | tail -5
-[[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "certify-gpu: build failed, see $work/build.log" >&2; exit 1; }
-
-step "3/6 gpu tests"
-ctest --preset gpu -j 1 2>&1 | tee "$work/gpu-tests.log"
-[[ ${PIPESTATUS[0]} -eq 0 ]] || failed+=("gpu tests")
-
-step "4/6 gpu tests under compute-sanitizer (memcheck)"
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-: >"$work/sanitizer.log"
-mapfile -t gpu_tests < <(ctest --test-dir build/gpu -L gpu -N -V | sed -n 's/.*Test command: \([^ ]*\).*/\1/p')
-sanitizer_rows=""
-for t in "${gpu_tests[@]}"; do
-  name=$(basename "$t")
-  if "$sanitizer" --tool memcheck --error-exitcode 99 "$t" --gtest_brief=1 >>"$work/sanitizer.log" 2>&1; then
-    sanitizer_rows+="| $name | clean |"$'\n'
-  else
-    sanitizer_rows+="| $name | **errors** (see sanitizer log) |"$'\n'
-    failed+=("memcheck $name")
+if wants build; then
+  step "configure and build for $gpu (preset gpu: native architectures)"
+  { cmake --preset gpu && cmake --build --preset gpu -j "$jobs"; } 2>&1 | tee "$work/build.log" | tail -5
+  if [[ ${PIPESTATUS[0]} -ne 0 ]]; then
+    verdict build failed
+    echo "certify-gpu: build failed, see $work/build.log" >&2
+    exit 1
   fi
-  echo "  memcheck $name: $(tail -1 "$work/sanitizer.log")"
-done
+  verdict build passed
+fi
 
-step "5/6 benchmarks ($reps repetitions, medians)"
-bench_json=()
-while read -r b; do
-  [[ -n $b ]] || continue
-  out="$work/$(basename "$b").json"
-  echo "  $(basename "$b")"
-  "$b" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-    --benchmark_min_time=0.2 --benchmark_out="$out" --benchmark_out_format=json >/dev/null 2>>"$work/bench.log" \
-    || failed+=("benchmark $(basename "$b")")
-  bench_json+=("$out")
-done < build/gpu/benchmarks.txt
+if wants test; then
+  step "gpu and cpu tests"
+  ctest --preset gpu -j 1 2>&1 | tee "$work/gpu-tests.log"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] && verdict test passed || verdict test failed
+fi
 
-step "6/6 grader verify, every check including the GPU ones"
-build/gpu/grader/gtl-grade verify 2>&1 | tee "$work/verify.log"
-[[ ${PIPESTATUS[0]} -eq 0 ]] || failed+=("grader verify")
+if wants sanitize; then
+  step "gpu tests under compute-sanitizer (memcheck)"
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  : >"$work/sanitizer.log"
+  : >"$work/sanitizer.rows"
+  clean=passed
+  mapfile -t gpu_tests < <(ctest --test-dir build/gpu -L gpu -N -V | sed -n 's/.*Test command: \([^ ]*\).*/\1/p')
+  for t in "${gpu_tests[@]}"; do
+    name=$(basename "$t")
+    if "$sanitizer" --tool memcheck --error-exitcode 99 "$t" --gtest_brief=1 >>"$work/sanitizer.log" 2>&1; then
+      echo "| $name | clean |" >>"$work/sanitizer.rows"
+    else
+      echo "| $name | **errors** (see sanitizer log) |" >>"$work/sanitizer.rows"
+      clean=failed
+    fi
+    echo "  memcheck $name: $(tail -1 "$work/sanitizer.log")"
+  done
+  verdict sanitize "$clean"
+fi
 
-{
-  echo "# Certification: $gpu, $today"
-  echo
-  echo "| | |"
-  echo "|---|---|"
-  echo "| GPU | $gpu |"
-  echo "| driver | $driver |"
-  echo "| CUDA toolkit | $cuda |"
-  echo "| host | $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB |"
-  echo "| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown) |"
-  echo "| result | $([[ ${#failed[@]} -eq 0 ]] && echo "all steps passed" || echo "FAILED: ${failed[*]}") |"
-  echo
-  echo "## GPU tests"
-  echo
-  echo '```'
-  grep -E "Test +#|tests passed|tests failed" "$work/gpu-tests.log"
-  echo '```'
-  echo
-  echo "## compute-sanitizer memcheck"
-  echo
-  echo "| test binary | result |"
-  echo "|---|---|"
-  printf '%s' "$sanitizer_rows"
-  echo
-  echo "## Grader: verify (solution and starter, every lab)"
-  echo
-  echo '```'
-  sed 's/\x1b\[[0-9;]*m//g' "$work/verify.log"
-  echo '```'
-  echo
-  echo "## Benchmarks (median of $reps)"
-  build/gpu/common/tools/bench_to_markdown "${bench_json[@]}"
-} >"$report"
+if wants bench; then
+  step "benchmarks ($reps repetitions, medians)"
+  rm -f "$work"/*.json
+  echo "$reps" >"$work/bench.reps"
+  ok=passed
+  while read -r b; do
+    [[ -n $b ]] || continue
+    echo "  $(basename "$b")"
+    "$b" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+      --benchmark_min_time=0.2 --benchmark_out="$work/$(basename "$b").json" \
+      --benchmark_out_format=json >/dev/null 2>>"$work/bench.log" || ok=failed
+  done < build/gpu/benchmarks.txt
+  verdict bench "$ok"
+fi
 
-echo
-echo "report: $report"
-if ((${#failed[@]})); then
-  echo "certify-gpu: FAILED: ${failed[*]}" >&2
+if wants verify; then
+  step "grader verify, every check including the GPU ones"
+  build/gpu/grader/gtl-grade verify 2>&1 | tee "$work/verify.log"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] && verdict verify passed || verdict verify failed
+fi
+
+if wants report; then
+  step "report"
+  summary=""
+  for s in build test sanitize bench verify; do
+    [[ -f $work/$s.verdict ]] && summary+="$s $(cat "$work/$s.verdict"); " || summary+="$s not run; "
+  done
+  {
+    echo "# Certification: $gpu, $today"
+    echo
+    echo "| | |"
+    echo "|---|---|"
+    echo "| GPU | $gpu |"
+    echo "| driver | $driver |"
+    echo "| CUDA toolkit | $cuda |"
+    echo "| host | $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB |"
+    echo "| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown) |"
+    echo "| steps | ${summary%; } |"
+    echo
+    echo "## Tests"
+    echo
+    echo '```'
+    [[ -f $work/gpu-tests.log ]] && grep -E "Test +#|tests passed|tests failed" "$work/gpu-tests.log"
+    echo '```'
+    echo
+    echo "## compute-sanitizer memcheck"
+    echo
+    echo "| test binary | result |"
+    echo "|---|---|"
+    [[ -f $work/sanitizer.rows ]] && cat "$work/sanitizer.rows"
+    echo
+    echo "## Grader: verify (solution and starter, every lab)"
+    echo
+    echo '```'
+    [[ -f $work/verify.log ]] && sed 's/\x1b\[[0-9;]*m//g' "$work/verify.log"
+    echo '```'
+    echo
+    echo "## Benchmarks (median of $(cat "$work/bench.reps" 2>/dev/null || echo "?") repetitions)"
+    shopt -s nullglob
+    json=("$work"/*.json)
+    ((${#json[@]})) && build/gpu/common/tools/bench_to_markdown "${json[@]}"
+  } >"$report"
+  echo "report: $report"
+fi
+
+if ((${#failed_now[@]})); then
+  echo "certify-gpu: FAILED: ${failed_now[*]}" >&2
   exit 1
 fi
-echo "certify-gpu: all steps passed"
+echo "certify-gpu: steps passed: $steps"
