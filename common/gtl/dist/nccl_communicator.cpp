@@ -6,8 +6,15 @@
 // the figures nccl-tests' "bus bandwidth" is built on, and equal the in-process backend's.
 //
 // Timeouts: NCCL calls return as soon as the work is queued, so a missing peer shows up as a
-// stream that never finishes. run_nccl_ranks aborts every communicator when a rank fails; the
-// per-collective timeout of the other backends is not implemented here.
+// stream that never finishes. Where this backend waits (barrier(), and the end of each rank's work
+// in run_nccl_ranks) it polls the stream together with ncclCommGetAsyncError, and after timeout()
+// aborts the communicator and throws DistError, as PyTorch's NCCL watchdog does. A rank that
+// waits on its stream itself (Tensor::item(), say) is freed when a failing peer aborts it.
+//
+// Threads: NCCL allows one thread at a time per communicator, but an abort must come from the
+// thread that saw the failure. Every NCCL call therefore holds the communicator's mutex and first
+// checks whether it was aborted: an abort never frees a communicator under a running call, and
+// no call reaches NCCL after an abort.
 #include "gtl/dist/nccl_communicator.h"
 
 #include <atomic>
@@ -16,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #ifdef GTL_HAVE_NCCL
@@ -76,17 +84,48 @@ class NcclCommunicator : public Communicator {
   NcclCommunicator(ncclComm_t comm, int rank, int size, int device)
       : Communicator(rank, size), comm_(comm), device_(device) {}
   ~NcclCommunicator() override {
-    if (!aborted_.exchange(true)) ncclCommDestroy(comm_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!aborted_) ncclCommDestroy(comm_);
   }
   std::string backend() const override { return "nccl"; }
   // Ends every pending operation of this communicator with an error (from any thread).
   void abort() {
-    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    abort_locked();
+  }
+  // Waits for the work queued on the current stream, at most timeout(): a peer that never joins
+  // a collective, or an error NCCL reports asynchronously, ends in DistError instead of a hang.
+  void wait(const char* what) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout();
+    for (;;) {
+      const cudaError_t e = cudaStreamQuery(stream());
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) GTL_CUDA_CHECK(e);
+      (void)cudaGetLastError();  // "not ready" is an answer, not an error a later check should see
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (aborted_) throw DistError(who() + ": " + what + ": aborted (another rank failed)");
+        ncclResult_t async = ncclSuccess;
+        GTL_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+        if (async != ncclSuccess) {
+          abort_locked();
+          throw DistError(who() + ": " + what + ": NCCL failed: " + ncclGetErrorString(async));
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+          abort_locked();
+          throw DistError(who() + ": " + what + ": its NCCL work did not finish in " +
+                          std::to_string(timeout().count() / 1000.0) +
+                          " s (did every rank call the same collectives in the same order?)");
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
  protected:
   void do_all_reduce(const Tensor& t, ReduceOp op) override {
     check(t, "all_reduce");
+    const auto lock = lock_for("all_reduce");
     GTL_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t.dtype()),
                                  nccl_op(op), comm_, stream()));
     const int64_t ring = ring_bytes(t) * 2;  // reduce-scatter + all-gather
@@ -94,6 +133,7 @@ class NcclCommunicator : public Communicator {
   }
   void do_reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
     check(in, "reduce_scatter");
+    const auto lock = lock_for("reduce_scatter");
     GTL_NCCL_CHECK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(),
                                      nccl_type(in.dtype()), nccl_op(op), comm_, stream()));
     const int64_t b = static_cast<int64_t>(out.nbytes()) * (world_size() - 1);
@@ -101,6 +141,7 @@ class NcclCommunicator : public Communicator {
   }
   void do_all_gather(const Tensor& in, const Tensor& out) override {
     check(in, "all_gather");
+    const auto lock = lock_for("all_gather");
     GTL_NCCL_CHECK(ncclAllGather(in.data_ptr(), out.data_ptr(), in.numel(), nccl_type(in.dtype()),
                                  comm_, stream()));
     const int64_t b = static_cast<int64_t>(in.nbytes()) * (world_size() - 1);
@@ -108,6 +149,7 @@ class NcclCommunicator : public Communicator {
   }
   void do_broadcast(const Tensor& t, int root) override {
     check(t, "broadcast");
+    const auto lock = lock_for("broadcast");
     GTL_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t.dtype()), root,
                                  comm_, stream()));
     const int pos = (rank() - root + world_size()) % world_size();  // place in the chain
@@ -118,29 +160,39 @@ class NcclCommunicator : public Communicator {
     // An all-reduce of one value, then the host waits for it: nobody passes before all arrived.
     DeviceGuard guard(Device::cuda(device_));
     Tensor token = Tensor::zeros({1}, DType::Float32, Device::cuda(device_));
-    GTL_NCCL_CHECK(ncclAllReduce(token.data_ptr(), token.data_ptr(), 1, ncclFloat32, ncclSum, comm_,
-                                 stream()));
-    current_stream().synchronize();
+    {
+      const auto lock = lock_for("barrier");
+      GTL_NCCL_CHECK(ncclAllReduce(token.data_ptr(), token.data_ptr(), 1, ncclFloat32, ncclSum,
+                                   comm_, stream()));
+    }
+    wait("barrier");
     count_bytes("barrier", 0, 0);
   }
   void do_send(const Tensor& t, int dst) override {
     check(t, "send");
+    const auto lock = lock_for("send");
     GTL_NCCL_CHECK(ncclSend(t.data_ptr(), t.numel(), nccl_type(t.dtype()), dst, comm_, stream()));
     count_bytes("send", static_cast<int64_t>(t.nbytes()), 0);
   }
   void do_recv(const Tensor& t, int src) override {
     check(t, "recv");
+    const auto lock = lock_for("recv");
     GTL_NCCL_CHECK(ncclRecv(t.data_ptr(), t.numel(), nccl_type(t.dtype()), src, comm_, stream()));
     count_bytes("recv", 0, static_cast<int64_t>(t.nbytes()));
   }
   std::unique_ptr<Communicator> do_split(int color, int key) override {
     ncclComm_t sub = nullptr;
-    GTL_NCCL_CHECK(
-        ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr));
+    {
+      const auto lock = lock_for("split");
+      GTL_NCCL_CHECK(
+          ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr));
+    }
     if (color < 0 || sub == nullptr) return nullptr;
     int rank = 0, size = 0;
-    GTL_NCCL_CHECK(ncclCommUserRank(sub, &rank));
-    GTL_NCCL_CHECK(ncclCommCount(sub, &size));
+    if (ncclCommUserRank(sub, &rank) != ncclSuccess || ncclCommCount(sub, &size) != ncclSuccess) {
+      ncclCommDestroy(sub);  // not leaked when the query fails
+      throw DistError(who() + ": split: cannot query the new communicator");
+    }
     auto comm = std::make_unique<NcclCommunicator>(sub, rank, size, device_);
     comm->set_world_rank(world_rank());
     comm->set_timeout(timeout());
@@ -149,6 +201,17 @@ class NcclCommunicator : public Communicator {
 
  private:
   cudaStream_t stream() const { return current_stream().handle(); }
+  // Locks the communicator for one NCCL call, after checking that it was not aborted.
+  std::unique_lock<std::mutex> lock_for(const char* op) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (aborted_)
+      throw DistError(who() + ": " + op + ": the communicator was aborted (another rank failed)");
+    return lock;
+  }
+  void abort_locked() {
+    if (!aborted_) ncclCommAbort(comm_);
+    aborted_ = true;
+  }
   void check(const Tensor& t, const char* op) const {
     GTL_CHECK(t.device() == Device::cuda(device_),
               who() << ": " << op << ": NCCL rank on cuda:" << device_ << " got a tensor on "
@@ -164,7 +227,8 @@ class NcclCommunicator : public Communicator {
 
   ncclComm_t comm_;
   int device_;
-  std::atomic<bool> aborted_{false};
+  std::mutex mutex_;      // held by every NCCL call on comm_, and by abort
+  bool aborted_ = false;  // under mutex_
 };
 
 ncclUniqueId read_id(const std::string& path, std::chrono::milliseconds timeout) {
@@ -269,7 +333,7 @@ void run_nccl_ranks(int world_size, const std::function<void(Communicator&)>& fn
         DeviceGuard guard(Device::cuda(r));
         StreamScope stream(Stream::create(Device::cuda(r)));
         fn(*comms[r]);
-        current_stream().synchronize();
+        static_cast<NcclCommunicator&>(*comms[r]).wait("the end of the rank's work");
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mutex);
         if (failed_rank >= 0) return;

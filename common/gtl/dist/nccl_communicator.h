@@ -34,7 +34,9 @@ std::unique_ptr<Communicator> nccl_from_file(int rank, int world_size, int devic
                                              std::chrono::milliseconds timeout = default_timeout());
 
 // One thread per GPU 0..world_size-1, each in its own stream; like run_ranks. A failing rank
-// aborts every communicator (ncclCommAbort) so the others fail instead of hanging.
+// aborts every communicator (ncclCommAbort) so the others fail instead of hanging; a rank whose
+// NCCL work does not finish within timeout() (barrier(), and the end of the rank's work) fails
+// with DistError, as does one whose communicator NCCL reports an asynchronous error for.
 void run_nccl_ranks(int world_size, const std::function<void(Communicator&)>& fn);
 
 }  // namespace gtl::dist

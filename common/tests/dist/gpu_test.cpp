@@ -1,5 +1,6 @@
 // GPU paths: in-process ranks sharing one GPU (device copies and reduction kernels on each
-// rank's stream), NCCL with one rank, and NCCL across all GPUs when there are at least two.
+// rank's stream), NCCL with one rank, and NCCL across all GPUs when there are at least two
+// (collectives, and a rank that skips a barrier: a timeout, not a hang).
 #include "dist_test_util.h"
 #include "gtl/dist/nccl_communicator.h"
 #include "gtl_test.h"
@@ -64,6 +65,24 @@ TEST(DistGpu, NcclAcrossAllGpus) {
     EXPECT_EQ(out.to_vector(),
               testing::reduced(world, 13, DType::Float32, ReduceOp::Sum, 13 * comm.rank()));
   });
+}
+
+TEST(DistGpu, NcclRankThatSkipsABarrierTimesOutInsteadOfHanging) {
+  GTL_REQUIRE_GPU();
+  if (!nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  const int world = cuda_device_count();
+  if (world < 2) GTEST_SKIP() << "multi-GPU NCCL needs at least 2 GPUs, found " << world;
+  try {
+    run_nccl_ranks(world, [&](Communicator& comm) {
+      comm.set_timeout(std::chrono::milliseconds(500));
+      if (comm.rank() != 1) comm.barrier();  // rank 1 never joins: NCCL would wait forever
+    });
+    FAIL() << "expected DistError: rank 1 skipped the barrier";
+  } catch (const DistError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("barrier"), std::string::npos) << message;
+    EXPECT_NE(message.find("did not finish in 0.5"), std::string::npos) << message;
+  }
 }
 
 }  // namespace
