@@ -34,8 +34,7 @@
 #include <tuple>
 #include <vector>
 
-// ---- the CUDA types and qualifiers kernels use
-// ---------------------------------------------------
+// ---- the CUDA types and qualifiers kernels use -------------------------------------------------
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
