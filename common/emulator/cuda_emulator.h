@@ -8,10 +8,12 @@
 // wrong value, and a correctness test catches it. Run with GTL_EMULATOR_REVERSE=1 to schedule the
 // highest thread first, which exposes the missing barriers the usual order hides.
 //
-// It checks what a GPU would reject: an empty grid or block, more than 1024 threads per block,
-// gridDim.y or .z above 65535, a __syncthreads some threads never reach, a shuffle over lanes that
-// have exited. It does not model timing, coalescing, bank conflicts, the memory model between
-// blocks, or partial-warp masks: speed is measured on a GPU (the lab's benchmarks).
+// It rejects, as a GPU does, a launch with an empty grid or block, more than 1024 threads per block
+// or gridDim.y or .z above 65535 (cudaGetLastError returns cudaErrorInvalidConfiguration), and
+// stops the program at a __syncthreads some threads never reach or a shuffle over lanes that have
+// exited (a GPU would hang or give undefined results). It does not model timing, coalescing, bank
+// conflicts, the memory model between blocks, or partial-warp masks: speed is measured on a GPU
+// (the lab's benchmarks).
 //
 // Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
 // `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
@@ -184,10 +186,21 @@ T atomicCAS(T* p, T compare, T v) {
 
 // ---- the runtime calls host code makes. Device memory is host memory, and every call completes
 // before it returns: streams and events keep their meaning for correctness (the order of work in
-// one stream), but nothing overlaps, so a missing synchronisation goes unnoticed here.
+// one stream), but nothing overlaps, so a missing synchronisation goes unnoticed here. Errors
+// are returned, and kept for cudaGetLastError, as the runtime does.
+namespace emu {
+inline cudaError_t g_last_error = cudaSuccess;
+inline cudaError_t error(cudaError_t e) {
+  if (e != cudaSuccess) g_last_error = e;
+  return e;
+}
+// No GPU has 2^40 bytes: a size above that is a negative count converted to size_t.
+constexpr size_t kImpossibleBytes = size_t{1} << 40;
+}  // namespace emu
+
 inline cudaError_t cudaMalloc(void** p, size_t n) {
-  *p = std::malloc(n == 0 ? 1 : n);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  *p = n < emu::kImpossibleBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
+  return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 template <typename T>
 cudaError_t cudaMalloc(T** p, size_t n) {
@@ -208,6 +221,7 @@ inline cudaError_t cudaFreeHost(void* p) {
   return cudaFree(p);
 }
 inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
+  if (n >= emu::kImpossibleBytes) return emu::error(cudaErrorInvalidValue);
   std::memset(p, v, n);
   return cudaSuccess;
 }
@@ -216,6 +230,7 @@ inline cudaError_t cudaMemset(void* p, int v, size_t n) {
 }
 inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind,
                                    cudaStream_t = nullptr) {
+  if (n >= emu::kImpossibleBytes) return emu::error(cudaErrorInvalidValue);
   if (n > 0) std::memmove(d, s, n);
   return cudaSuccess;
 }
@@ -232,10 +247,12 @@ inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
   return cudaSuccess;
 }
 inline cudaError_t cudaGetLastError() {
-  return cudaSuccess;
+  const cudaError_t e = emu::g_last_error;
+  emu::g_last_error = cudaSuccess;
+  return e;
 }
 inline cudaError_t cudaPeekAtLastError() {
-  return cudaSuccess;
+  return emu::g_last_error;
 }
 inline cudaError_t cudaDeviceSynchronize() {
   return cudaSuccess;
@@ -297,7 +314,18 @@ inline const char* cudaGetErrorName(cudaError_t e) {
   return "cudaErrorUnknown";
 }
 inline const char* cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess ? "no error" : "an error (CPU emulator)";
+  switch (e) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    default:
+      return "an error (CPU emulator)";
+  }
 }
 
 namespace emu {
@@ -450,12 +478,29 @@ struct Launcher {
   Launcher(void (*k)(P...), dim3 g, dim3 b, size_t smem = 0, cudaStream_t = nullptr)
       : kernel(k), grid(g), block(b), shared_bytes(smem) {}
 
+  // A launch a GPU rejects does not run; cudaGetLastError() then returns the error, as on a GPU.
+  // The emulator also says so on stderr, with the sizes, since unchecked it only shows as output
+  // that was never written.
+  bool rejected() const {
+    const char* why = nullptr;
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
+      why = "an empty grid or block";
+    else if (block.x * block.y * block.z > 1024)
+      why = "more than 1024 threads per block";
+    else if (grid.y > 65535 || grid.z > 65535)
+      why = "gridDim.y or gridDim.z above 65535";
+    if (why == nullptr) return false;
+    std::fprintf(stderr,
+                 "CUDA emulator: launch of grid (%u, %u, %u) x block (%u, %u, %u) rejected: %s "
+                 "(cudaErrorInvalidConfiguration, as a GPU would)\n",
+                 grid.x, grid.y, grid.z, block.x, block.y, block.z, why);
+    error(cudaErrorInvalidConfiguration);
+    return true;
+  }
+
   template <typename... A>
   void operator()(A&&... args) const {
-    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
-      fail("a launch with an empty grid or block (cudaErrorInvalidConfiguration)");
-    if (block.x * block.y * block.z > 1024) fail("more than 1024 threads per block");
-    if (grid.y > 65535 || grid.z > 65535) fail("gridDim.y or gridDim.z above 65535");
+    if (rejected()) return;
     const std::tuple<P...> params(static_cast<P>(args)...);  // converted as a launch would
     g_dynamic_shared.resize((shared_bytes + sizeof(float4) - 1) / sizeof(float4));
     gridDim = grid;

@@ -9,7 +9,8 @@
 //
 // On failure, throw std::runtime_error with a message that names the call as written, where it
 // is (file:line) and the error: "cudaMalloc(&ptr, bytes) failed at vector_add.cu:42:
-// cudaErrorMemoryAllocation: out of memory". The tests provoke an error and read that message.
+// cudaErrorMemoryAllocation: out of memory". The tests provoke an error and read that message
+// (the core's GTL_CUDA_CHECK words its messages differently: do not copy it).
 #pragma once
 
 #include <cuda_runtime.h>

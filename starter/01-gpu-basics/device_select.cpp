@@ -11,7 +11,9 @@ namespace lab01 {
 gtl::Device choose_device(const std::string& request) {
   // TODO(lab01) step 1a: "auto" -> cuda:0 when a GPU is usable, else cpu. Otherwise parse the
   // request with gtl::Device::parse and, for cuda:N, check N against gtl::cuda_device_count():
-  // throw gtl::Error("cuda:3 requested but only 1 GPU is visible (...)") when it is out of range.
+  // throw gtl::Error("cuda:3 requested but only 1 GPU is visible (...)") when it is out of range,
+  // with the reason in the parentheses (gtl::cuda_unavailable_reason() when there is none, else
+  // the valid indices). gtl::default_device() already is the "auto" rule.
   throw gtl::Error("TODO(lab01) step 1a: choose_device(\"" + request + "\") is not implemented");
 }
 

@@ -37,8 +37,10 @@ void scale_serial(const float* in, float* out, float* d_in, float* d_out, int64_
 
 void scale_pipelined(const float* in, float* out, float* d_in, float* d_out, int64_t n, float alpha,
                      int chunks) {
-  // TODO(lab01) step 6: split [0, n) into `chunks` pieces (the last may be shorter; never more
-  // chunks than elements). Give each piece its own stream (cudaStreamCreateWithFlags with
+  // TODO(lab01) step 6: split [0, n) into `chunks` pieces: use at most n chunks, chunk =
+  // ceil(n / chunks), and chunk k covers [k * chunk, min((k + 1) * chunk, n)); with n = 13 and 12
+  // chunks only 7 hold data, so skip a chunk that starts at or past n (a negative size would be
+  // an error). Give each piece its own stream (cudaStreamCreateWithFlags with
   // cudaStreamNonBlocking) and queue, in that stream: cudaMemcpyAsync of its part of `in` to d_in,
   // launch_scale on its part, cudaMemcpyAsync of its part of d_out back to `out`. Then
   // synchronise and destroy every stream. Compare with scale_serial above.

@@ -1,8 +1,9 @@
 // Lab 01 on the CPU emulator (common/emulator): your vector-add kernel (TODO 3) and stream
 // pipeline (TODO 6), compiled as C++ and run with one fiber per CUDA thread, on any machine.
 // The emulator checks what you compute and the launches you make (an empty grid or more than
-// 1024 threads per block fail); it runs every call to completion before returning, so it cannot
-// see overlap, timing, or a missing synchronisation: the GPU tests and benchmarks do.
+// 1024 threads per block does not run, and cudaGetLastError says why); it runs every call to
+// completion before returning, so it cannot see overlap, timing, or a missing synchronisation: the
+// GPU tests and benchmarks do.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,22 +57,25 @@ TEST(EmulatedVectorAdd, RoundTripThroughDeviceMemory) {
     for (int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
     lab01::vector_add_gpu(a.data(), b.data(), c.data(), n);
     const int64_t bad = first_difference(want, c);
-    EXPECT_EQ(bad, -1) << "TODO 3b, n = " << n << ": c[" << bad
-                       << "] differs: copy a and b in, launch, copy c back (n floats each way)";
+    EXPECT_EQ(bad, -1) << "TODO 3b, n = " << n << ": c[" << bad << "] "
+                       << (bad >= 0 && std::isnan(c[bad]) ? "was never written" : "differs")
+                       << ": copy a and b in, launch, copy c back (n floats each way)";
   }
 }
 
 TEST(EmulatedStreamPipeline, ChunksCoverEveryElementOnce) {
-  // More chunks than elements, chunks that do not divide n, one chunk: every element exactly once.
+  // More chunks than elements, chunks that do not divide n, trailing chunks with nothing to do
+  // (13 elements in 12 chunks of 2: 7 hold data), one chunk: every element exactly once.
   for (auto [n, chunks] : std::vector<std::pair<int64_t, int>>{
-           {1, 16}, {5, 8}, {10, 3}, {1000, 7}, {4096, 16}, {4099, 16}, {777, 1}}) {
+           {1, 16}, {5, 8}, {10, 3}, {13, 12}, {1000, 7}, {4096, 16}, {4099, 16}, {777, 1}}) {
     const std::vector<float> in = ramp(n, 1.5f);
     std::vector<float> out(n, kNaN), want(n), d_in(n, kNaN), d_out(n, kNaN);
     for (int64_t i = 0; i < n; ++i) want[i] = 3.f * in[i];
     lab01::scale_pipelined(in.data(), out.data(), d_in.data(), d_out.data(), n, 3.f, chunks);
     const int64_t bad = first_difference(want, out);
-    EXPECT_EQ(bad, -1) << "TODO 6, n = " << n << ", " << chunks << " chunks: out[" << bad
-                       << "] is wrong: chunk c covers [c * chunk, min((c + 1) * chunk, n)) "
+    EXPECT_EQ(bad, -1) << "TODO 6, n = " << n << ", " << chunks << " chunks: out[" << bad << "] "
+                       << (bad >= 0 && std::isnan(out[bad]) ? "was never written" : "is wrong")
+                       << ": chunk c covers [c * chunk, min((c + 1) * chunk, n)) "
                           "with chunk = ceil(n / chunks); the last may be shorter or empty";
   }
 }

@@ -1,7 +1,8 @@
 // Lab 02 correctness on the CPU emulator (common/emulator): your kernels, compiled as C++, run with
 // one fiber per CUDA thread, so they are checked on any machine, GPU or not. The emulator runs
-// every thread of a block up to each __syncthreads before any goes past it, and reports a barrier
-// some threads never reach, a launch a GPU would reject, or a shuffle over exited lanes. It says
+// every thread of a block up to each __syncthreads before any goes past it, stops at a barrier
+// some threads never reach or a shuffle over exited lanes, and rejects the launches a GPU rejects
+// (cudaGetLastError returns cudaErrorInvalidConfiguration). It says
 // nothing about speed: that is measured on a GPU by lab02_bench.
 //
 // References are computed here in double precision. Outputs start as NaN, so an element a kernel
