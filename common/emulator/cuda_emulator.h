@@ -5,15 +5,17 @@
 // its end, then moves to the next, so all threads of a block are at the same barrier before any
 // goes past it. Shared memory is a function-local static (one block lives at a time), so a thread
 // that reads shared memory another thread has not yet written (a missing __syncthreads) reads the
-// wrong value, and a correctness test catches it. Run with GTL_EMULATOR_REVERSE=1 to schedule the
-// highest thread first, which exposes the missing barriers the usual order hides.
+// wrong value, and a correctness test catches it. Launches take three thread orders in turn
+// (forward, reverse, and warps running ahead of each other: see Schedule), because each order
+// hides some missing barriers that another exposes.
 //
 // It rejects, as a GPU does, a launch with an empty grid or block, more than 1024 threads per block
 // or gridDim.y or .z above 65535 (cudaGetLastError returns cudaErrorInvalidConfiguration), and
 // stops the program at a __syncthreads some threads never reach or a shuffle over lanes that have
-// exited (a GPU would hang or give undefined results). It does not model timing, coalescing, bank
-// conflicts, the memory model between blocks, or partial-warp masks: speed is measured on a GPU
-// (the lab's benchmarks).
+// exited (a GPU would hang or give undefined results). Emulated tests are built with
+// -fsanitize=alignment, so a float4 load from a misaligned address fails as on a GPU. It does not
+// model timing, coalescing, bank conflicts, the memory model between blocks, or partial-warp
+// masks: speed is measured on a GPU (the lab's benchmarks).
 //
 // Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
 // `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
@@ -378,33 +380,53 @@ inline void fiber_main() {
   _longjmp(g_block->scheduler, 1);
 }
 
-inline bool reverse_order() {
-  static const bool reverse = [] {
-    const char* v = std::getenv("GTL_EMULATOR_REVERSE");
-    return v != nullptr && v[0] == '1';
+// The order threads run in between barriers. Each order hides some missing barriers and exposes
+// others, so by default launches take them in turn (kRotate): a test that launches a kernel a few
+// times tries all three. GTL_EMULATOR_SCHEDULE=forward|reverse|warps fixes one.
+//   kForward     thread 0, 1, 2, ... each up to its next barrier or shuffle;
+//   kReverse     the highest thread first;
+//   kWarpsAhead  warp 0 runs through its shuffles up to a __syncthreads before warp 1 starts,
+//                as a warp that is scheduled early on a GPU would (a missing barrier between
+//                two uses of the same shared memory then shows).
+enum class Schedule { kForward, kReverse, kWarpsAhead, kRotate };
+
+inline Schedule schedule_for_next_launch() {
+  static const Schedule chosen = [] {
+    const char* v = std::getenv("GTL_EMULATOR_SCHEDULE");
+    const std::string s = v ? v : "rotate";
+    if (s == "forward") return Schedule::kForward;
+    if (s == "reverse") return Schedule::kReverse;
+    if (s == "warps") return Schedule::kWarpsAhead;
+    if (s != "rotate") fail("GTL_EMULATOR_SCHEDULE must be forward, reverse, warps or rotate");
+    return Schedule::kRotate;
   }();
-  return reverse;
+  static unsigned launches = 0;
+  if (chosen != Schedule::kRotate) return chosen;
+  return static_cast<Schedule>(launches++ % 3);
 }
 
-// Releases the warps whose live lanes all wait at a shuffle; returns whether any was released.
-inline bool release_warps(Block& block) {
+// Releases warp w if all its live lanes wait at a shuffle; returns whether it did.
+inline bool release_warp(Block& block, int w) {
   const int n = static_cast<int>(block.fibers.size());
-  bool released = false;
-  for (int w = 0; w * 32 < n; ++w) {
-    const int end = std::min(n, w * 32 + 32);
-    int live = 0, waiting = 0;
-    for (int l = w * 32; l < end; ++l) {
-      live += block.fibers[l].state != State::kDone;
-      waiting += block.fibers[l].state == State::kWarpBarrier;
-    }
-    if (waiting == 0 || waiting != live) continue;
-    if (live != end - w * 32) {
-      threadIdx = block.fibers[w * 32].tid;
-      fail("a warp shuffle with a full mask while some lanes of the warp have exited");
-    }
-    for (int l = w * 32; l < end; ++l) block.fibers[l].state = State::kRun;
-    released = true;
+  const int end = std::min(n, w * 32 + 32);
+  int live = 0, waiting = 0;
+  for (int l = w * 32; l < end; ++l) {
+    live += block.fibers[l].state != State::kDone;
+    waiting += block.fibers[l].state == State::kWarpBarrier;
   }
+  if (waiting == 0 || waiting != live) return false;
+  if (live != end - w * 32) {
+    threadIdx = block.fibers[w * 32].tid;
+    fail("a warp shuffle with a full mask while some lanes of the warp have exited");
+  }
+  for (int l = w * 32; l < end; ++l) block.fibers[l].state = State::kRun;
+  return true;
+}
+
+inline bool release_warps(Block& block) {
+  bool released = false;
+  for (int w = 0; w * 32 < static_cast<int>(block.fibers.size()); ++w)
+    released |= release_warp(block, w);
   return released;
 }
 
@@ -423,7 +445,33 @@ __attribute__((noinline)) inline void run_until_it_waits(Block& block, int i) {
   }
 }
 
-inline void run_block(const std::function<void()>& body) {
+// Runs every runnable thread once, up to its next barrier, in the schedule's order; in kWarpsAhead
+// a warp also goes through its shuffles before the next warp starts. Returns whether any ran.
+inline bool run_pass(Block& block, Schedule schedule) {
+  const int n = static_cast<int>(block.fibers.size());
+  bool ran = false;
+  if (schedule == Schedule::kWarpsAhead) {
+    for (int w = 0; w * 32 < n; ++w) {
+      do {
+        for (int i = w * 32; i < std::min(n, w * 32 + 32); ++i) {
+          if (block.fibers[i].state != State::kRun) continue;
+          run_until_it_waits(block, i);
+          ran = true;
+        }
+      } while (release_warp(block, w));
+    }
+    return ran;
+  }
+  for (int k = 0; k < n; ++k) {
+    const int i = schedule == Schedule::kReverse ? n - 1 - k : k;
+    if (block.fibers[i].state != State::kRun) continue;
+    run_until_it_waits(block, i);
+    ran = true;
+  }
+  return ran;
+}
+
+inline void run_block(const std::function<void()>& body, Schedule schedule) {
   Block block;
   block.body = body;
   const int n = static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
@@ -441,13 +489,7 @@ inline void run_block(const std::function<void()>& body) {
   }
   g_block = &block;
   for (;;) {
-    bool ran = false;
-    for (int k = 0; k < n; ++k) {
-      const int i = reverse_order() ? n - 1 - k : k;
-      if (block.fibers[i].state != State::kRun) continue;
-      run_until_it_waits(block, i);
-      ran = true;
-    }
+    const bool ran = run_pass(block, schedule);
     int done = 0, at_barrier = 0;
     for (const Fiber& f : block.fibers) {
       done += f.state == State::kDone;
@@ -503,13 +545,14 @@ struct Launcher {
     if (rejected()) return;
     const std::tuple<P...> params(static_cast<P>(args)...);  // converted as a launch would
     g_dynamic_shared.resize((shared_bytes + sizeof(float4) - 1) / sizeof(float4));
+    const Schedule schedule = schedule_for_next_launch();
     gridDim = grid;
     blockDim = block;
     for (unsigned z = 0; z < grid.z; ++z)
       for (unsigned y = 0; y < grid.y; ++y)
         for (unsigned x = 0; x < grid.x; ++x) {
           blockIdx = {x, y, z};
-          run_block([&] { std::apply(kernel, params); });
+          run_block([&] { std::apply(kernel, params); }, schedule);
         }
   }
 };
