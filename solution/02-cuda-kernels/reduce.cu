@@ -8,7 +8,7 @@
 //           __syncthreads: __shfl_xor_sync passes registers between the 32 lanes directly
 //           (block_reduce.cuh, also used by the softmax and layernorm kernels).
 //   final   (1c) a fixed grid of a few blocks per SM; each thread first sums many elements in a
-//           register (grid-stride loop), so the tree and the atomics run once per thread, not
+//           register (grid-stride loop), so the tree and the atomics run once per block, not
 //           once per element: the kernel becomes a pure stream of loads, limited by DRAM.
 #include <cuda_runtime.h>
 

@@ -50,13 +50,15 @@ static_assert(kBlock % 32 == 0 && kUnroll >= 1, "block_reduce needs whole warps"
 __global__ void layernorm_block_kernel(const float* x, const float* w, const float* b, float* y,
                                        float* mean_out, float* rstd_out, int cols, float eps) {
   // TODO(lab02) step 5: one block per row (row blockIdx.x); declare __shared__ float
-  // scratch[kBlock / 32] for block_reduce. Strided loops over the row, loading kUnroll = 4
-  // elements (c, c + kBlock, c + 2 kBlock, c + 3 kBlock) into registers before using any, as in
-  // the softmax: mean = block_reduce<false>(partial sums) / cols; then the variance from
-  // (x - mean)^2, NOT E[x^2] - mean^2 (that cancels catastrophically when |mean| is large; a test
-  // uses mean 1e4); rstd = rsqrtf(var + eps); write y = (x - mean) * rstd * w[c] + b[c]; thread 0
-  // saves mean_out[row] and rstd_out[row]. A generic lambda, for_each = [&](auto f) { ... }
-  // calling f(c, x[c]), can hold the strided loop that all three passes share.
+  // scratch[kBlock / 32] for block_reduce. Strided loops over the row, c0 = threadIdx.x,
+  // c0 += kUnroll * kBlock, loading the kUnroll = 4 elements c0, c0 + kBlock, c0 + 2 kBlock,
+  // c0 + 3 kBlock into registers before using any, as in the softmax. Float sums per thread and
+  // the block's tree are accurate enough (only the naive kernel's one long running sum is not):
+  // mean = block_reduce<false>(partial sums) / cols; then the variance from (x - mean)^2, NOT
+  // E[x^2] - mean^2 (that cancels catastrophically when |mean| is large; a test uses mean 1e4);
+  // rstd = rsqrtf(var + eps); write y = (x - mean) * rstd * w[c] + b[c]; thread 0 saves
+  // mean_out[row] and rstd_out[row]. A generic lambda, for_each = [&](auto f) { ... } calling f(c,
+  // x[c]), can hold the strided loop that all three passes share.
   (void)x, (void)w, (void)b, (void)y, (void)mean_out, (void)rstd_out, (void)cols, (void)eps;
 }
 

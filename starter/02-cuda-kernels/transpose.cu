@@ -26,11 +26,13 @@ __global__ void transpose_naive_kernel(const float* in, float* out, int rows, in
 __global__ void transpose_tiled_kernel(const float* in, float* out, int rows, int cols) {
   // TODO(lab02) step 2: declare __shared__ float tile[kTile][kTile + 1] (the +1 is the padding
   // that puts a column's 32 elements in 32 different banks). The block covers the 32x32 input
-  // tile starting at row blockIdx.y * kTile, column blockIdx.x * kTile; its 32 x 8 threads loop
-  // over the tile's rows in steps of kRowsPerPass. Load with consecutive threadIdx.x reading
-  // consecutive columns, __syncthreads(), then write the transposed tile so that consecutive
-  // threadIdx.x write consecutive output columns (read tile[threadIdx.x][dy]). Check bounds on
-  // both sides: rows and cols need not be multiples of 32.
+  // tile starting at row r0 = blockIdx.y * kTile, column c0 = blockIdx.x * kTile; its 32 x 8
+  // threads loop over the tile's rows, dy = threadIdx.y, threadIdx.y + 8, ... < kTile. Load
+  // tile[dy][threadIdx.x] = in[r0 + dy][c0 + threadIdx.x] (consecutive threads, consecutive
+  // columns), __syncthreads(), then write the transposed tile: in the output, which has `rows`
+  // columns, the tile starts at row c0 and column r0 (the block indices swap), and
+  // out[c0 + dy][r0 + threadIdx.x] = tile[threadIdx.x][dy], so consecutive threads again write
+  // consecutive addresses. Check bounds on both sides: rows and cols need not be multiples of 32.
   (void)in, (void)out, (void)rows, (void)cols;
 }
 

@@ -32,13 +32,12 @@ void sgemm_tiled(const float* a, const float* b, float* c, int m, int n, int k,
 void sgemm_register_tiled(const float* a, const float* b, float* c, int m, int n, int k,
                           cudaStream_t stream);  // TODO 3b
 
-// ---- 4. Row softmax (softmax.cu): each row of x[rows x cols] -> softmax
-// --------------------------
+// ---- 4. Row softmax (softmax.cu): each row of x[rows x cols] -> softmax -------------------------
 void softmax_naive(const float* x, float* y, int rows, int cols, cudaStream_t stream);
 void softmax(const float* x, float* y, int rows, int cols, cudaStream_t stream);  // TODO 4
 
-// ---- 5. LayerNorm forward (layernorm.cu): y = (x - mean) * rstd * weight + bias per row
-// ---------- mean and rstd [rows] are saved for the backward pass, as in a training framework.
+// ---- 5. LayerNorm forward (layernorm.cu): y = (x - mean) * rstd * weight + bias per row -------
+// mean and rstd [rows] are saved for the backward pass, as in a training framework.
 void layernorm_naive(const float* x, const float* weight, const float* bias, float* y, float* mean,
                      float* rstd, int rows, int cols, float eps, cudaStream_t stream);
 void layernorm(const float* x, const float* weight, const float* bias, float* y, float* mean,

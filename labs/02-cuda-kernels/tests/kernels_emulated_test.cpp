@@ -6,8 +6,8 @@
 // nothing about speed: that is measured on a GPU by lab02_bench.
 //
 // References are computed here in double precision. Outputs start as NaN, so an element a kernel
-// never writes fails, and every comparison fails on NaN. To expose a missing __syncthreads that the
-// usual thread order hides, run with GTL_EMULATOR_REVERSE=1 (highest thread first).
+// never writes fails, and every comparison fails on NaN. Launches take three thread orders in
+// turn (cuda_emulator.h, Schedule); GTL_EMULATOR_SCHEDULE=forward|reverse|warps fixes one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,7 +39,8 @@ std::string first_mismatch(const std::vector<double>& expected, const float* got
     const double err = std::fabs(expected[i] - got[i]);
     if (!(err <= atol + rtol * std::fabs(expected[i])))  // written so that NaN fails
       return "element " + std::to_string(i) + ": expected " + std::to_string(expected[i]) +
-             ", got " + std::to_string(got[i]) + (std::isnan(got[i]) ? " (never written)" : "");
+             ", got " + std::to_string(got[i]) +
+             (std::isnan(got[i]) ? " (NaN: never written, or computed as NaN)" : "");
   }
   return "";
 }
@@ -65,8 +66,8 @@ TEST(EmulatedReduce, EveryVersionSumsAnySizeAndAlignment) {
         EXPECT_TRUE(std::fabs(out - exact) <= 1e-5 * magnitude + 1e-6)
             << name << ", n = " << n << ", input offset " << offset << " floats: got " << out
             << ", expected " << exact
-            << " (NaN: *out never written; far off: elements lost at block edges or a "
-               "__syncthreads missing between tree levels)";
+            << " (0: nothing was added; far off: elements lost at block edges, a __syncthreads "
+               "missing between tree levels in 1a, or a float4 path for a misaligned input in 1c)";
       }
     }
   }
@@ -153,7 +154,10 @@ TEST(EmulatedSoftmax, BothVersionsOnOddRowsLongRowsLargeAndMaskedLogits) {
       EXPECT_EQ(bad, "") << (online ? "TODO 4 online softmax" : "naive softmax") << ", " << rows
                          << "x" << cols << ", logits up to " << scale << " with some -inf: inf "
                          << "or NaN means exp of a large logit (subtract the running max) or "
-                         << "exp(-inf - (-inf)) (a -inf logit adds 0 to the sum)";
+                         << "exp(-inf - (-inf)) (a -inf logit adds 0 to the sum); finite but "
+                         << "wrong means elements counted twice or missed (the loop step is "
+                         << "kUnroll * kBlock) or a barrier missing in block_reduce (check "
+                         << "EmulatedReduce first)";
     }
   }
 }

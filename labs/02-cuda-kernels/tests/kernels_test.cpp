@@ -63,13 +63,21 @@ TEST(Reduce, EveryVersionSumsAnySize) {
     const Tensor x = Tensor::uniform({n}, g, -1.f, 1.f);
     double exact = 0, magnitude = 0;
     for (float v : x.to_vector()) exact += v, magnitude += std::fabs(v);
-    const Tensor xg = x.to(kGpu);
-    for (const auto& [name, fn] : versions) {
-      const float got = run_on_gpu(xg, fn);
-      // float32 accumulation in any order: error bounded by ~n eps |x|; 1e-5 relative is ample.
-      EXPECT_TRUE(std::fabs(got - exact) <= 1e-5 * magnitude + 1e-6)
-          << name << ", n = " << n << ": got " << got << ", expected " << exact
-          << " (NaN: *out never written; far off: elements lost at block or tile edges)";
+    // The same values one float past a 16-byte boundary: float4 loads need a fallback there
+    // (on a GPU a misaligned float4 load is an error, "misaligned address").
+    std::vector<float> shifted = x.to_vector();
+    shifted.insert(shifted.begin(), 0.f);
+    const Tensor shifted_gpu = Tensor::from_vector(shifted, {n + 1}).to(kGpu);
+    for (const auto& [xg, offset] : {std::pair{x.to(kGpu), 0}, {shifted_gpu.slice(1, n + 1), 1}}) {
+      for (const auto& [name, fn] : versions) {
+        const float got = run_on_gpu(xg, fn);
+        // float32 accumulation in any order: error bounded by ~n eps |x|; 1e-5 relative is ample.
+        EXPECT_TRUE(std::fabs(got - exact) <= 1e-5 * magnitude + 1e-6)
+            << name << ", n = " << n << ", input offset " << offset << " floats: got " << got
+            << ", expected " << exact
+            << " (NaN: *out never written; 0: nothing was added; far off: elements lost at block "
+               "edges, or float4 loads from a misaligned input)";
+      }
     }
   }
 }
