@@ -45,6 +45,12 @@ std::string first_mismatch(const std::vector<double>& expected, const float* got
   return "";
 }
 
+// Fails with the lesson first (the grader's one-line summary shows a failure's first line) and
+// the evidence after it.
+void expect_no_mismatch(const std::string& mismatch, const ::testing::Message& lesson) {
+  if (!mismatch.empty()) ADD_FAILURE() << lesson << " [" << mismatch << "]";
+}
+
 using ReduceFn = void (*)(const float*, float*, int64_t, cudaStream_t);
 
 TEST(EmulatedReduce, EveryVersionSumsAnySizeAndAlignment) {
@@ -63,11 +69,13 @@ TEST(EmulatedReduce, EveryVersionSumsAnySizeAndAlignment) {
       for (const auto& [name, fn] : versions) {
         float out = kNaN;
         fn(x, &out, n, nullptr);
-        EXPECT_TRUE(std::fabs(out - exact) <= 1e-5 * magnitude + 1e-6)
-            << name << ", n = " << n << ", input offset " << offset << " floats: got " << out
-            << ", expected " << exact
-            << " (0: nothing was added; far off: elements lost at block edges, a __syncthreads "
-               "missing between tree levels in 1a, or a float4 path for a misaligned input in 1c)";
+        if (!(std::fabs(out - exact) <= 1e-5 * magnitude + 1e-6))
+          ADD_FAILURE()
+              << name << ", n = " << n << ", input offset " << offset << " floats: got " << out
+              << ", expected " << exact
+              << " (0: nothing was added; far off: elements lost at block edges, a __syncthreads "
+                 "missing between tree levels in 1a, or a float4 path for a misaligned input in "
+                 "1c)";
       }
     }
   }
@@ -85,9 +93,11 @@ TEST(EmulatedTranspose, BothVersionsOnOddShapes) {
       (tiled ? lab02::transpose : lab02::transpose_naive)(in.data(), out.data(), rows, cols,
                                                           nullptr);
       const std::string bad = first_mismatch(expected, out.data(), 0, 0);
-      EXPECT_EQ(bad, "") << (tiled ? "TODO 2 tiled" : "naive") << " transpose of " << rows << "x"
-                         << cols << ": a transpose moves values exactly (check the edge tiles and "
-                         << "the __syncthreads between loading and storing the tile)";
+      expect_no_mismatch(bad, ::testing::Message()
+                                  << (tiled ? "TODO 2 tiled" : "naive") << " transpose of " << rows
+                                  << "x" << cols
+                                  << ": a transpose moves values exactly (check the edge tiles and "
+                                  << "the __syncthreads between loading and storing the tile)");
     }
   }
 }
@@ -112,11 +122,14 @@ TEST(EmulatedSgemm, EveryVersionOnEdgeShapes) {
       std::vector<float> c(expected.size() + 1, kNaN);  // one guard element past the end
       fn(a.data(), b.data(), c.data(), m, n, k, nullptr);
       const std::string bad = first_mismatch(expected, c.data(), 1e-4, 1e-5 * k);
-      EXPECT_EQ(bad, "") << name << ", M N K = " << m << " " << n << " " << k
-                         << ": a wrong index, a missing edge (zero-fill the tiles past M, N, K), "
-                         << "or a tile overwritten before every thread has used it (the "
-                         << "__syncthreads at the end of each k step)";
-      EXPECT_TRUE(std::isnan(c.back())) << name << " wrote past the end of C (mask the stores)";
+      expect_no_mismatch(
+          bad, ::testing::Message()
+                   << name << ", M N K = " << m << " " << n << " " << k
+                   << ": a wrong index, a missing edge (zero-fill the tiles past M, N, K), "
+                   << "or a tile overwritten before every thread has used it (the "
+                   << "__syncthreads at the end of each k step)");
+      if (!std::isnan(c.back()))
+        ADD_FAILURE() << name << " wrote past the end of C (mask the stores)";
     }
   }
 }
@@ -151,13 +164,15 @@ TEST(EmulatedSoftmax, BothVersionsOnOddRowsLongRowsLargeAndMaskedLogits) {
       std::vector<float> y(x.size(), kNaN);
       (online ? lab02::softmax : lab02::softmax_naive)(x.data(), y.data(), rows, cols, nullptr);
       const std::string bad = first_mismatch(expected, y.data(), 1e-4, 1e-7);
-      EXPECT_EQ(bad, "") << (online ? "TODO 4 online softmax" : "naive softmax") << ", " << rows
-                         << "x" << cols << ", logits up to " << scale << " with some -inf: inf "
-                         << "or NaN means exp of a large logit (subtract the running max) or "
-                         << "exp(-inf - (-inf)) (a -inf logit adds 0 to the sum); finite but "
-                         << "wrong means elements counted twice or missed (the loop step is "
-                         << "kUnroll * kBlock) or a barrier missing in block_reduce (check "
-                         << "EmulatedReduce first)";
+      expect_no_mismatch(
+          bad, ::testing::Message()
+                   << (online ? "TODO 4 online softmax" : "naive softmax") << ", " << rows << "x"
+                   << cols << ", logits up to " << scale << " with some -inf: inf "
+                   << "or NaN means exp of a large logit (subtract the running max) or "
+                   << "exp(-inf - (-inf)) (a -inf logit adds 0 to the sum); finite but "
+                   << "wrong means elements counted twice or missed (the loop step is "
+                   << "kUnroll * kBlock) or a barrier missing in block_reduce (check "
+                   << "EmulatedReduce first)");
     }
   }
 }
@@ -196,11 +211,15 @@ TEST(EmulatedLayerNorm, BothVersionsWithSavedStatistics) {
       // to half of that: (x - mean) * rstd * w is off by ~2e-3 in any float32 kernel (rstd ~1.7
       // here), while E[x^2] - mean^2 is off by O(1). The tolerance follows the offset.
       const double tol = offset > 0 ? 5e-3 : 1e-4;
-      EXPECT_EQ(first_mismatch(expected_mean, mean.data(), 1e-5, 1e-6), "") << what << ": mean";
-      EXPECT_EQ(first_mismatch(expected_rstd, rstd.data(), tol, 1e-6), "")
-          << what << ": rstd (large offsets: compute the variance from x - mean, not E[x^2] - "
-          << "mean^2)";
-      EXPECT_EQ(first_mismatch(expected, y.data(), tol, tol), "") << what << ": output";
+      expect_no_mismatch(first_mismatch(expected_mean, mean.data(), 1e-5, 1e-6),
+                         ::testing::Message() << what << ": mean");
+      expect_no_mismatch(
+          first_mismatch(expected_rstd, rstd.data(), tol, 1e-6),
+          ::testing::Message()
+              << what << ": rstd (large offsets: compute the variance from x - mean, not E[x^2] - "
+              << "mean^2)");
+      expect_no_mismatch(first_mismatch(expected, y.data(), tol, tol), ::testing::Message()
+                                                                           << what << ": output");
     }
   }
 }
@@ -239,12 +258,16 @@ TEST(EmulatedLayerNormBackward, StretchStep) {
                               got_dx.data(), got_dw.data(), got_db.data(), rows, cols, nullptr);
     const std::string what =
         "TODO 5b layernorm backward, " + std::to_string(rows) + "x" + std::to_string(cols);
-    EXPECT_EQ(first_mismatch(dx, got_dx.data(), 1e-3, 1e-4), "")
-        << what << ": dx (two row sums: the means of dxhat and of dxhat * xhat)";
-    EXPECT_EQ(first_mismatch(dw, got_dw.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5), "")
-        << what << ": dweight = sum over rows of dy * xhat";
-    EXPECT_EQ(first_mismatch(db, got_db.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5), "")
-        << what << ": dbias = sum over rows of dy";
+    expect_no_mismatch(first_mismatch(dx, got_dx.data(), 1e-3, 1e-4),
+                       ::testing::Message()
+                           << what
+                           << ": dx (two row sums: the means of dxhat and of dxhat * xhat)");
+    expect_no_mismatch(
+        first_mismatch(dw, got_dw.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5),
+        ::testing::Message() << what << ": dweight = sum over rows of dy * xhat");
+    expect_no_mismatch(
+        first_mismatch(db, got_db.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5),
+        ::testing::Message() << what << ": dbias = sum over rows of dy");
   }
 }
 
@@ -259,11 +282,13 @@ TEST(EmulatedBiasGelu, FusedAndUnfused) {
     }
     std::vector<float> tmp(x.size(), kNaN), y(x.size(), kNaN), fused(x.size(), kNaN);
     lab02::bias_gelu_unfused(x.data(), bias.data(), tmp.data(), y.data(), rows, cols, nullptr);
-    EXPECT_EQ(first_mismatch(expected, y.data(), 1e-5, 1e-6), "") << "unfused (provided)";
+    expect_no_mismatch(first_mismatch(expected, y.data(), 1e-5, 1e-6), ::testing::Message()
+                                                                           << "unfused (provided)");
     lab02::bias_gelu_fused(x.data(), bias.data(), fused.data(), rows, cols, nullptr);
-    EXPECT_EQ(first_mismatch(expected, fused.data(), 1e-5, 1e-6), "")
-        << "TODO 6 fused bias + GELU, " << rows << "x" << cols
-        << ": y[i] = gelu(x[i] + bias[i % cols]) for every i (a grid-stride loop covers any size)";
+    expect_no_mismatch(first_mismatch(expected, fused.data(), 1e-5, 1e-6),
+                       ::testing::Message() << "TODO 6 fused bias + GELU, " << rows << "x" << cols
+                                            << ": y[i] = gelu(x[i] + bias[i % cols]) for every i "
+                                               "(a grid-stride loop covers any size)");
   }
 }
 
