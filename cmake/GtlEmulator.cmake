@@ -87,10 +87,12 @@ function(gtl_add_emulated_test)
   set_source_files_properties(${kernel_sources} PROPERTIES COMPILE_OPTIONS
                               "-include;${GTL_EMULATOR_DIR}/cuda_emulator.h;-w")
   target_compile_definitions(${E_NAME} PRIVATE ${E_DEFINITIONS})
-  # A float4 load from an address that is not 16-byte aligned faults on a GPU ("misaligned
-  # address"); on the CPU it just works. The sanitizer makes it fail here too.
-  target_compile_options(${E_NAME} PRIVATE -fsanitize=alignment -fno-sanitize-recover=alignment)
-  target_link_options(${E_NAME} PRIVATE -fsanitize=alignment)
+  # What a GPU (or compute-sanitizer) would stop: a read or write outside an array, and a float4
+  # load from an address that is not 16-byte aligned ("misaligned address"). On the CPU both just
+  # work; the sanitizers make them fail here too, naming the kernel's line.
+  target_compile_options(${E_NAME} PRIVATE -fsanitize=address,alignment
+                                           -fno-sanitize-recover=alignment)
+  target_link_options(${E_NAME} PRIVATE -fsanitize=address,alignment)
   target_link_libraries(${E_NAME} PRIVATE GTest::gtest GTest::gtest_main)
   gtl_target_warnings(${E_NAME})
   add_test(NAME ${E_NAME} COMMAND ${E_NAME} --gtest_brief=1)

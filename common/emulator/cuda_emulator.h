@@ -13,7 +13,9 @@
 // or gridDim.y or .z above 65535 (cudaGetLastError returns cudaErrorInvalidConfiguration), and
 // stops the program at a __syncthreads some threads never reach or a shuffle over lanes that have
 // exited (a GPU would hang or give undefined results). Emulated tests are built with
-// -fsanitize=alignment, so a float4 load from a misaligned address fails as on a GPU. It does not
+// -fsanitize=address,alignment, so a read or write outside an array, or a float4 load from a
+// misaligned address, stops the test with the kernel's line, as compute-sanitizer or the GPU
+// itself would. It does not
 // model timing, coalescing, bank conflicts, the memory model between blocks, or partial-warp
 // masks: speed is measured on a GPU (the lab's benchmarks).
 //
@@ -24,6 +26,15 @@
 
 #include <setjmp.h>
 #include <ucontext.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+
+// Leaks are not a kernel's fault (a GPU reports none): only out-of-bounds accesses stop a test.
+extern "C" inline const char* __asan_default_options() {
+  return "detect_leaks=0";
+}
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -368,15 +379,45 @@ inline void* dynamic_shared() {
   return g_dynamic_shared.data();
 }
 
+// AddressSanitizer (emulated tests use it: an out-of-bounds access is what compute-sanitizer
+// reports on a GPU) must be told when execution moves to another stack, or it takes the fiber
+// stacks for a corrupted one. Without the sanitizer these compile to nothing.
+#if defined(__SANITIZE_ADDRESS__)
+inline const void* g_scheduler_stack = nullptr;  // the scheduler's (the test's) stack
+inline size_t g_scheduler_stack_size = 0;
+inline void enter_fiber_stack(void** save, int i) {
+  __sanitizer_start_switch_fiber(save, g_stacks[i].get(), kStackBytes);
+}
+inline void leave_fiber_stack(void** save) {
+  __sanitizer_start_switch_fiber(save, g_scheduler_stack, g_scheduler_stack_size);
+}
+inline void arrived_on_fiber(void* save) {
+  __sanitizer_finish_switch_fiber(save, &g_scheduler_stack, &g_scheduler_stack_size);
+}
+inline void arrived_on_scheduler(void* save) {
+  __sanitizer_finish_switch_fiber(save, nullptr, nullptr);
+}
+#else
+inline void enter_fiber_stack(void**, int) {}
+inline void leave_fiber_stack(void**) {}
+inline void arrived_on_fiber(void*) {}
+inline void arrived_on_scheduler(void*) {}
+#endif
+
 inline void yield(State s) {
   Fiber& f = g_block->fibers[g_block->current];
   f.state = s;
+  void* save = nullptr;
+  leave_fiber_stack(&save);
   if (_setjmp(f.env) == 0) _longjmp(g_block->scheduler, 1);
+  arrived_on_fiber(save);
 }
 
 inline void fiber_main() {
+  arrived_on_fiber(nullptr);
   g_block->body();
   g_block->fibers[g_block->current].state = State::kDone;
+  leave_fiber_stack(nullptr);  // nullptr: this fiber's stack is done with
   _longjmp(g_block->scheduler, 1);
 }
 
@@ -436,6 +477,8 @@ __attribute__((noinline)) inline void run_until_it_waits(Block& block, int i) {
   Fiber& f = block.fibers[i];
   block.current = i;
   threadIdx = f.tid;
+  void* save = nullptr;
+  enter_fiber_stack(&save, i);
   if (_setjmp(block.scheduler) == 0) {
     if (!f.started) {
       f.started = true;
@@ -443,6 +486,7 @@ __attribute__((noinline)) inline void run_until_it_waits(Block& block, int i) {
     }
     _longjmp(f.env, 1);
   }
+  arrived_on_scheduler(save);
 }
 
 // Runs every runnable thread once, up to its next barrier, in the schedule's order; in kWarpsAhead
