@@ -78,12 +78,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     // Eight threads read one row's 8 consecutive A values (a 32-byte sector), 32 threads one row
     // of B: every global load is fully used.
 #pragma unroll
-    for (int i = threadIdx.x; i < kBM * kBK; i += kThreads) {
+    for (int step = 0; step < kBM * kBK / kThreads; ++step) {
+      const int i = threadIdx.x + step * kThreads;
       const int r = i / kBK, kk = i % kBK, gr = row0 + r, gk = k0 + kk;
       as[kk][r] = (gr < m && gk < k) ? a[int64_t{gr} * k + gk] : 0.f;
     }
 #pragma unroll
-    for (int i = threadIdx.x; i < kBK * kBN; i += kThreads) {
+    for (int step = 0; step < kBK * kBN / kThreads; ++step) {
+      const int i = threadIdx.x + step * kThreads;
       const int kk = i / kBN, cc = i % kBN, gk = k0 + kk, gc = col0 + cc;
       bs[kk][cc] = (gk < k && gc < n) ? b[int64_t{gk} * n + gc] : 0.f;
     }
