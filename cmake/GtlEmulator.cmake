@@ -63,6 +63,8 @@ function(gtl_add_emulated_test)
     gtl_emulator_rewrite_launches("${text}" text)
     string(REGEX REPLACE "extern${space}+__shared__${space}+([A-Za-z_][A-Za-z0-9_: ]*[A-Za-z0-9_])${space}+(${identifier})${space}*\\[${space}*\\]${space}*;"
                          "\\1* const \\2 = static_cast<\\1*>(emu::dynamic_shared());" text "${text}")
+    # Compiler errors and sanitizer reports then name the original file and line, not the copy.
+    set(text "#line 1 \"${file}\"\n${text}")
     get_filename_component(name ${file} NAME)
     if(name MATCHES "\\.cu$")
       set(name ${name}.cpp)
@@ -89,8 +91,8 @@ function(gtl_add_emulated_test)
   target_compile_definitions(${E_NAME} PRIVATE ${E_DEFINITIONS})
   # What a GPU (or compute-sanitizer) would stop: a read or write outside an array, and a float4
   # load from an address that is not 16-byte aligned ("misaligned address"). On the CPU both just
-  # work; the sanitizers make them fail here too, naming the kernel's line.
-  target_compile_options(${E_NAME} PRIVATE -fsanitize=address,alignment
+  # work; the sanitizers make them fail here too, naming the kernel's line (-g1: line tables).
+  target_compile_options(${E_NAME} PRIVATE -g1 -fsanitize=address,alignment
                                            -fno-sanitize-recover=alignment)
   target_link_options(${E_NAME} PRIVATE -fsanitize=address,alignment)
   target_link_libraries(${E_NAME} PRIVATE GTest::gtest GTest::gtest_main)
