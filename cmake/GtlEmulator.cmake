@@ -61,7 +61,8 @@ function(gtl_add_emulated_test)
   foreach(file ${E_KERNELS})
     file(READ ${file} text)
     gtl_emulator_rewrite_launches("${text}" text)
-    string(REGEX REPLACE "extern${space}+__shared__${space}+([A-Za-z_][A-Za-z0-9_: ]*[A-Za-z0-9_])${space}+(${identifier})${space}*\\[${space}*\\]${space}*;"
+    # The element type may be one letter: `extern __shared__ T buf[];` in a template kernel.
+    string(REGEX REPLACE "extern${space}+__shared__${space}+([A-Za-z_][A-Za-z0-9_: ]*[A-Za-z0-9_]|[A-Za-z_])${space}+(${identifier})${space}*\\[${space}*\\]${space}*;"
                          "\\1* const \\2 = static_cast<\\1*>(emu::dynamic_shared());" text "${text}")
     # Compiler errors and sanitizer reports then name the original file and line, not the copy.
     set(text "#line 1 \"${file}\"\n${text}")

@@ -9,15 +9,15 @@
 // (forward, reverse, and warps running ahead of each other: see Schedule), because each order
 // hides some missing barriers that another exposes.
 //
-// It rejects, as a GPU does, a launch with an empty grid or block, more than 1024 threads per block
-// or gridDim.y or .z above 65535 (cudaGetLastError returns cudaErrorInvalidConfiguration), and
-// stops the program at a __syncthreads some threads never reach or a shuffle over lanes that have
-// exited (a GPU would hang or give undefined results). Emulated tests are built with
-// -fsanitize=address,alignment, so a read or write outside an array, or a float4 load from a
-// misaligned address, stops the test with the kernel's line, as compute-sanitizer or the GPU
-// itself would. It does not
-// model timing, coalescing, bank conflicts, the memory model between blocks, or partial-warp
-// masks: speed is measured on a GPU (the lab's benchmarks).
+// It rejects, as a GPU does, a launch with an empty grid or block, more than 1024 threads per
+// block, blockDim.z above 64, gridDim.x above 2^31 - 1 or gridDim.y or .z above 65535
+// (cudaGetLastError returns cudaErrorInvalidConfiguration), and stops the program at a
+// __syncthreads some threads never reach or a shuffle over lanes that have exited (a GPU would hang
+// or give undefined results). Emulated tests are built with -fsanitize=address,alignment, so a read
+// or write outside an array, or a float4 load from a misaligned address, stops the test with the
+// kernel's line, as compute-sanitizer or the GPU itself would. It does not model timing,
+// coalescing, bank conflicts, the memory model between blocks, or partial-warp masks: speed is
+// measured on a GPU (the lab's benchmarks).
 //
 // Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
 // `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
@@ -47,6 +47,7 @@ extern "C" inline const char* __asan_default_options() {
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 // ---- the CUDA types and qualifiers kernels use -------------------------------------------------
@@ -166,32 +167,34 @@ T __ldg(const T* p) {
 }
 
 // One block runs at a time and fibers switch only at barriers: atomics are plain read-modify-write.
+// The type comes from the pointer alone and the value converts to it, as with CUDA's overloads
+// (atomicAdd(unsigned_counter, 1), atomicAdd(float_sum, 1)).
 template <typename T>
-T atomicAdd(T* p, T v) {
+T atomicAdd(T* p, std::type_identity_t<T> v) {
   const T old = *p;
   *p = old + v;
   return old;
 }
 template <typename T>
-T atomicMax(T* p, T v) {
+T atomicMax(T* p, std::type_identity_t<T> v) {
   const T old = *p;
   *p = std::max(old, v);
   return old;
 }
 template <typename T>
-T atomicMin(T* p, T v) {
+T atomicMin(T* p, std::type_identity_t<T> v) {
   const T old = *p;
   *p = std::min(old, v);
   return old;
 }
 template <typename T>
-T atomicExch(T* p, T v) {
+T atomicExch(T* p, std::type_identity_t<T> v) {
   const T old = *p;
   *p = v;
   return old;
 }
 template <typename T>
-T atomicCAS(T* p, T compare, T v) {
+T atomicCAS(T* p, std::type_identity_t<T> compare, std::type_identity_t<T> v) {
   const T old = *p;
   if (old == compare) *p = v;
   return old;
@@ -571,8 +574,12 @@ struct Launcher {
     const char* why = nullptr;
     if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
       why = "an empty grid or block";
-    else if (block.x * block.y * block.z > 1024)
+    else if (uint64_t{block.x} * block.y * block.z > 1024)  // 64 bits: 65536 x 65536 is not 0
       why = "more than 1024 threads per block";
+    else if (block.z > 64)
+      why = "blockDim.z above 64";
+    else if (grid.x > 2147483647u)  // a negative block count converted to unsigned, say
+      why = "gridDim.x above 2^31 - 1";
     else if (grid.y > 65535 || grid.z > 65535)
       why = "gridDim.y or gridDim.z above 65535";
     if (why == nullptr) return false;
@@ -588,7 +595,9 @@ struct Launcher {
   void operator()(A&&... args) const {
     if (rejected()) return;
     const std::tuple<P...> params(static_cast<P>(args)...);  // converted as a launch would
-    g_dynamic_shared.resize((shared_bytes + sizeof(float4) - 1) / sizeof(float4));
+    // A new buffer of this launch's size, not an earlier launch's larger one kept: AddressSanitizer
+    // then stops a kernel that uses more dynamic shared memory than its launch gave.
+    g_dynamic_shared = std::vector<float4>((shared_bytes + sizeof(float4) - 1) / sizeof(float4));
     const Schedule schedule = schedule_for_next_launch();
     gridDim = grid;
     blockDim = block;
@@ -603,17 +612,23 @@ struct Launcher {
 
 // A shuffle: every lane publishes its value, the warp meets, each lane reads its source lane's
 // value, and the warp meets again so that no lane overwrites a value another has yet to read.
+// The warp is cut into segments of `width` lanes; source() gets the first and last lane of the
+// calling lane's segment, and returns the lane itself where CUDA keeps the lane's own value.
 template <typename T>
-T shuffle(unsigned mask, T v, int (*source)(int lane, int arg), int arg) {
+T shuffle(unsigned mask, T v, int (*source)(int lane, int arg, int first, int last), int arg,
+          int width) {
   static_assert(sizeof(T) <= sizeof(uint64_t), "shuffles move 4- or 8-byte values");
   if (mask != 0xffffffffu) fail("shuffle masks other than 0xffffffff are not emulated");
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0)
+    fail("a shuffle width that is not a power of 2 from 1 to 32 (undefined in CUDA)");
   Block& b = *g_block;
   const int me =
       static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
   const int lane = me % 32;
   std::memcpy(&b.lanes[me], &v, sizeof(T));
   yield(State::kWarpBarrier);
-  const int src = source(lane, arg);
+  const int first = lane & ~(width - 1);
+  const int src = source(lane, arg, first, first + width - 1);
   T out = v;
   if (src >= 0 && src < 32 && me - lane + src < static_cast<int>(b.fibers.size()))
     std::memcpy(&out, &b.lanes[me - lane + src], sizeof(T));
@@ -631,24 +646,26 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
   emu::yield(emu::State::kWarpBarrier);
 }
 template <typename T>
-T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int = 32) {
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
   return emu::shuffle(
-      mask, v, [](int lane, int m) { return lane ^ m; }, lane_mask);
+      mask, v, [](int lane, int m, int, int last) { return (lane ^ m) <= last ? lane ^ m : lane; },
+      lane_mask, width);
 }
 template <typename T>
-T __shfl_down_sync(unsigned mask, T v, unsigned delta, int = 32) {
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   return emu::shuffle(
-      mask, v, [](int lane, int d) { return lane + d < 32 ? lane + d : lane; },
-      static_cast<int>(delta));
+      mask, v, [](int lane, int d, int, int last) { return lane + d <= last ? lane + d : lane; },
+      static_cast<int>(delta), width);
 }
 template <typename T>
-T __shfl_up_sync(unsigned mask, T v, unsigned delta, int = 32) {
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   return emu::shuffle(
-      mask, v, [](int lane, int d) { return lane - d >= 0 ? lane - d : lane; },
-      static_cast<int>(delta));
+      mask, v, [](int lane, int d, int first, int) { return lane - d >= first ? lane - d : lane; },
+      static_cast<int>(delta), width);
 }
 template <typename T>
-T __shfl_sync(unsigned mask, T v, int src_lane, int = 32) {
+T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
   return emu::shuffle(
-      mask, v, [](int, int src) { return src & 31; }, src_lane);
+      mask, v, [](int, int src, int first, int last) { return first + (src & (last - first)); },
+      src_lane, width);
 }
