@@ -15,17 +15,23 @@
 // a cache keyed by the shapes, like torch.backends.cudnn.benchmark: it pays off when the shapes
 // repeat (a training loop), and costs a slow first step when they do not.
 //
-// Both switches are process-wide (like PyTorch's), read at each call; the Scoped* guards set one
-// for a block and restore the previous value on exit, also when an exception leaves the block.
+// Both switches are per thread, read at each call: the simulated ranks of the distributed labs are
+// threads of one process, and one rank turning TF32 on must not change another rank's GEMMs in
+// the middle of its step (a process-wide switch, as PyTorch's, would race there). A new thread
+// starts with both off, whatever the thread that started it had set: set them in each rank. The
+// Scoped* guards set one for a block and restore the previous value on exit, also when an
+// exception leaves the block.
 #pragma once
 
 namespace gtl::ops {
 
-// TF32 tensor-core math for float32 matmul and convolution on the GPU. Default: off.
+// TF32 tensor-core math for float32 matmul and convolution on the GPU, for this thread. Default:
+// off.
 bool tf32_enabled();
 void set_tf32_enabled(bool enabled);
 
-// cuDNN algorithm choice by measurement (true) or by heuristic (false, the default).
+// cuDNN algorithm choice by measurement (true) or by heuristic (false, the default), for this
+// thread.
 bool cudnn_benchmark_enabled();
 void set_cudnn_benchmark(bool enabled);
 

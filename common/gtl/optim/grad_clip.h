@@ -22,6 +22,12 @@ namespace gtl::optim {
 // tensor of shape [1] on the gradients' device (call .item() to log it: that synchronises).
 Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm);
 
+// The second half of clip_grad_norm_: every gradient *= min(max_norm / (total_norm + 1e-6), 1),
+// with total_norm a float32 [1] tensor on the gradients' device. Sharded training computes the
+// norm over all ranks' shards first (dist::clip_grad_norm_ in dist/sharded_grads.h).
+void scale_by_clip_coef_(const std::vector<ParamRef>& params, const Tensor& total_norm,
+                         float max_norm);
+
 namespace detail {
 // grad *= min(coef(norm), 1), reading norm[0] on the device (grad_clip.cu).
 void scale_by_clip_coef_cuda(const Tensor& grad, const Tensor& norm, float max_norm);

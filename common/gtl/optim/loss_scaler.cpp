@@ -88,6 +88,15 @@ void LossScaler::update() {
   unscaled_ = stepped_ = false;
 }
 
+void LossScaler::set_found_inf_flag(const Tensor& flag) {
+  GTL_CHECK(unscaled_ && !stepped_,
+            "LossScaler::set_found_inf_flag: only between unscale_ and step() (the flag of this "
+            "step must exist and not have been read yet)");
+  GTL_CHECK(flag.defined() && flag.numel() == 1 && flag.dtype() == DType::Float32,
+            "LossScaler::set_found_inf_flag: expected a float32 tensor of one element");
+  flag_ = flag;
+}
+
 void LossScaler::load_state(const LossScalerState& state) {
   GTL_CHECK(state.scale > 0.f && std::isfinite(state.scale) && state.growth_tracker >= 0,
             "LossScaler::load_state: expected a finite scale > 0 and a tracker >= 0, got "

@@ -54,6 +54,14 @@ class LossScaler {
   // Whether the last step() found an inf or NaN (and skipped the step).
   bool found_inf() const { return found_inf_; }
 
+  // The flag unscale_ wrote: float32 [1] on the gradients' device, 1 when an inf or NaN was seen;
+  // undefined before unscale_ or when unscale_ saw no parameters. Sharded training (ZeRO, FSDP)
+  // unscales only this rank's shard, so each rank sees only its own overflows: between unscale_
+  // and step(), dist::all_reduce_found_inf (dist/sharded_grads.h) replaces the flag with the max
+  // over the group, and every rank skips the same steps.
+  const Tensor& found_inf_flag() const { return flag_; }
+  void set_found_inf_flag(const Tensor& flag);
+
   LossScalerState state() const { return state_; }
   void load_state(const LossScalerState& state);
 
