@@ -30,8 +30,10 @@ else
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
-  echo "[deps] CUDA toolkit: $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} {} --version | tail -1)"
+nvcc_path="$(command -v nvcc || true)"
+[[ -z "$nvcc_path" && -x /usr/local/cuda/bin/nvcc ]] && nvcc_path=/usr/local/cuda/bin/nvcc
+if [[ -n "$nvcc_path" ]]; then
+  echo "[deps] CUDA toolkit: $("$nvcc_path" --version | tail -1) ($nvcc_path)"
 else
   echo "[deps] CUDA toolkit: not found (CPU-only build; install the CUDA toolkit for the GPU backend)"
 fi
