@@ -7,11 +7,14 @@
 //   comm.all_gather(flat.shard_values(), flat.values());   // ... gather every rank's shard
 //   y = block.forward(x, ctx);                     // the layers' weights are views: no re-pointing
 //   flat.release_values();
-//   flat.materialize_grads();                      // zeros, before the unit's backward
+//   flat.materialize_values();                     // backward reads the weights too:
+//   comm.all_gather(flat.shard_values(), flat.values());   // gather again
+//   flat.materialize_grads();                      // zeros
 //   block.backward(ctx, dy);
+//   flat.release_values();
 //   comm.reduce_scatter(flat.grads(), flat.shard_grads(), ReduceOp::Avg);
 //   flat.release_grads();                          // set_to_none
-//   adamw(flat.shard_param());                     // this rank's real elements only
+//   if (auto p = flat.shard_param()) optimizer_params.push_back(*p);   // real elements only
 //
 // Why a flat, padded buffer (PyTorch FSDP's FlatParameter): a unit's weights are gathered and its
 // gradients reduce-scattered in ONE collective each, and a ring collective cuts its buffer into N
