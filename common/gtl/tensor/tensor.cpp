@@ -37,8 +37,8 @@ int64_t shape_numel(const Shape& shape) {
 // ---- storage ------------------------------------------------------------------------------------
 
 Storage::Storage(std::size_t bytes, std::shared_ptr<Allocator> allocator, const Stream& stream)
-    : bytes_(bytes), allocator_(std::move(allocator)) {
-  data_ = allocator_->allocate(bytes, stream);
+    : bytes_(bytes), allocator_(std::move(allocator)), stream_(stream) {
+  data_ = allocator_->allocate(bytes, stream_);
 }
 
 // A destructor must not throw: it may run while an exception (often the CUDA error that broke
@@ -50,6 +50,34 @@ Storage::~Storage() {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gtl: freeing a %zu-byte tensor storage failed: %s\n", bytes_, e.what());
   }
+}
+
+// The same free as the destructor's, so a GPU block is reused only after its streams' work. If
+// deallocate throws, the storage keeps its bytes and stays usable (nothing was freed).
+void Storage::release() {
+  if (released_) return;
+  allocator_->deallocate(data_);
+  released_bytes_ = bytes_;
+  data_ = nullptr;
+  bytes_ = 0;
+  released_ = true;
+}
+
+void Storage::allocate(std::size_t bytes) {
+  GTL_CHECK(released_, "Storage::allocate: the storage still holds "
+                           << format_bytes(static_cast<int64_t>(bytes_))
+                           << "; release() it first (a live storage is never re-allocated under "
+                              "the tensors that view it)");
+  data_ = allocator_->allocate(bytes, stream_);  // may throw OutOfMemoryError: still released
+  bytes_ = bytes;
+  released_ = false;
+}
+
+void Storage::throw_released() const {
+  throw Error("tensor storage of " + format_bytes(static_cast<int64_t>(released_bytes_)) + " on " +
+              device().str() +
+              " was released (FSDP freed it): its bytes went back to the allocator. Materialise "
+              "it again (e.g. FlatParameter::materialize_values()) before using any view of it");
 }
 
 // ---- construction -------------------------------------------------------------------------------
@@ -176,7 +204,13 @@ Device Tensor::device() const {
 
 void* Tensor::data_ptr() const {
   GTL_CHECK(defined(), "data_ptr() on an undefined tensor");
-  return static_cast<char*>(storage_->data()) + offset_;
+  char* base = static_cast<char*>(storage_->data());  // throws if the storage was released
+  // A storage re-allocated smaller than before would leave this view hanging past its end.
+  GTL_CHECK(offset_ + nbytes() <= storage_->nbytes(),
+            "a view of " << nbytes() << " bytes at byte " << offset_
+                         << " does not fit its storage's " << storage_->nbytes()
+                         << " bytes (re-allocated smaller?)");
+  return base + offset_;
 }
 
 // ---- views --------------------------------------------------------------------------------------
@@ -321,6 +355,7 @@ std::string Tensor::str(int64_t max_values) const {
   if (!defined()) return "Tensor(undefined)";
   std::ostringstream os;
   os << "Tensor(" << dtype_name(dtype_) << ", " << device() << ", " << shape_str(shape_) << ")";
+  if (storage_->released()) return os.str() + " <released>";
   if (numel_ == 0) return os.str();
   // Only the first values are copied off the GPU, so printing a huge tensor stays cheap.
   const int64_t shown = std::min(numel_, max_values);

@@ -31,6 +31,13 @@ std::string shape_str(const Shape& shape);  // "[2, 3]"
 int64_t shape_numel(const Shape& shape);
 
 // Bytes from an allocator; returns them to it when the last tensor viewing them goes away.
+//
+// release() / allocate() are PyTorch FSDP's `storage().resize_(0)` and `resize_(n)`: the bytes go
+// back to the allocator while this object, and every tensor viewing it, stays. The model's
+// parameters are views into a flat buffer (nn/flat_parameter.h); freeing the buffer's bytes
+// between uses and re-allocating them later needs no re-pointing of any layer, because a tensor
+// reads data() at each use rather than caching the pointer. Using a view of a released storage
+// throws an Error that says so, instead of reading freed memory.
 class Storage {
  public:
   Storage(std::size_t bytes, std::shared_ptr<Allocator> allocator, const Stream& stream);
@@ -38,15 +45,34 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() const { return data_; }
-  std::size_t nbytes() const { return bytes_; }
+  // Throws when released (one predictable branch; the message is built out of line).
+  void* data() const {
+    if (released_) throw_released();
+    return data_;
+  }
+  std::size_t nbytes() const { return bytes_; }  // 0 while released
   Device device() const { return allocator_->device(); }
   Allocator& allocator() const { return *allocator_; }
+  const Stream& stream() const { return stream_; }  // the stream the bytes were allocated on
+
+  // Returns the bytes to the allocator now, exactly as the destructor would (on a GPU the
+  // caching allocator reuses them only after the work already queued on their streams), and
+  // marks the storage released: data() throws, nbytes() is 0. A no-op when already released.
+  void release();
+  // Takes `bytes` new bytes from the same allocator, for the same stream; contents are
+  // unspecified. Only on a released storage. Views made earlier see the new bytes.
+  void allocate(std::size_t bytes);
+  bool released() const { return released_; }
 
  private:
+  [[noreturn]] void throw_released() const;
+
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
+  std::size_t released_bytes_ = 0;  // what release() gave back (for the error message)
+  bool released_ = false;
   std::shared_ptr<Allocator> allocator_;
+  Stream stream_;
 };
 
 // Counter-based random numbers (Philox-4x32-10): element i of a tensor depends only on

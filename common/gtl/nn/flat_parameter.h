@@ -1,0 +1,154 @@
+// FlatParameter: the parameters of one FSDP unit in ONE flat buffer, padded so that it shards
+// evenly across N ranks, with a persistent shard per rank and full buffers that come and go.
+//
+//   nn::FlatParameter flat(block, Device::cuda(), comm.world_size(), comm.rank());
+//   flat.release_values();                         // ZeRO-3: between uses only the shard stays
+//   flat.materialize_values();                     // before the unit's forward ...
+//   comm.all_gather(flat.shard_values(), flat.values());   // ... gather every rank's shard
+//   y = block.forward(x, ctx);                     // the layers' weights are views: no re-pointing
+//   flat.release_values();
+//   flat.materialize_values();                     // backward reads the weights too:
+//   comm.all_gather(flat.shard_values(), flat.values());   // gather again
+//   flat.materialize_grads();                      // zeros
+//   block.backward(ctx, dy);
+//   flat.release_values();
+//   comm.reduce_scatter(flat.grads(), flat.shard_grads(), ReduceOp::Avg);
+//   flat.release_grads();                          // set_to_none
+//   if (auto p = flat.shard_param()) optimizer_params.push_back(*p);   // real elements only
+//
+// Why a flat, padded buffer (PyTorch FSDP's FlatParameter): a unit's weights are gathered and its
+// gradients reduce-scattered in ONE collective each, and a ring collective cuts its buffer into N
+// equal chunks (dist/ring.h). Padding the buffer with zeros to a multiple of N makes chunk r
+// exactly rank r's shard for every N (3, 5, 7 ...), so every rank's shard has the same size.
+//
+// Layout, N = 3, 7 real elements:   [ a a a | b b b | c 0 0 ]   padded_numel 9, shard_size 3
+//                                      rank 0  rank 1  rank 2 (1 real element, 2 padding)
+// Parameters are packed with no gaps (unlike ParameterBuffer's 64-element alignment), so the real
+// elements are exactly [0, numel) and the only padding is the tail: shard_param() can then leave
+// the padding out of the optimizer entirely. When N > numel, the last ranks own only padding and
+// shard_param() returns nullopt for them.
+//
+// Why release frees the Storage's bytes and keeps the Storage (PyTorch's storage().resize_(0)):
+// each layer's ParamRef holds views into the full buffers. Storage::release() returns the bytes
+// to the allocator the tensors came from (current_allocator(device) at construction), so that
+// allocator's MemoryStats drop by exactly the buffer's size: this is how a rank's statistics show
+// ZeRO's savings. Materialising allocates again into the same Storage object, and every view,
+// reading the storage's pointer at each use, sees the new bytes. Using a released view throws
+// "... released (FSDP freed it) ...".
+//
+// Contents after materialising: values are UNSPECIFIED (fresh bytes; the all-gather, or copies
+// into full_values_chunk(r), overwrite all of them, padding included, since the shards' padding
+// is zero); gradients are ZERO (backward with GradMode::Accumulate adds to them, and the padding
+// that reduce-scatter sums must be zero).
+//
+// Units must not overlap: each parameter belongs to one FlatParameter. To wrap nested units
+// (each block a unit, the root unit holding what is left), pass the root's parameter_slots()
+// minus the blocks' to the ParamRef* constructor.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gtl/nn/module.h"
+
+namespace gtl::nn {
+
+// Where each rank's shard lies in a flat buffer of `numel` real elements padded for
+// `world_size` ranks. Pure arithmetic: the same on every rank.
+struct ShardLayout {
+  int64_t numel = 0;   // real elements
+  int world_size = 1;  // N
+
+  ShardLayout(int64_t numel, int world_size);
+  int64_t padded_numel() const { return shard_size() * world_size; }  // a multiple of N
+  int64_t padding() const { return padded_numel() - numel; }
+  int64_t shard_size() const { return (numel + world_size - 1) / world_size; }  // ceil(numel/N)
+  // Rank r's shard is [shard_offset(r), shard_offset(r) + shard_size()).
+  int64_t shard_offset(int rank) const;
+  // How many of rank r's shard elements are real (the rest is padding): 0 .. shard_size().
+  int64_t real_numel(int rank) const;
+  // The rank whose shard holds element i of the padded buffer.
+  int owner(int64_t i) const;
+};
+
+class FlatParameter {
+ public:
+  struct Slot {
+    std::string name;
+    Shape shape;
+    int64_t offset = 0;  // elements into the flat buffers
+    int64_t numel = 0;
+  };
+  struct Options {
+    // Keep a persistent shard of the gradients (ZeRO-2/3, FSDP). ZeRO-1 keeps the full gradient
+    // and shards only the optimizer state, so it needs none.
+    bool shard_grads = true;
+  };
+
+  // Moves every parameter of `unit` into a flat float32 buffer on `device` padded to a multiple
+  // of world_size, re-points the unit's ParamRefs to views of the full values and gradients
+  // (both materialised; gradients zero), and copies chunk `rank` into this rank's shard.
+  FlatParameter(Module& unit, Device device, int world_size, int rank, Options options);
+  FlatParameter(Module& unit, Device device, int world_size, int rank)
+      : FlatParameter(unit, device, world_size, rank, Options{}) {}
+  // The same over an explicit list of parameters (nested units); `name` names the shard param.
+  FlatParameter(const std::vector<ParamRef*>& params, std::string name, Device device,
+                int world_size, int rank, Options options);
+
+  // ---- layout ------------------------------------------------------------------------------
+  const ShardLayout& layout() const { return layout_; }
+  int64_t numel() const { return layout_.numel; }
+  int64_t padded_numel() const { return layout_.padded_numel(); }
+  int64_t shard_size() const { return layout_.shard_size(); }
+  int world_size() const { return layout_.world_size; }
+  int rank() const { return rank_; }
+  const std::string& name() const { return name_; }
+  const std::vector<Slot>& slots() const { return slots_; }
+  Device device() const { return shard_values_.device(); }
+
+  // ---- the persistent shard ----------------------------------------------------------------
+  // [shard_size] tensors of their own, allocated once: this rank's chunk of values and grads.
+  const Tensor& shard_values() const { return shard_values_; }
+  const Tensor& shard_grads() const { return shard_grads_; }  // undefined without shard_grads
+  // This rank's real elements (views of the shards), named name(); nullopt when the shard is
+  // all padding. The optimizer, clipping and checkpoints take this, never the padding.
+  std::optional<ParamRef> shard_param() const;
+
+  // ---- the full buffers ----------------------------------------------------------------------
+  // [padded_numel] tensors whose storage is freed and re-allocated; the unit's ParamRefs are views.
+  const Tensor& values() const { return values_; }
+  const Tensor& grads() const { return grads_; }
+  bool has_values() const { return !values_.storage()->released(); }
+  bool has_grads() const { return !grads_.storage()->released(); }
+  // Allocates the full values (contents unspecified: gather into them). No-op if present.
+  void materialize_values();
+  // Returns the full values' bytes to the allocator. No-op if already released.
+  void release_values();
+  // Allocates the full gradients, zeroed. No-op if present (the gradients are kept).
+  void materialize_grads();
+  // Frees the full gradients (set_to_none between steps). No-op if already released.
+  void release_grads();
+
+  // Chunk r of the full buffers: [shard_offset(r), shard_offset(r) + shard_size()). Views, valid
+  // across release / materialise cycles.
+  Tensor full_values_chunk(int r) const;
+  Tensor full_grads_chunk(int r) const;
+  // shard_values = chunk rank() of the full values (e.g. after loading full weights).
+  void shard_from_full();
+
+  // The unit's parameters (views into the full buffers), by name.
+  std::vector<ParamRef> params() const;
+  // "unit 'name': 3 tensors, 7 elements padded to 9 for 3 ranks; shard 3 elements (...)".
+  std::string memory_report() const;
+
+ private:
+  std::vector<Slot> slots_;
+  std::string name_;
+  ShardLayout layout_;
+  int rank_;
+  Tensor values_, grads_;
+  Tensor shard_values_, shard_grads_;
+};
+
+}  // namespace gtl::nn
