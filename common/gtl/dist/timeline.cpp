@@ -121,13 +121,12 @@ std::string describe(const TraceEvent& e) {
 
 // The ring's latency steps and bytes on the wire of one collective (timeline.h), for a group of
 // n ranks of which the busiest sends max_sent bytes.
-double collective_duration(const TraceEvent& e, double max_sent, const Link& link) {
+double collective_duration(int rank, const TraceEvent& e, double max_sent, const Link& link) {
   const double n = static_cast<double>(e.group.size());
-  if (n <= 1) return 0;
   double steps = 0, wire = max_sent;
   if (e.op == "all_reduce") {
     steps = 2 * (n - 1);
-  } else if (e.op == "reduce_scatter" || e.op == "all_gather") {
+  } else if (e.op == "reduce_scatter" || e.op == "all_gather" || e.op == "split") {
     steps = n - 1;
   } else if (e.op == "broadcast") {
     const double pieces = std::max(1.0, std::ceil(max_sent / kBroadcastPieceBytes));
@@ -137,11 +136,11 @@ double collective_duration(const TraceEvent& e, double max_sent, const Link& lin
     steps = 2 * n;
     wire = 0;
   } else {
-    GTL_CHECK(false, "timeline: unknown collective " << describe(e)
-                                                     << "; the cost model knows all_reduce, "
-                                                        "reduce_scatter, all_gather, broadcast "
-                                                        "and barrier");
+    throw Error("timeline: rank " + std::to_string(rank) + ": unknown collective " + describe(e) +
+                "; the cost model knows all_reduce, reduce_scatter, all_gather, broadcast, "
+                "barrier and split");
   }
+  if (n <= 1) return 0;  // a group of one moves nothing
   return steps * link.alpha_s + (wire > 0 ? wire / link.bandwidth : 0.0);
 }
 
@@ -337,7 +336,8 @@ class Simulator {
                                       << " as the same (group, group_seq)");
       max_sent = std::max(max_sent, static_cast<double>(e.bytes_sent));
     }
-    c.duration = collective_duration(first, max_sent, model_.group_link(first.group));
+    c.duration =
+        collective_duration(ops_[known].rank, first, max_sent, model_.group_link(first.group));
   }
 
   // The halves of a point-to-point op: (dst) it sends to and (src) it receives from, -1 if none.
@@ -351,10 +351,8 @@ class Simulator {
     if (e.op == "send" || e.op == "isend") return {peer(0), -1};
     if (e.op == "recv" || e.op == "irecv") return {-1, peer(0)};
     if (e.op == "send_recv") return {peer(0), peer(1)};
-    GTL_CHECK(false, "timeline: rank " << r << ": unknown point-to-point " << describe(e)
-                                       << "; the cost model knows send, recv, send_recv, isend "
-                                          "and irecv");
-    return {-1, -1};
+    throw Error("timeline: rank " + std::to_string(r) + ": unknown point-to-point " + describe(e) +
+                "; the cost model knows send, recv, send_recv, isend and irecv");
   }
 
   void match_point_to_point() {
@@ -593,7 +591,7 @@ class Simulator {
                          if (a.start != b.start) return a.start < b.start;
                          return a.end > b.end;  // an enclosing span before what it holds
                        });
-      rank.exposed_comm = rank.comm_busy - overlap(rank.intervals);
+      rank.exposed_comm = std::max(0.0, rank.comm_busy - overlap(rank.intervals));
       rank.hidden_comm_fraction = rank.comm_busy > 0 ? 1 - rank.exposed_comm / rank.comm_busy : 1;
       rank.idle = step - rank.compute_busy;
       rank.bubble_fraction = step > 0 ? rank.idle / step : 0;

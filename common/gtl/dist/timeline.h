@@ -35,6 +35,7 @@
 //         all_reduce      2(N-1) steps, wire_bytes = max over members of bytes_sent
 //         reduce_scatter  N-1 steps,    wire_bytes = max over members of bytes_sent
 //         all_gather      N-1 steps,    wire_bytes = max over members of bytes_sent
+//         split           as all_gather (the in-process split gathers every rank's color, key)
 //         broadcast       a chain pipelined in k = ceil(S / 1 MiB) pieces (S = max bytes_sent):
 //                         N+k-2 steps, wire_bytes = S (N+k-2) / k  (the last piece leaves the
 //                         root after k pieces, then crosses N-2 more links)
@@ -98,7 +99,7 @@ struct CostModel {
   int ranks_per_node = 8;
 
   double compute_time(double flops, double mem_bytes) const;
-  // The link between two world ranks, and the slowest link joining a group's members.
+  // The link between two world ranks; a group's link: inter_node when it spans nodes.
   const Link& link(int rank_a, int rank_b) const;
   const Link& group_link(const std::vector<int>& group) const;
 };
@@ -119,8 +120,8 @@ struct Interval {
   std::string name;  // "backward 2.fc1", "all_reduce", "wait all_reduce", "recv from 0"
   double start = 0;  // seconds from the start of the step
   double end = 0;
-  // Where it came from: the trace event's op, module and payload bytes, and its seq (-1 for the
-  // idle tail at the end of the step).
+  // Where it came from: the trace event's op, module and payload bytes, and its seq (a leaf's
+  // ModuleEnd, which carries its work; -1 for the idle tail at the end of the step).
   std::string op;
   std::string module;
   int64_t bytes = 0;

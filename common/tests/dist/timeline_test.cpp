@@ -223,6 +223,43 @@ TEST(Timeline, AsyncAllReduceHidesBehindTheRemainingBackward) {
       << "async saves exactly the overlapped compute";
 }
 
+// Each collective over N = 4 ranks costs its ring's steps of alpha plus the busiest member's
+// bytes over the link (alpha 0.25 s, 4 B/s).
+TEST(Timeline, EachCollectiveCostsItsRingSteps) {
+  const int n = 4;
+  const double alpha = 0.25, bw = 4;
+  const double mib = 1 << 20, s = 2.5 * mib;  // broadcast: k = 3 pieces of at most 1 MiB
+  struct Case {
+    std::string op;
+    double expected;
+  };
+  const std::vector<Case> cases = {
+      {"all_reduce", 2 * (n - 1) * alpha + 12 / bw},  // 2(N-1) steps; rank 0 sends the most: 12
+      {"reduce_scatter", (n - 1) * alpha + 12 / bw},  // N-1 steps
+      {"all_gather", (n - 1) * alpha + 12 / bw},
+      {"barrier", 2 * n * alpha},  // twice around the ring, no payload
+      {"broadcast", (n + 3 - 2) * alpha + s * (n + 3 - 2) / 3 / bw},  // pipelined chain
+  };
+  for (const Case& c : cases) {
+    std::vector<std::vector<TraceEvent>> traces;
+    for (int r = 0; r < n; ++r) {
+      const int64_t sent = c.op == "broadcast" ? (r < n - 1 ? int64_t(s) : 0) : (r == 0 ? 12 : 8);
+      traces.push_back(TraceBuilder().collective(c.op, {0, 1, 2, 3}, 0, sent).events());
+    }
+    const Timeline tl = simulate_timeline(traces, round_model());
+    for (int r = 0; r < n; ++r) {
+      EXPECT_DOUBLE_EQ(tl.ranks[r].comm_busy, c.expected)
+          << c.op << " over 4 ranks, rank " << r << ": steps * alpha + busiest bytes / bandwidth";
+    }
+  }
+  std::vector<std::vector<TraceEvent>> alone = {
+      TraceBuilder().collective("all_reduce", {0}, 0, 0).events()};
+  EXPECT_EQ(simulate_timeline(alone, round_model()).step_time(), 0) << "a group of one is free";
+  alone[0][0].op = "all_to_all";
+  EXPECT_NE(error_of(alone).find("rank 0: unknown collective all_to_all (seq 0"), std::string::npos)
+      << error_of(alone);
+}
+
 TEST(Timeline, CollectiveAcrossNodesUsesTheInterNodeLink) {
   const CostModel model;  // 8 ranks per node: ranks 0 and 8 are on different nodes
   const int64_t bytes = 64 << 20;
