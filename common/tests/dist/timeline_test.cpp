@@ -223,6 +223,33 @@ TEST(Timeline, AsyncAllReduceHidesBehindTheRemainingBackward) {
       << "async saves exactly the overlapped compute";
 }
 
+// DDP's buckets: two async all-reduces issued back to back run one after the other on the
+// communication stream; the second waits for the first, not only for its own issue.
+TEST(Timeline, AsyncCollectivesQueueOnTheCommunicationStream) {
+  auto trace = [] {
+    TraceBuilder t;
+    t.leaf("backward", "2", 1).collective("all_reduce", {0, 1}, 0, 16, /*work_id=*/0);
+    t.leaf("backward", "1", 1).collective("all_reduce", {0, 1}, 1, 8, /*work_id=*/1);
+    t.leaf("backward", "0", 1).wait(0).wait(1);
+    return t.events();
+  };
+  const Timeline tl = simulate_timeline({trace(), trace()}, round_model());
+
+  const double first = 2 * 0.25 + 16.0 / 4;  // 4.5 s, issued at 1
+  const double second = 2 * 0.25 + 8.0 / 4;  // 2.5 s, issued at 2 but queued behind the first
+  const RankTimeline& r0 = tl.ranks[0];
+  const std::vector<Interval> comm = of_category(r0, Category::Communication);
+  ASSERT_EQ(comm.size(), 2u);
+  EXPECT_EQ(comm[0].start, 1);
+  EXPECT_EQ(comm[1].start, 1 + first) << "the second all-reduce starts when the first ends";
+  EXPECT_EQ(comm[1].end, 1 + first + second);
+  EXPECT_EQ(tl.step_time(), 1 + first + second);
+  const double overlapped = 2;  // backward of layers 1 and 0, from 1 to 3
+  EXPECT_EQ(r0.exposed_comm, first + second - overlapped);
+  EXPECT_DOUBLE_EQ(r0.hidden_comm_fraction, overlapped / (first + second));
+  EXPECT_EQ(r0.idle, tl.step_time() - 3) << "blocked in the two waits from 3 to the end";
+}
+
 // Each collective over N = 4 ranks costs its ring's steps of alpha plus the busiest member's
 // bytes over the link (alpha 0.25 s, 4 B/s).
 TEST(Timeline, EachCollectiveCostsItsRingSteps) {
