@@ -430,6 +430,28 @@ TEST(Timeline, UnmatchedOrDeadlockedPointToPointThrows) {
   EXPECT_EQ(tl.step_time(), 0.25 + 4.0 / 4) << "both directions at once on a full-duplex link";
 }
 
+TEST(Timeline, MalformedTracesThrowNamingRankAndSeq) {
+  TraceBuilder unknown_wait;
+  unknown_wait.leaf("forward", "0", 1).wait(3);
+  EXPECT_NE(error_of({unknown_wait.events()}).find("rank 0: wait (seq 2) of work 3"),
+            std::string::npos)
+      << error_of({unknown_wait.events()});
+
+  TraceBuilder crossed;
+  crossed.begin("forward", "0").begin("forward", "0.a").end("forward", "0");
+  EXPECT_NE(error_of({crossed.events()})
+                .find("ModuleEnd of forward '0' (seq 2) does not close the open ModuleBegin of "
+                      "forward '0.a' (seq 1)"),
+            std::string::npos)
+      << error_of({crossed.events()});
+
+  TraceBuilder unclosed;
+  unclosed.begin("backward", "1");
+  EXPECT_NE(error_of({unclosed.events()}).find("ModuleBegin of backward '1' (seq 0) never ends"),
+            std::string::npos)
+      << error_of({unclosed.events()});
+}
+
 TEST(Timeline, ChromeTraceHasOneProcessPerRankAndOneThreadPerStream) {
   TraceBuilder t0, t1;
   for (TraceBuilder* t : {&t0, &t1}) {
