@@ -36,6 +36,8 @@
 // Removing a set from inside one of its own callbacks (or another set's) is allowed: the running
 // callback finishes, and no later event fires that set, not even on the remaining modules or
 // parameters of the current event. A set added from inside a callback fires from the next event.
+// Like the model itself, its hooks and handles belong to one thread at a time (each in-process
+// rank has its own model).
 //
 // forward()/backward() are non-virtual doors: they fire the hooks and call the layer's
 // forward_impl()/backward_impl(). Parameters are optim::ParamRef (value, grad, optional half
