@@ -6,6 +6,22 @@
 
 namespace gtl::nn {
 
+namespace {
+ComputeCost elementwise_cost(const Shape& shape, double flops_per_element) {
+  const double n = static_cast<double>(shape_numel(shape));
+  return {flops_per_element * n,
+          2 * n * static_cast<double>(dtype_size(current_precision().compute))};
+}
+}  // namespace
+
+ComputeCost ReLU::forward_cost(const Shape& input_shape) const {
+  return elementwise_cost(input_shape, 1);
+}
+
+ComputeCost GELU::forward_cost(const Shape& input_shape) const {
+  return elementwise_cost(input_shape, 9);
+}
+
 Tensor ReLU::forward_impl(const Tensor& x, Context& ctx) {
   ctx.saved = {x};
   return ops::relu(x);

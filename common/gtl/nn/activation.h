@@ -12,6 +12,8 @@ namespace gtl::nn {
 class ReLU final : public Module {
  public:
   ReLU() : Module("relu") {}
+  // 1 flop (a compare) per element; reads x, writes y, in the compute dtype (after a GEMM).
+  ComputeCost forward_cost(const Shape& input_shape) const override;
 
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;
@@ -21,6 +23,9 @@ class ReLU final : public Module {
 class GELU final : public Module {
  public:
   GELU() : Module("gelu") {}
+  // 9 flops per element, counting tanh as one (x^3, two scalings, two adds, tanh, two
+  // multiplies); reads x, writes y, in the compute dtype (GELU follows fc1's GEMM).
+  ComputeCost forward_cost(const Shape& input_shape) const override;
 
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;

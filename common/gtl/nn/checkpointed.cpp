@@ -3,6 +3,21 @@
 
 namespace gtl::nn {
 
+namespace {
+thread_local int recomputing_depth = 0;  // nested Checkpointed segments recompute inside each other
+
+struct RecomputeScope {
+  RecomputeScope() { ++recomputing_depth; }
+  ~RecomputeScope() { --recomputing_depth; }
+  RecomputeScope(const RecomputeScope&) = delete;
+  RecomputeScope& operator=(const RecomputeScope&) = delete;
+};
+}  // namespace
+
+bool in_recomputation() {
+  return recomputing_depth > 0;
+}
+
 Checkpointed::Checkpointed(std::unique_ptr<Module> segment) : Module("checkpointed") {
   add_child("segment", std::move(segment));
 }
@@ -18,7 +33,10 @@ Tensor Checkpointed::forward_impl(const Tensor& x, Context& ctx) {
 Tensor Checkpointed::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
   PrecisionScope same_policy(forward_policy_);
   Context recomputed;
-  segment().forward(ctx.saved.at(0), recomputed);
+  {
+    RecomputeScope recomputing;
+    segment().forward(ctx.saved.at(0), recomputed);
+  }
   return segment().backward(recomputed, dy, mode);
 }
 

@@ -21,6 +21,18 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Genera
   add_parameter("bias", Tensor::uniform({out_channels}, gen, -bound, bound));
 }
 
+ComputeCost Conv2d::forward_cost(const Shape& input_shape) const {
+  const Shape& w = params_[0].value.shape();
+  const Shape y = ops::conv2d_output_shape(input_shape, w, params_conv_);
+  const double elem = static_cast<double>(dtype_size(current_precision().compute));
+  const double outputs = static_cast<double>(shape_numel(y));
+  const double macs_per_output = static_cast<double>(w[1] * w[2] * w[3]);
+  const double bytes =
+      static_cast<double>(shape_numel(input_shape) + shape_numel(w) + shape_numel(y)) * elem +
+      static_cast<double>(w[0]) * sizeof(float);
+  return {2 * outputs * macs_per_output, bytes};
+}
+
 Tensor Conv2d::forward_impl(const Tensor& x, Context& ctx) {
   GTL_CHECK(x.dim() == 4 && x.size(1) == in_channels_,
             "Conv2d '" << path() << "': expected input [N, " << in_channels_ << ", H, W], got "

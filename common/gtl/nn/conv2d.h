@@ -17,6 +17,12 @@ class Conv2d final : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Generator& gen,
          int64_t stride = 1, int64_t padding = 0);
 
+  // Counted as the GEMM it is (im2col): flops 2 * N*K*P*Q * C*R*S for input [N, C, H, W], weight
+  // [K, C, R, S], output [N, K, P, Q]; bytes x + W + y in the compute dtype + the float32 bias
+  // (the im2col buffer of the CPU path is not counted: cuDNN does not materialise it). The bias
+  // add is not counted. Backward keeps the default (twice: data and weight gradients).
+  ComputeCost forward_cost(const Shape& input_shape) const override;
+
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;
   Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;

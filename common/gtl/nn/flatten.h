@@ -12,6 +12,8 @@ namespace gtl::nn {
 class Flatten final : public Module {
  public:
   Flatten() : Module("flatten") {}
+  // A view: no flops, no bytes moved.
+  ComputeCost forward_cost(const Shape&) const override { return {}; }
 
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;

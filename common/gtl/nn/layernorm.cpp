@@ -13,6 +13,13 @@ LayerNorm::LayerNorm(int64_t features, float eps)
   add_parameter("bias", Tensor::zeros({features}));
 }
 
+ComputeCost LayerNorm::forward_cost(const Shape& input_shape) const {
+  const double n = static_cast<double>(shape_numel(input_shape));
+  const double rows = n / static_cast<double>(features_);
+  const double f = static_cast<double>(features_);
+  return {8 * n, (2 * n + 2 * f + 2 * rows) * sizeof(float)};
+}
+
 Tensor LayerNorm::forward_impl(const Tensor& x, Context& ctx) {
   GTL_CHECK(x.dim() >= 1 && x.size(-1) == features_,
             "LayerNorm '" << path() << "': expected input [..., " << features_ << "], got "

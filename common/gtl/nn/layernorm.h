@@ -14,6 +14,10 @@ class LayerNorm final : public Module {
  public:
   explicit LayerNorm(int64_t features, float eps = 1e-5f);
 
+  // 8 flops per element (mean: 1, variance: 3, normalise: 2, scale and shift: 2), all float32;
+  // bytes: x read, y written, weight and bias read, mean and rstd written (one float per row each).
+  ComputeCost forward_cost(const Shape& input_shape) const override;
+
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;
   Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;

@@ -19,6 +19,29 @@ Linear::Linear(int64_t in_features, int64_t out_features, Generator& gen, bool b
   if (has_bias_) add_parameter("bias", Tensor::uniform({out_}, gen, -bound, bound));
 }
 
+namespace {
+double compute_dtype_bytes() {
+  return static_cast<double>(dtype_size(current_precision().compute));
+}
+}  // namespace
+
+ComputeCost Linear::forward_cost(const Shape& input_shape) const {
+  const double rows = static_cast<double>(shape_numel(input_shape) / in_);
+  const double in = static_cast<double>(in_), out = static_cast<double>(out_);
+  const double bias_bytes = has_bias_ ? out * sizeof(float) : 0.0;
+  return {2 * rows * in * out,
+          (rows * in + out * in + rows * out) * compute_dtype_bytes() + bias_bytes};
+}
+
+ComputeCost Linear::backward_cost(const Shape& input_shape) const {
+  const double rows = static_cast<double>(shape_numel(input_shape) / in_);
+  const double in = static_cast<double>(in_), out = static_cast<double>(out_);
+  const double bias_bytes = has_bias_ ? out * sizeof(float) : 0.0;
+  const double dx_gemm = rows * out + out * in + rows * in;  // reads dy, W; writes dx
+  const double dw_gemm = rows * out + rows * in + out * in;  // reads dy, x; writes dW
+  return {4 * rows * in * out, (dx_gemm + dw_gemm) * compute_dtype_bytes() + bias_bytes};
+}
+
 Tensor Linear::forward_impl(const Tensor& x, Context& ctx) {
   GTL_CHECK(x.dim() == 2 && x.size(1) == in_, "Linear '" << path() << "': expected input [N, "
                                                          << in_ << "], got "

@@ -19,6 +19,15 @@ class Linear final : public Module {
   int64_t out_features() const { return out_; }
   const ParamRef& weight() const { return params_[0]; }
 
+  // Counted: the GEMMs only (2 flops per multiply-add) and their operands in the compute dtype,
+  // plus the float32 bias read (forward) or written (backward). Not counted: the bias add and
+  // db's row sums (rows x out additions each, memory-bound and small next to the GEMMs).
+  //   forward:  flops 2*rows*in*out;   bytes (x + W + y) in the compute dtype + bias
+  //   backward: flops 4*rows*in*out, exactly twice the forward (dx = dy W and dW = dy^T x);
+  //             bytes (dy + W + dx) + (dy + x + dW) in the compute dtype + db
+  ComputeCost forward_cost(const Shape& input_shape) const override;
+  ComputeCost backward_cost(const Shape& input_shape) const override;
+
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;
   Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;

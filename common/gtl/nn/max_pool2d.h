@@ -14,6 +14,10 @@ class MaxPool2d final : public Module {
  public:
   explicit MaxPool2d(int64_t kernel, int64_t stride = 0);  // stride 0: = kernel
 
+  // kernel_h * kernel_w compares per output element; bytes: x read and y written in the compute
+  // dtype (the pool follows a convolution), the int64 winner indices written.
+  ComputeCost forward_cost(const Shape& input_shape) const override;
+
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;
   Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;

@@ -1,6 +1,9 @@
 // Module: the hook-firing doors around each layer's forward and backward (see module.h).
 #include "gtl/nn/module.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "gtl/ops/elementwise.h"
 #include "gtl/optim/master_weights.h"
 
@@ -15,14 +18,30 @@ int64_t Context::saved_bytes() const {
   return bytes;
 }
 
+template <typename F>
+void Module::fire(F&& call) const {
+  if (hooks_.empty()) return;
+  // A copy of the list: a callback may add or remove sets (module.h), which must not disturb
+  // this loop; the shared_ptrs also keep a set alive while its own callback removes it.
+  const std::vector<std::shared_ptr<detail::HookEntry>> sets = hooks_;
+  for (const auto& set : sets) {
+    if (!set->removed) call(set->hooks);
+  }
+}
+
 Tensor Module::forward(const Tensor& x, Context& ctx) {
   GTL_CHECK(x.defined(), kind_ << " '" << path_ << "' forward: the input tensor is undefined");
   ctx.clear();
   ctx.input_shape = x.shape();
   ctx.input_dtype = x.dtype();
-  if (hooks_ && hooks_->before_forward) hooks_->before_forward(*this);
+  last_input_shape_ = x.shape();
+  fire([&](const Hooks& h) {
+    if (h.before_forward) h.before_forward(*this);
+  });
   Tensor y = forward_impl(x, ctx);
-  if (hooks_ && hooks_->after_forward) hooks_->after_forward(*this);
+  fire([&](const Hooks& h) {
+    if (h.after_forward) h.after_forward(*this);
+  });
   return y;
 }
 
@@ -32,15 +51,31 @@ Tensor Module::backward(Context& ctx, const Tensor& dy, GradMode mode) {
             kind_ << " '" << path_
                   << "' backward: the context is empty; run forward with it first (a context is "
                      "consumed by backward and cannot be used twice)");
-  if (hooks_ && hooks_->before_backward) hooks_->before_backward(*this);
+  fire([&](const Hooks& h) {
+    if (h.before_backward) h.before_backward(*this);
+  });
   Tensor dx = backward_impl(ctx, dy, mode);
   // Own parameters are final now; children fired theirs inside backward_impl. Reverse order, so
   // the model as a whole fires in exactly the reverse of parameters().
-  if (hooks_ && hooks_->grad_ready) {
-    for (auto it = params_.rbegin(); it != params_.rend(); ++it) hooks_->grad_ready(*it);
+  for (auto it = params_.rbegin(); it != params_.rend(); ++it) {
+    fire([&](const Hooks& h) {
+      if (h.grad_ready) h.grad_ready(*it);
+    });
   }
   ctx.clear();
+  fire([&](const Hooks& h) {
+    if (h.after_backward) h.after_backward(*this);
+  });
   return dx;
+}
+
+ComputeCost Module::forward_cost(const Shape&) const {
+  return {};
+}
+
+ComputeCost Module::backward_cost(const Shape& input_shape) const {
+  const ComputeCost f = forward_cost(input_shape);
+  return {2 * f.flops, 2 * f.bytes};
 }
 
 std::vector<ParamRef> Module::parameters() const {
@@ -68,9 +103,33 @@ int64_t Module::num_parameters() const {
   return n;
 }
 
-void Module::set_hooks(std::shared_ptr<const Hooks> hooks) {
-  hooks_ = hooks;
-  for (const auto& child : children_) child->set_hooks(hooks);
+HookHandle Module::add_hooks(Hooks hooks) {
+  static std::atomic<uint64_t> next_order{0};
+  auto entry = std::make_shared<detail::HookEntry>();
+  entry->order = next_order.fetch_add(1);
+  entry->hooks = std::move(hooks);
+  install(entry);
+  return HookHandle(entry);
+}
+
+void Module::install(const std::shared_ptr<detail::HookEntry>& entry) {
+  prune_hooks();
+  if (std::find(hooks_.begin(), hooks_.end(), entry) == hooks_.end()) {
+    // Sorted by registration order: a child added later may already carry newer sets of its own.
+    auto at = std::upper_bound(hooks_.begin(), hooks_.end(), entry,
+                               [](const auto& a, const auto& b) { return a->order < b->order; });
+    hooks_.insert(at, entry);
+  }
+  for (const auto& child : children_) child->install(entry);
+}
+
+void Module::prune_hooks() {
+  std::erase_if(hooks_, [](const auto& e) { return e->removed; });
+}
+
+int64_t Module::num_hook_sets() const {
+  return static_cast<int64_t>(
+      std::count_if(hooks_.begin(), hooks_.end(), [](const auto& e) { return !e->removed; }));
 }
 
 ParamRef& Module::add_parameter(const std::string& name, Tensor init) {
@@ -87,7 +146,8 @@ Module& Module::add_child(const std::string& name, std::unique_ptr<Module> child
   child_names_.push_back(name);
   children_.push_back(std::move(child));
   children_.back()->set_path(path_.empty() ? name : path_ + "." + name);
-  if (hooks_) children_.back()->set_hooks(hooks_);
+  prune_hooks();
+  for (const auto& entry : hooks_) children_.back()->install(entry);
   return *children_.back();
 }
 

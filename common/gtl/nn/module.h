@@ -14,18 +14,42 @@
 // GradMode makes gradient accumulation over micro-batches a flag: Overwrite writes dL/dW into the
 // gradient tensors (no zero_grad needed), Accumulate adds to them.
 //
-// Hooks (set on a whole model with set_hooks) are the places the later labs plug into:
-//   before_forward / after_forward / before_backward(Module&)   FSDP gathers and frees weights here
-//   grad_ready(ParamRef&)   fired once per parameter as soon as its gradient is final, in reverse
-//                           order of parameters(): backward visits layers last to first, so the
-//                           last layer's gradients are ready first. DDP starts all-reducing them
-//                           while the earlier layers are still computing theirs.
+// Hooks are the places the later labs plug into. add_hooks(set) installs a set on a module, every
+// module below it and every child added later, and returns a HookHandle that removes exactly that
+// set again (when destroyed, or by remove()). Sets compose: a test's observer, a DDP set and a
+// trace can sit on one model at once, and at every event they fire in registration order.
+//   before_forward(m)   before m's own forward (m.last_input_shape() is already set)
+//   after_forward(m)    after it; children's forward events nest inside m's bracket
+//   before_backward(m)  before m's backward                       FSDP gathers a unit's weights
+//   grad_ready(p)       once per parameter, as soon as its gradient is final, in the reverse of
+//                       parameters(): backward visits layers last to first, so the last layer's
+//                       gradients are ready first. DDP starts all-reducing them while the
+//                       earlier layers are still computing theirs.
+//   after_backward(m)   after m's backward has finished: after the grad_ready of all its
+//                       parameters, its children's included, and after its context was freed.
+//                       FSDP reduce-scatters a unit's gradients and frees its weights here.
+// Checkpointed (checkpointed.h) recomputes its segment's forward inside its own backward: there a
+// hook sees before_backward(checkpointed), then a complete second forward of the segment
+// (before/after_forward of every module in it, with in_recomputation() true), then the segment's
+// backward events, then after_backward(checkpointed).
+//
+// Removing a set from inside one of its own callbacks (or another set's) is allowed: the running
+// callback finishes, and no later event fires that set, not even on the remaining modules or
+// parameters of the current event. A set added from inside a callback fires from the next event.
+// Like the model itself, its hooks and handles belong to one thread at a time (each in-process
+// rank has its own model).
 //
 // forward()/backward() are non-virtual doors: they fire the hooks and call the layer's
 // forward_impl()/backward_impl(). Parameters are optim::ParamRef (value, grad, optional half
 // compute copy, name), named by their path in the model ("2.fc1.weight").
+//
+// Costs for a simulated timeline: forward_cost(input shape) and backward_cost(input shape) give
+// the FLOPs and bytes of a module's OWN work (a container's children report theirs), so the cost
+// of a step is the sum over modules, and a hook can price each module as it runs with
+// m.forward_cost(m.last_input_shape()).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -55,11 +79,58 @@ struct Context {
 
 class Module;
 
+// One set of callbacks (any may be empty); see the header comment for when each fires.
 struct Hooks {
   std::function<void(Module&)> before_forward;
   std::function<void(Module&)> after_forward;
   std::function<void(Module&)> before_backward;
   std::function<void(const ParamRef&)> grad_ready;
+  std::function<void(Module&)> after_backward;
+};
+
+namespace detail {
+// An installed set, shared by every module it sits on and by its handle. `removed` turns it off
+// everywhere at once; the modules drop the entry lazily (the next add_hooks or add_child).
+struct HookEntry {
+  uint64_t order = 0;  // global registration number: sets fire in increasing order
+  Hooks hooks;
+  bool removed = false;
+};
+}  // namespace detail
+
+// Owns one installed hook set: removes it on destruction or remove(). Movable, not copyable.
+// Safe to outlive the model (it only flags the shared entry).
+class HookHandle {
+ public:
+  HookHandle() = default;
+  explicit HookHandle(std::shared_ptr<detail::HookEntry> entry) : entry_(std::move(entry)) {}
+  ~HookHandle() { remove(); }
+  HookHandle(HookHandle&& other) noexcept = default;
+  HookHandle& operator=(HookHandle&& other) noexcept {
+    if (this != &other) {
+      remove();
+      entry_ = std::move(other.entry_);
+    }
+    return *this;
+  }
+  HookHandle(const HookHandle&) = delete;
+  HookHandle& operator=(const HookHandle&) = delete;
+
+  // Turns the set off on every module it was installed on; idempotent.
+  void remove() {
+    if (entry_) entry_->removed = true;
+    entry_.reset();
+  }
+  bool active() const { return entry_ != nullptr && !entry_->removed; }
+
+ private:
+  std::shared_ptr<detail::HookEntry> entry_;
+};
+
+// What one pass of a module costs, for a cost model that turns it into time.
+struct ComputeCost {
+  double flops = 0;  // floating-point operations (a multiply-add counts 2)
+  double bytes = 0;  // bytes read and written from memory by the module's kernels
 };
 
 class Module {
@@ -87,9 +158,25 @@ class Module {
   int64_t num_parameters() const;  // elements
 
   const std::vector<std::unique_ptr<Module>>& children() const { return children_; }
-  // Installs `hooks` on this module and every module below it.
-  void set_hooks(std::shared_ptr<const Hooks> hooks);
-  const Hooks* hooks() const { return hooks_.get(); }
+  bool is_leaf() const { return children_.empty(); }
+
+  // Installs `hooks` on this module, every module below it and children added later; the set
+  // stays until the returned handle is destroyed or removed. Discarding the handle removes the
+  // set at once, hence [[nodiscard]].
+  [[nodiscard]] HookHandle add_hooks(Hooks hooks);
+  // Hook sets active on this module (tests and tools).
+  int64_t num_hook_sets() const;
+
+  // The shape of the input of the latest forward() (empty before the first): what a hook passes
+  // to forward_cost / backward_cost.
+  const Shape& last_input_shape() const { return last_input_shape_; }
+  // FLOPs and bytes of this module's OWN work for an input of `input_shape` (children excluded),
+  // under the current precision policy (it sets the bytes per element of half-precision GEMMs).
+  // Default: zero (containers: their children report their own work).
+  virtual ComputeCost forward_cost(const Shape& input_shape) const;
+  // Default: twice the forward's flops and bytes (gradients with respect to the input and to the
+  // weights each cost about one forward); layers whose truth differs override it.
+  virtual ComputeCost backward_cost(const Shape& input_shape) const;
 
  protected:
   virtual Tensor forward_impl(const Tensor& x, Context& ctx) = 0;
@@ -107,13 +194,19 @@ class Module {
 
  private:
   void set_path(const std::string& path);
+  void install(const std::shared_ptr<detail::HookEntry>& entry);  // on this subtree
+  void prune_hooks();
+  // Calls `call(hooks)` for each live set in registration order (sets removed meanwhile skipped).
+  template <typename F>
+  void fire(F&& call) const;
 
   std::vector<std::string> local_names_;  // parameter names without the path
   std::vector<std::string> child_names_;
 
   std::string kind_;
   std::string path_;
-  std::shared_ptr<const Hooks> hooks_;
+  Shape last_input_shape_;
+  std::vector<std::shared_ptr<detail::HookEntry>> hooks_;  // sorted by order
 };
 
 }  // namespace gtl::nn

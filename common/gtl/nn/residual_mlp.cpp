@@ -17,6 +17,11 @@ ResidualMLP::ResidualMLP(int64_t dim, Generator& gen, int64_t expansion)
   add_child("fc2", std::make_unique<Linear>(expansion * dim, dim, gen));
 }
 
+ComputeCost ResidualMLP::forward_cost(const Shape& input_shape) const {
+  const double n = static_cast<double>(shape_numel(input_shape));
+  return {n, 3 * n * sizeof(float)};
+}
+
 Tensor ResidualMLP::forward_impl(const Tensor& x, Context& ctx) {
   GTL_CHECK(x.dim() == 2 && x.size(1) == dim_, "ResidualMLP '" << path() << "': expected [N, "
                                                                << dim_ << "], got "

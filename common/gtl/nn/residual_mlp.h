@@ -19,6 +19,13 @@ class ResidualMLP final : public Module {
  public:
   ResidualMLP(int64_t dim, Generator& gen, int64_t expansion = 4);
 
+  // Its own work only (the children report theirs): the float32 residual addition, 1 flop per
+  // element, x and the branch read, y written. Backward adds dy to the branch's dx: the same.
+  ComputeCost forward_cost(const Shape& input_shape) const override;
+  ComputeCost backward_cost(const Shape& input_shape) const override {
+    return forward_cost(input_shape);
+  }
+
  protected:
   Tensor forward_impl(const Tensor& x, Context& ctx) override;
   Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;

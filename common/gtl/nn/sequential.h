@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "gtl/nn/module.h"
 
@@ -19,8 +20,14 @@ class Sequential : public Module {
   // Appends a layer, named by its index in paths ("0", "1", ...); returns it.
   template <typename M>
   M& add(std::unique_ptr<M> layer) {
+    return add(std::move(layer), std::to_string(children_.size()));
+  }
+  // Appends a layer under a given name: a pipeline stage names its layers by their index in the
+  // whole model (models.h), so "5.fc1.weight" is the same parameter in both.
+  template <typename M>
+  M& add(std::unique_ptr<M> layer, const std::string& name) {
     M& ref = *layer;
-    add_child(std::to_string(children_.size()), std::move(layer));
+    add_child(name, std::move(layer));
     return ref;
   }
   Module& operator[](std::size_t i) const { return *children_.at(i); }

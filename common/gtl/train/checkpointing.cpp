@@ -4,7 +4,9 @@
 // half compute copy is derived from them), "optim.<state>" + "optim.step_count" (AdamW's moments
 // and its bias-correction step), "scaler.*" (fp16 loss scale and its growth counter), "data.*"
 // (the loader's epoch and batch: with the seed in config, the exact batches still to come) and
-// "trainer.step".
+// "trainer.step". With ranks every rank holds the same state (bitwise equal weights and moments,
+// the same loader position in its own shard), so rank 0 saves and every rank loads that file;
+// "config.world_size" must match, since the shards depend on it.
 #include "gtl/io/checkpoint.h"
 #include "gtl/train/trainer.h"
 
@@ -33,6 +35,7 @@ void Trainer::save(const std::string& path) const {
   ckpt.put_string("config.precision", options_.precision.name());
   ckpt.put_int("config.batch_size", options_.batch_size);
   ckpt.put_int("config.micro_batches", options_.micro_batches);
+  ckpt.put_int("config.world_size", options_.world_size);
   ckpt.put_int("config.seed", static_cast<int64_t>(options_.seed));
   for (const optim::ParamRef& p : buffer_->params()) ckpt.put("model." + p.name, p.value);
   for (const auto& [name, t] : optimizer_->state()) ckpt.put("optim." + name, t);
@@ -55,6 +58,7 @@ void Trainer::load(const std::string& path) {
   check_same(ckpt, "config.precision", options_.precision.name());
   check_same(ckpt, "config.batch_size", options_.batch_size);
   check_same(ckpt, "config.micro_batches", options_.micro_batches);
+  check_same(ckpt, "config.world_size", options_.world_size);
   check_same(ckpt, "config.seed", static_cast<int64_t>(options_.seed));
   for (const optim::ParamRef& p : buffer_->params()) {
     Tensor value = p.value;  // a view into the flat buffer: get_into writes the model's weights

@@ -21,10 +21,15 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<const data::Dataset> tr
       train_data_(std::move(train_data)),
       scaler_(scaler_options(options_.precision)) {
   GTL_CHECK(train_data_ != nullptr, "Trainer: no training data");
+  GTL_CHECK(options_.world_size > 0 && options_.rank >= 0 && options_.rank < options_.world_size,
+            "Trainer: expected 0 <= rank < world_size, got rank "
+                << options_.rank << ", world_size " << options_.world_size);
   GTL_CHECK(options_.batch_size > 0 && options_.micro_batches > 0 &&
-                options_.batch_size % options_.micro_batches == 0,
-            "Trainer: batch_size must be a positive multiple of micro_batches, got batch_size "
-                << options_.batch_size << ", micro_batches " << options_.micro_batches);
+                options_.batch_size % (options_.world_size * options_.micro_batches) == 0,
+            "Trainer: batch_size (global) must be a positive multiple of world_size x "
+            "micro_batches, got batch_size "
+                << options_.batch_size << ", world_size " << options_.world_size
+                << ", micro_batches " << options_.micro_batches);
   GTL_CHECK(
       !options_.device.is_cuda() || cuda_available(),
       "Trainer: device " << options_.device << " requested, but " << cuda_unavailable_reason());
@@ -42,7 +47,9 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<const data::Dataset> tr
   optimizer_ =
       std::make_unique<optim::AdamW>(std::vector<optim::ParamRef>{buffer_->flat_param()}, adamw);
   data::DataLoaderOptions lo;
-  lo.batch_size = options_.batch_size;
+  lo.batch_size = rank_batch_size();
+  lo.rank = options_.rank;
+  lo.world_size = options_.world_size;
   lo.drop_last = true;  // every step sees a full batch: same shapes, same loss scale per sample
   lo.seed = options_.seed;
   lo.prefetch = options_.prefetch;
@@ -55,7 +62,7 @@ StepStats Trainer::step() {
   if (!batch) batch = loader_->next();  // end of an epoch: start the next one
   GTL_CHECK(batch.has_value(), "Trainer: the data set has fewer samples ("
                                    << train_data_->size() << ") than one batch ("
-                                   << options_.batch_size << ")");
+                                   << rank_batch_size() << " per rank)");
   batch->wait();
   return train_step(batch->images, batch->labels);
 }
@@ -80,6 +87,8 @@ StepStats Trainer::train_step(const Tensor& images, const Tensor& labels) {
     Tensor dlogits = head.backward(loss_ctx, scaler_.scale() / static_cast<float>(parts));
     model_->backward(ctx, dlogits, part == 0 ? nn::GradMode::Overwrite : nn::GradMode::Accumulate);
   }
+  // DDP's place: after backward, before unscale and clip (trainer.h), so all ranks agree.
+  if (options_.grad_sync) options_.grad_sync(*buffer_);
   scaler_.unscale_(flat);  // no-op unless fp16
   StepStats stats;
   stats.activation_bytes = activation_bytes;
