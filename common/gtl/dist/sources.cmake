@@ -4,6 +4,7 @@ gtl_core_sources(
       gtl/dist/mpi_communicator.cpp gtl/dist/nccl_communicator.cpp gtl/dist/process_grid.cpp
       gtl/dist/launch.cpp
       gtl/dist/trace.cpp
+      gtl/dist/module_trace.cpp
       gtl/dist/timeline.cpp
       gtl/dist/sharded_grads.cpp
   CUDA gtl/dist/reduce_kernels.cu)
