@@ -250,6 +250,7 @@ Rubric parse_rubric(const std::string& text, const fs::path& path, const std::st
       todo.id = t.str("id", true);
       todo.file = t.str("file", true);
       todo.checks = t.strings("checks", true);
+      todo.forbidden = t.strings("forbidden", false);
       t.finish();
       if (std::find(rb.student_files.begin(), rb.student_files.end(), todo.file) ==
           rb.student_files.end())

@@ -55,6 +55,10 @@ struct Todo {
   std::string id;
   std::string file;
   std::vector<std::string> checks;  // names of the checks that fail while this TODO is open
+  // Core symbols this TODO's student file must not reference (the core's own implementation of
+  // what the TODO teaches): demangled-name prefixes such as "gtl::optim::LossScaler::". A
+  // student object that references one scores this TODO's checks 0, naming the symbol.
+  std::vector<std::string> forbidden;
 };
 
 // Limits for the child processes of this lab (rubric `limits:`), with the defaults.
