@@ -354,13 +354,13 @@ class InProcessCommunicator : public RingCommunicator {
     auto entry = s.blocked.insert(s.blocked.end(), Blocked{world_rank(), what, Clock::now()});
     const bool woke = s.cv.wait_for(
         lock, timeout(), [&] { return ready() || !s.abort_reason.empty() || s.exited[peer_w]; });
+    if (ready()) {  // first: a peer that failed after serving us did serve us
+      s.blocked.erase(entry);
+      return;
+    }
     if (!s.abort_reason.empty()) {
       s.blocked.erase(entry);
       throw DistError(who() + ": " + op + " aborted: " + s.abort_reason);
-    }
-    if (ready()) {
-      s.blocked.erase(entry);
-      return;
     }
     std::ostringstream msg;
     msg << who() << ": " << op;
