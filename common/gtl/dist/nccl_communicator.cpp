@@ -191,10 +191,10 @@ class NcclCommunicator : public Communicator {
     check(recv, "send_recv");
     const auto lock = lock_for("send_recv");
     GTL_NCCL_CHECK(ncclGroupStart());
-    const ncclResult_t sent = ncclSend(send.data_ptr(), send.numel(), nccl_type(send.dtype()), dst,
-                                       comm_, stream());
-    const ncclResult_t received = ncclRecv(recv.data_ptr(), recv.numel(),
-                                           nccl_type(recv.dtype()), src, comm_, stream());
+    const ncclResult_t sent =
+        ncclSend(send.data_ptr(), send.numel(), nccl_type(send.dtype()), dst, comm_, stream());
+    const ncclResult_t received =
+        ncclRecv(recv.data_ptr(), recv.numel(), nccl_type(recv.dtype()), src, comm_, stream());
     GTL_NCCL_CHECK(ncclGroupEnd());
     GTL_NCCL_CHECK(sent);
     GTL_NCCL_CHECK(received);
