@@ -3,12 +3,14 @@
 // A communicator connects `world_size` ranks; each rank holds its own Communicator object and
 // every rank must call the same collectives in the same order (a collective is a rendezvous).
 //
-//   all_reduce(t, op)             every rank ends with op(t_0, ..., t_{N-1})       (DDP gradients)
-//   reduce_scatter(in, out, op)   rank r ends with chunk r of op(in_0, ..., in_{N-1})  (FSDP grads)
-//   all_gather(in, out)           every rank ends with [in_0, ..., in_{N-1}]       (FSDP params)
-//   broadcast(t, root)            every rank ends with t_root                      (initial
-//   weights) barrier()                     nobody leaves before everybody arrived send(t, dst) /
-//   recv(t, src)   point to point                                   (pipelines)
+//   all_reduce(t, op)            every rank ends with op(t_0, ..., t_{N-1})      (DDP grads)
+//   reduce_scatter(in, out, op)  rank r ends with chunk r of op(in_0, ...)       (FSDP grads)
+//   all_gather(in, out)          every rank ends with [in_0, ..., in_{N-1}]      (FSDP params)
+//   broadcast(t, root)           every rank ends with t_root                     (init weights)
+//   barrier()                    nobody leaves before everybody arrived
+//   send(t, dst), recv(t, src)   point to point                                  (pipelines)
+//   send_recv(a, dst, b, src)    both at once: the deadlock-free pipeline/ring step
+//   isend, irecv                 non-blocking point to point, completed by Work::wait()
 //
 // Backends (see docs/distributed.md): in-process threads (in_process.h), MPI processes
 // (mpi_communicator.h), NCCL on GPUs (nccl_communicator.h). The in-process and MPI backends run
@@ -135,7 +137,8 @@ class Communicator {
 
   // ---- instrumentation ------------------------------------------------------------------------
   // Keyed by operation name: all_reduce, reduce_scatter, all_gather, broadcast, barrier, send,
-  // recv, split. Each communicator (also each split) counts its own traffic.
+  // recv, send_recv, split (isend counts as send, irecv as recv). Each communicator (also each
+  // split) counts its own traffic. Async operations count when they run: read after wait().
   const std::map<std::string, OpCounters>& counters() const { return counters_; }
   OpCounters counters(const std::string& op) const;
   OpCounters total_counters() const;
