@@ -4,6 +4,7 @@
 // serial sum x0 + x1 + ... + x(N-1). The inputs are random floats of mixed magnitudes, for which
 // another summation order gives other bits: the test checks that the default ring does differ
 // somewhere, so it could catch an order that is not rank order.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -148,6 +149,24 @@ TEST(DistDeterministic, EveryDtypeAndOpIsExactAndTrafficIsTheRings) {
           EXPECT_EQ(shard.to_vector(),
                     testing::reduced(world, m, DType::Float32, ReduceOp::Sum, m * comm.rank()))
               << "rank r's shard is chunk r of the sum";
+        },
+        options(true));
+  }
+}
+
+TEST(DistDeterministic, AsyncBucketsAsInDdpAreBitwiseTheFlatAllReduce) {
+  constexpr int64_t n = 640;
+  for (int world : {3, 5}) {
+    run_ranks(
+        world,
+        [&](Communicator& comm) {
+          Tensor grads = Tensor::from_vector(mixed(comm.rank(), n), {n});
+          std::vector<Work> works;
+          for (int64_t begin = 0; begin < n; begin += 150)  // buckets issued as "backward" goes
+            works.push_back(comm.all_reduce_async(grads.slice(begin, std::min(n, begin + 150))));
+          for (Work& w : works) w.wait();
+          EXPECT_EQ(bits(grads.to_vector()), bits(rank_order(world, n, ReduceOp::Sum)))
+              << "deterministic async buckets on rank " << comm.rank() << " of " << world;
         },
         options(true));
   }
