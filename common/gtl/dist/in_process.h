@@ -6,10 +6,15 @@
 //     comm.all_reduce(g, ReduceOp::Avg);
 //   });
 //
-// Each rank's thread gets its own CPU allocator (so memory statistics are per rank; give your own
-// in RunOptions::allocators to read them after the run) and, when a
-// GPU is present, its own stream and (once the caching allocator exists) its own GPU allocator:
-// ranks sharing one GPU behave like separate processes on it.
+// Each rank's thread gets its own CPU allocator (so memory statistics are per rank; pass your own
+// in RunOptions::allocators to read them after the run) and, when a GPU is present, its own
+// stream and (once the caching allocator exists) its own GPU allocator: ranks sharing one GPU
+// behave like separate processes on it.
+//
+// Sends are rendezvous by default, as on NCCL: a send completes when its receiver has taken the
+// data, so a program that would deadlock on GPUs deadlocks here too, and the timeout says which
+// rank waits for which (see in_process.cpp). Async operations on CPU tensors run on one progress
+// thread per communicator, in issue order.
 #pragma once
 
 #include <chrono>
