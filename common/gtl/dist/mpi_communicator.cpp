@@ -6,6 +6,11 @@
 // tagged with the collective's name; a reduction receives into a scratch buffer first.
 // After a timeout the communicator is unusable (its requests are left pending): let the
 // exception end the program, and mpirun ends the other ranks.
+//
+// Asynchronous calls on CPU tensors: MPI is initialised with MPI_THREAD_SERIALIZED, so there is
+// no progress thread. all_reduce_async and the other collectives finish before they return (the
+// Work is complete); isend is a real MPI_Isend whose Work::wait() waits for it; irecv receives
+// before it returns. Deterministic mode works as in-process (the same ring.cpp code).
 #include "gtl/dist/mpi_communicator.h"
 
 #include <chrono>
@@ -50,8 +55,8 @@ void check_mpi(int rc, const std::string& what) {
 
 int tag_of(const std::string& op) {
   static const std::map<std::string, int> tags = {
-      {"all_reduce", 1}, {"reduce_scatter", 2}, {"all_gather", 3}, {"broadcast", 4},
-      {"barrier", 5},    {"send", 6},           {"recv", 6},       {"split", 7}};
+      {"all_reduce", 1}, {"reduce_scatter", 2}, {"all_gather", 3}, {"broadcast", 4}, {"barrier", 5},
+      {"send", 6},       {"recv", 6},           {"send_recv", 6},  {"split", 7}};
   auto it = tags.find(op);
   return it == tags.end() ? 99 : it->second;
 }
@@ -83,18 +88,51 @@ class MpiCommunicator : public RingCommunicator {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    return std::make_unique<MpiCommunicator>(comm, rank, size);
+    auto c = std::make_unique<MpiCommunicator>(comm, rank, size);
+    // The trace names ranks by their MPI_COMM_WORLD rank.
+    MPI_Group group, world_group;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    std::vector<int> ranks(size), world_ranks(size);
+    for (int r = 0; r < size; ++r) ranks[r] = r;
+    MPI_Group_translate_ranks(group, size, ranks.data(), world_group, world_ranks.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    c->set_group_world_ranks(world_ranks);
+    return c;
   }
 
  protected:
-  void send_chunk(const Tensor& chunk, int peer, const std::string& op) override {
+  struct MpiSend : PostedSend {
+    std::vector<MPI_Request> request{MPI_REQUEST_NULL};  // MPI_REQUEST_NULL once complete
+    int peer = 0;
+    std::string op;
+  };
+
+  std::shared_ptr<PostedSend> post_send(const Tensor& chunk, int peer,
+                                        const std::string& op) override {
     check_cpu(chunk, op);
-    std::vector<MPI_Request> requests(1);
+    note_peer(peer);
+    auto send = std::make_shared<MpiSend>();
+    send->peer = peer;
+    send->op = op;
     check_mpi(MPI_Isend(chunk.data_ptr(), byte_count(chunk), MPI_BYTE, peer, tag_of(op), comm_,
-                        &requests[0]),
+                        &send->request[0]),
               who() + ": " + op + ": MPI_Isend");
-    wait(requests, peer, op);
     count_bytes(op, static_cast<int64_t>(chunk.nbytes()), 0);
+    return send;
+  }
+
+  void complete_send(PostedSend& posted) override {
+    auto& send = static_cast<MpiSend&>(posted);
+    wait(send.request, send.peer, send.op);
+  }
+
+  bool send_completed(PostedSend& posted) override {
+    auto& send = static_cast<MpiSend&>(posted);
+    int done = 0;
+    check_mpi(MPI_Test(&send.request[0], &done, MPI_STATUS_IGNORE), who() + ": MPI_Test");
+    return done != 0;
   }
 
   void recv_chunk(const Tensor& dst, int peer, const ReduceOp* reduce,
@@ -106,6 +144,8 @@ class MpiCommunicator : public RingCommunicator {
   void exchange(const Tensor& send, int send_peer, const Tensor& dst, int recv_peer,
                 const ReduceOp* reduce, const std::string& op) override {
     check_cpu(dst, op);
+    note_peer(recv_peer);
+    if (send.defined()) note_peer(send_peer);
     const Tensor target = reduce ? Tensor::empty(dst.shape(), dst.dtype(), Device::cpu()) : dst;
     std::vector<MPI_Request> requests;
     requests.reserve(2);

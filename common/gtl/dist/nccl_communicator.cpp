@@ -130,6 +130,7 @@ class NcclCommunicator : public Communicator {
                                  nccl_op(op), comm_, stream()));
     const int64_t ring = ring_bytes(t) * 2;  // reduce-scatter + all-gather
     count_bytes("all_reduce", ring, ring);
+    note_ring_peers();
   }
   void do_reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
     check(in, "reduce_scatter");
@@ -138,6 +139,7 @@ class NcclCommunicator : public Communicator {
                                      nccl_type(in.dtype()), nccl_op(op), comm_, stream()));
     const int64_t b = static_cast<int64_t>(out.nbytes()) * (world_size() - 1);
     count_bytes("reduce_scatter", b, b);
+    note_ring_peers();
   }
   void do_all_gather(const Tensor& in, const Tensor& out) override {
     check(in, "all_gather");
@@ -146,6 +148,7 @@ class NcclCommunicator : public Communicator {
                                  comm_, stream()));
     const int64_t b = static_cast<int64_t>(in.nbytes()) * (world_size() - 1);
     count_bytes("all_gather", b, b);
+    note_ring_peers();
   }
   void do_broadcast(const Tensor& t, int root) override {
     check(t, "broadcast");
@@ -155,6 +158,8 @@ class NcclCommunicator : public Communicator {
     const int pos = (rank() - root + world_size()) % world_size();  // place in the chain
     const auto b = static_cast<int64_t>(t.nbytes());
     count_bytes("broadcast", pos < world_size() - 1 ? b : 0, pos > 0 ? b : 0);
+    if (pos > 0) note_peer((rank() + world_size() - 1) % world_size());
+    if (pos < world_size() - 1) note_peer((rank() + 1) % world_size());
   }
   void do_barrier() override {
     // An all-reduce of one value, then the host waits for it: nobody passes before all arrived.
@@ -180,6 +185,24 @@ class NcclCommunicator : public Communicator {
     GTL_NCCL_CHECK(ncclRecv(t.data_ptr(), t.numel(), nccl_type(t.dtype()), src, comm_, stream()));
     count_bytes("recv", 0, static_cast<int64_t>(t.nbytes()));
   }
+  // One group: NCCL posts both halves together, so a ring of send_recv calls cannot deadlock.
+  void do_send_recv(const Tensor& send, int dst, const Tensor& recv, int src) override {
+    check(send, "send_recv");
+    check(recv, "send_recv");
+    const auto lock = lock_for("send_recv");
+    GTL_NCCL_CHECK(ncclGroupStart());
+    const ncclResult_t sent =
+        ncclSend(send.data_ptr(), send.numel(), nccl_type(send.dtype()), dst, comm_, stream());
+    const ncclResult_t received =
+        ncclRecv(recv.data_ptr(), recv.numel(), nccl_type(recv.dtype()), src, comm_, stream());
+    GTL_NCCL_CHECK(ncclGroupEnd());
+    GTL_NCCL_CHECK(sent);
+    GTL_NCCL_CHECK(received);
+    count_bytes("send_recv", static_cast<int64_t>(send.nbytes()),
+                static_cast<int64_t>(recv.nbytes()));
+  }
+  // NCCL picks ring or tree and its own chunking: the order of a sum is not ours to fix.
+  bool supports_deterministic() const override { return false; }
   std::unique_ptr<Communicator> do_split(int color, int key) override {
     ncclComm_t sub = nullptr;
     {
@@ -196,11 +219,34 @@ class NcclCommunicator : public Communicator {
     auto comm = std::make_unique<NcclCommunicator>(sub, rank, size, device_);
     comm->set_world_rank(world_rank());
     comm->set_timeout(timeout());
+    comm->set_group_world_ranks(comm->gather_world_ranks(world_rank()));
     return comm;
   }
 
  private:
   cudaStream_t stream() const { return current_stream().handle(); }
+  // The trace's peers of a ring collective: the two neighbours.
+  void note_ring_peers() {
+    note_peer((rank() + world_size() - 1) % world_size());
+    note_peer((rank() + 1) % world_size());
+  }
+  // The world rank of every rank of this (split) communicator, for the trace: ncclCommSplit
+  // does not say, so the ranks all-gather them (one int32 each, not counted).
+  std::vector<int> gather_world_ranks(int my_world_rank) {
+    DeviceGuard guard(Device::cuda(device_));
+    Tensor mine = Tensor::from_vector(std::vector<float>{0.0f}, {1}, DType::Int32);
+    mine.data<int32_t>()[0] = my_world_rank;
+    Tensor in = mine.to(Device::cuda(device_));
+    Tensor all = Tensor::empty({world_size()}, DType::Int32, Device::cuda(device_));
+    {
+      const auto lock = lock_for("split");
+      GTL_NCCL_CHECK(ncclAllGather(in.data_ptr(), all.data_ptr(), 1, ncclInt32, comm_, stream()));
+    }
+    const Tensor host = all.to(Device::cpu());  // waits for the stream
+    std::vector<int> ranks(world_size());
+    for (int r = 0; r < world_size(); ++r) ranks[r] = host.data<int32_t>()[r];
+    return ranks;
+  }
   // Locks the communicator for one NCCL call, after checking that it was not aborted.
   std::unique_lock<std::mutex> lock_for(const char* op) {
     std::unique_lock<std::mutex> lock(mutex_);

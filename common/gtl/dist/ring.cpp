@@ -4,6 +4,8 @@
 #include "gtl/dist/ring.h"
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 namespace gtl::dist {
 
@@ -41,8 +43,58 @@ void RingCommunicator::ring_all_gather(const Tensor& flat, int shift, const std:
   }
 }
 
+Communicator::Completion RingCommunicator::do_isend(const Tensor& tensor, int dst) {
+  std::shared_ptr<PostedSend> posted = post_send(tensor, dst, "send");
+  return {[this, posted] { complete_send(*posted); },
+          [this, posted] { return send_completed(*posted); }};
+}
+
+void RingCommunicator::ordered_reduce_scatter(const Tensor& flat, const Tensor& acc, ReduceOp op,
+                                              const std::string& name) {
+  const int n = world_size(), r = rank();
+  const ReduceOp step_op = op == ReduceOp::Avg ? ReduceOp::Sum : op;
+  // Every send at once: owner q takes from rank 0 first, then 1, ..., whatever order we post in.
+  std::vector<std::shared_ptr<PostedSend>> sends;
+  for (int s = 1; s < n; ++s) sends.push_back(post_send(chunk(flat, r + s), mod(r + s, n), name));
+  const Tensor mine = chunk(flat, r);
+  for (int q = 0; q < n; ++q) {
+    if (q != r) {
+      recv_chunk(acc, q, q == 0 ? nullptr : &step_op, name);  // acc = x0, then acc += xq
+    } else if (q == 0) {
+      if (acc.data_ptr() != mine.data_ptr()) Tensor(acc).copy_async_(mine, current_stream());
+    } else {
+      reduce_into(acc, mine, step_op);
+    }
+  }
+  for (const auto& send : sends) complete_send(*send);
+}
+
+void RingCommunicator::pairwise_reduce_scatter(const Tensor& flat, const Tensor& acc, ReduceOp op,
+                                               const std::string& name) {
+  const int n = world_size(), r = rank();
+  const ReduceOp step_op = op == ReduceOp::Avg ? ReduceOp::Sum : op;
+  const Tensor mine = chunk(flat, r);
+  if (acc.data_ptr() != mine.data_ptr()) Tensor(acc).copy_async_(mine, current_stream());
+  // Step s: my chunk for owner r+s goes to it while rank r-s's contribution to my chunk
+  // arrives and is added: one chunk in flight per rank and step, sums in arrival order.
+  for (int s = 1; s < n; ++s)
+    exchange(chunk(flat, r + s), mod(r + s, n), acc, mod(r - s, n), &step_op, name);
+}
+
 void RingCommunicator::do_all_reduce(const Tensor& tensor, ReduceOp op) {
   const Tensor flat = tensor.flatten();
+  if (deterministic()) {
+    // Rank r owns chunk r. Rank 0 accumulates in place (acc = x0 is its own chunk); the others
+    // need their own chunk until its turn comes, so they accumulate in one chunk of scratch.
+    const Tensor mine = chunk(flat, rank());
+    const Tensor acc =
+        rank() == 0 ? mine : Tensor::empty({mine.numel()}, mine.dtype(), mine.device());
+    ordered_reduce_scatter(flat, acc, op, "all_reduce");
+    if (op == ReduceOp::Avg) divide_(acc, world_size());
+    if (rank() != 0) Tensor(mine).copy_async_(acc, current_stream());
+    ring_all_gather(flat, -1, "all_reduce");  // shift -1: rank r starts from chunk r
+    return;
+  }
   ring_reduce_scatter(flat, op, 0, "all_reduce");
   // Rank r now owns the finished chunk r+1: divide it once, then share it.
   if (op == ReduceOp::Avg) divide_(chunk(flat, rank() + 1), world_size());
@@ -50,14 +102,18 @@ void RingCommunicator::do_all_reduce(const Tensor& tensor, ReduceOp op) {
 }
 
 void RingCommunicator::do_reduce_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
-  // The ring reduces in place; work on a scratch copy so that `input` stays untouched.
-  Tensor scratch = Tensor::empty({input.numel()}, input.dtype(), input.device());
-  scratch.copy_async_(input.flatten(), current_stream());
-  // shift -1: rank r ends owning chunk r, the one reduce_scatter promises it.
-  ring_reduce_scatter(scratch, op, -1, "reduce_scatter");
-  Tensor mine = chunk(scratch, rank());
-  if (op == ReduceOp::Avg) divide_(mine, world_size());
-  output.flatten().copy_async_(mine, current_stream());
+  // `output` is the accumulator: no copy of the input. Only when output is the input's chunk r
+  // itself (in place) and x0 must come first does the ordered exchange need a scratch chunk.
+  const Tensor flat = input.flatten(), out = output.flatten();
+  const bool aliased = out.data_ptr() == chunk(flat, rank()).data_ptr() && rank() != 0;
+  if (deterministic()) {
+    const Tensor acc = aliased ? Tensor::empty({out.numel()}, out.dtype(), out.device()) : out;
+    ordered_reduce_scatter(flat, acc, op, "reduce_scatter");
+    if (aliased) Tensor(out).copy_async_(acc, current_stream());
+  } else {
+    pairwise_reduce_scatter(flat, out, op, "reduce_scatter");
+  }
+  if (op == ReduceOp::Avg) divide_(out, world_size());
 }
 
 void RingCommunicator::do_all_gather(const Tensor& input, const Tensor& output) {

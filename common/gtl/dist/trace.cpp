@@ -1,6 +1,8 @@
 // Trace: the per-rank record of communication and module events (see trace.h).
 #include "gtl/dist/trace.h"
 
+#include <algorithm>
+
 namespace gtl::dist {
 
 const char* trace_kind_name(TraceKind kind) {
@@ -42,6 +44,13 @@ void Trace::add_bytes(int64_t seq, int64_t sent, int64_t received) {
   if (seq < 0 || seq >= static_cast<int64_t>(events_.size())) return;
   events_[static_cast<std::size_t>(seq)].bytes_sent += sent;
   events_[static_cast<std::size_t>(seq)].bytes_received += received;
+}
+
+void Trace::add_peer(int64_t seq, int peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (seq < 0 || seq >= static_cast<int64_t>(events_.size())) return;
+  std::vector<int>& peers = events_[static_cast<std::size_t>(seq)].peers;
+  if (std::find(peers.begin(), peers.end(), peer) == peers.end()) peers.push_back(peer);
 }
 
 int64_t Trace::next_work_id() {

@@ -69,6 +69,9 @@ class Trace {
   int64_t record(TraceEvent event);
   // Adds traffic to an event already recorded (async ops learn their bytes when they finish).
   void add_bytes(int64_t seq, int64_t sent, int64_t received);
+  // Adds a world rank to an event's peers unless it is there already (collectives learn their
+  // peers as they run: ring neighbours, or every rank for a direct exchange).
+  void add_peer(int64_t seq, int peer);
   int64_t next_work_id();
 
   std::vector<TraceEvent> events() const;  // a copy, in seq order

@@ -158,14 +158,46 @@ TEST(DistCollectives, BarrierLetsNobodyPassEarly) {
   }
 }
 
-TEST(DistCollectives, AsyncOnCpuHasCompletedWhenItReturns) {
+TEST(DistCollectives, AsyncOnCpuHasCompletedAfterWait) {
+  // That it really runs in the background is async_test.cpp's subject.
   run_ranks(4, [](Communicator& comm) {
     Tensor t = input(comm.rank(), 100, DType::Float32);
     Work w = comm.all_reduce_async(t);
-    EXPECT_TRUE(w.completed());
     w.wait();
+    EXPECT_TRUE(w.completed()) << "a Work must report completion once wait() has returned";
     EXPECT_EQ(t.to_vector(), reduced(4, 100, DType::Float32, ReduceOp::Sum));
   });
+}
+
+TEST(DistCollectives, BufferedModeGivesTheSameResults) {
+  // The default is rendezvous; buffered sends (RunOptions::rendezvous = false) must not change
+  // any result.
+  RunOptions options = testing::fast_options();
+  options.rendezvous = false;
+  for (int world = 1; world <= 5; ++world) {
+    run_ranks(
+        world,
+        [&](Communicator& comm) {
+          const int r = comm.rank();
+          Tensor t = input(r, 1023, DType::Float32);
+          comm.all_reduce(t, ReduceOp::Avg);
+          EXPECT_EQ(t.to_vector(), reduced(world, 1023, DType::Float32, ReduceOp::Avg))
+              << "buffered all_reduce, rank " << r << " of " << world;
+          Tensor shard = Tensor::zeros({9}, DType::Int64);
+          comm.reduce_scatter(input(r, 9 * world, DType::Int64), shard, ReduceOp::Max);
+          EXPECT_EQ(shard.to_vector(), reduced(world, 9, DType::Int64, ReduceOp::Max, 9 * r))
+              << "buffered reduce_scatter, rank " << r << " of " << world;
+          Tensor gathered = Tensor::zeros({5 * world});
+          comm.all_gather(input(r, 5, DType::Float32), gathered);
+          for (int q = 0; q < world; ++q)
+            EXPECT_EQ(gathered.slice(5 * q, 5 * q + 5).to_vector(), testing::values(q, 5));
+          Tensor b = input(r, 17, DType::Float32);
+          comm.broadcast(b, world - 1);
+          EXPECT_EQ(b.to_vector(), testing::values(world - 1, 17));
+          comm.barrier();
+        },
+        options);
+  }
 }
 
 TEST(DistCollectives, EachRankHasItsOwnAllocator) {

@@ -36,6 +36,40 @@ TEST(DistGpu, InProcessRanksShareOneGpu) {
   }
 }
 
+TEST(DistGpu, InProcessGpuRendezvousPointToPointAndDeterministicMode) {
+  // Rendezvous on one GPU: the receiver copies from the sender's tensor on its own stream after
+  // the sender's event, and the sender's stream waits for the receiver's copy.
+  GTL_REQUIRE_GPU();
+  for (bool deterministic : {false, true}) {
+    RunOptions options = testing::fast_options(std::chrono::seconds(30));
+    options.device = Device::cuda(0);
+    options.deterministic = deterministic;
+    for (int world : {2, 3}) {
+      run_ranks(
+          world,
+          [&](Communicator& comm) {
+            const int r = comm.rank(), right = (r + 1) % world, left = (r + world - 1) % world;
+            const Device gpu = Device::cuda(0);
+            Tensor mine = testing::input(r, 33, DType::Float32).to(gpu);
+            Tensor got = Tensor::zeros({33}, DType::Float32, gpu);
+            comm.send_recv(mine, right, got, left);
+            mine.fill_(0);  // after send_recv returns the sender may overwrite its tensor
+            EXPECT_EQ(got.to_vector(), testing::values(left, 33)) << "GPU send_recv, rank " << r;
+            Tensor shard = Tensor::zeros({11}, DType::Float16, gpu);
+            comm.reduce_scatter(testing::input(r, 11 * world, DType::Float16).to(gpu), shard);
+            EXPECT_EQ(shard.to_vector(),
+                      testing::reduced(world, 11, DType::Float16, ReduceOp::Sum, 11 * r))
+                << "GPU reduce_scatter, deterministic " << deterministic << ", rank " << r;
+            Tensor t = testing::input(r, 1023, DType::Float32).to(gpu);
+            comm.all_reduce(t, ReduceOp::Avg);
+            EXPECT_EQ(t.to_vector(), testing::reduced(world, 1023, DType::Float32, ReduceOp::Avg))
+                << "GPU all_reduce, deterministic " << deterministic << ", rank " << r;
+          },
+          options);
+    }
+  }
+}
+
 TEST(DistGpu, NcclOneRank) {
   GTL_REQUIRE_GPU();
   if (!nccl_available()) GTEST_SKIP() << "this build has no NCCL";
@@ -48,6 +82,11 @@ TEST(DistGpu, NcclOneRank) {
   comm.all_gather(t.slice(0, 5), out);
   EXPECT_EQ(out.to_vector(), testing::values(0, 5));
   comm.barrier();
+  EXPECT_THROW(comm.set_deterministic(true), Error) << "NCCL cannot promise rank-order sums";
+  const std::vector<TraceEvent> ev = comm.trace()->events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].op, "all_reduce");
+  EXPECT_EQ(ev[1].group_seq, 1);
 }
 
 TEST(DistGpu, NcclAcrossAllGpus) {

@@ -1,6 +1,8 @@
 // The MPI backend with 1 to 4 processes: ctest runs this binary directly (one process) and under
 // `mpirun -np N`. Every process runs every test; the ring's results and counters must match the
 // in-process backend's exactly.
+#include <cmath>
+
 #include "dist_test_util.h"
 #include "gtl/dist/mpi_communicator.h"
 #include "gtl/dist/process_grid.h"
@@ -72,6 +74,57 @@ TEST(DistMpi, SendRecvAroundTheRing) {
   EXPECT_EQ(x.to_vector(), std::vector<float>(6, float(r + 1)));
   x.fill_(r + 2);
   if (r < n - 1) comm.send(x, r + 1);
+}
+
+TEST(DistMpi, SendRecvIsendIrecvAndTheirTrace) {
+  Communicator& comm = world();
+  const int n = comm.world_size(), r = comm.rank();
+  if (n == 1) GTEST_SKIP() << "point to point needs at least 2 processes (mpirun -np 2)";
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  comm.trace()->clear();
+  Tensor got = Tensor::zeros({3, 4});
+  comm.send_recv(testing::input(r, 12, DType::Float32).reshape({3, 4}), right, got, left);
+  EXPECT_EQ(got.to_vector(), testing::values(left, 12)) << "MPI send_recv around the ring";
+  Tensor got2 = Tensor::zeros({5}, DType::Int64);
+  Work sent = comm.isend(testing::input(r, 5, DType::Int64), right);
+  Work received = comm.irecv(got2, left);
+  received.wait();
+  sent.wait();
+  EXPECT_EQ(got2.to_vector(), testing::values(left, 5)) << "MPI isend/irecv around the ring";
+  const std::vector<TraceEvent> ev = comm.trace()->events();
+  ASSERT_EQ(ev.size(), 5u) << "send_recv, isend, irecv and two waits";
+  EXPECT_EQ(ev[0].op, "send_recv");
+  EXPECT_EQ(ev[0].peers, (std::vector<int>{right, left}));
+  EXPECT_EQ(ev[0].bytes_sent, 48);
+  EXPECT_EQ(ev[0].bytes_received, 48);
+  EXPECT_EQ(ev[1].op, "isend");
+  EXPECT_EQ(ev[1].bytes_sent, 40);
+  EXPECT_EQ(ev[3].work_id, ev[2].work_id) << "the first wait is the irecv's";
+}
+
+TEST(DistMpi, DeterministicModeSumsInRankOrder) {
+  Communicator& comm = world();
+  const int n = comm.world_size(), r = comm.rank();
+  // Mixed magnitudes: 1e-3 * (rank+1) + 2^(10 * i % 3) style values round differently per order.
+  auto x = [](int rank, int64_t i) {
+    return std::ldexp(1.0f + 0.123f * float((i * 7 + rank * 5) % 13), int((i + rank) % 17) - 8);
+  };
+  constexpr int64_t numel = 103;
+  std::vector<float> mine(numel), expected(numel);
+  for (int64_t i = 0; i < numel; ++i) {
+    mine[i] = x(r, i);
+    expected[i] = x(0, i);
+    for (int q = 1; q < n; ++q) expected[i] += x(q, i);  // acc = x0; acc += x1; ...
+  }
+  comm.set_deterministic(true);
+  Tensor flat = Tensor::from_vector(mine, {numel});
+  Tensor bucketed = Tensor::from_vector(mine, {numel});
+  comm.all_reduce(flat);
+  comm.all_reduce(bucketed.slice(0, 40));
+  comm.all_reduce(bucketed.slice(40, numel));
+  comm.set_deterministic(false);
+  EXPECT_EQ(flat.to_vector(), expected) << "MPI deterministic all_reduce: rank-order sums";
+  EXPECT_EQ(bucketed.to_vector(), expected) << "MPI deterministic bucketed all_reduce";
 }
 
 TEST(DistMpi, SplitAndGrid) {
