@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gtl/dist/in_process.h"
+#include "gtl/distributed/in_process.h"
 #include "gtl/memory/caching_allocator.h"
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/linear.h"

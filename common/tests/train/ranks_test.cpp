@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtl/data/synthetic_digits.h"
-#include "gtl/dist/in_process.h"
+#include "gtl/distributed/in_process.h"
 #include "gtl/train/trainer.h"
 #include "gtl_test.h"
 
