@@ -3,6 +3,7 @@
 // A communicator connects `world_size` ranks; each rank holds its own Communicator object and
 // every rank must call the same collectives in the same order (a collective is a rendezvous).
 //
+// clang-format off
 //   all_reduce(t, op)            every rank ends with op(t_0, ..., t_{N-1})      (DDP grads)
 //   reduce_scatter(in, out, op)  rank r ends with chunk r of op(in_0, ...)       (FSDP grads)
 //   all_gather(in, out)          every rank ends with [in_0, ..., in_{N-1}]      (FSDP params)
@@ -11,6 +12,7 @@
 //   send(t, dst), recv(t, src)   point to point                                  (pipelines)
 //   send_recv(a, dst, b, src)    both at once: the deadlock-free pipeline/ring step
 //   isend, irecv                 non-blocking point to point, completed by Work::wait()
+// clang-format on
 //
 // Backends (see docs/distributed.md): in-process threads (in_process.h), MPI processes
 // (mpi_communicator.h), NCCL on GPUs (nccl_communicator.h). The in-process and MPI backends run
