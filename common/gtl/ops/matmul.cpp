@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #ifdef GTL_WITH_CUDA
 #include "gtl/ops/matmul_cuda.h"
@@ -17,6 +18,21 @@ std::string operand_str(const char* name, const Tensor& t, bool transposed) {
   return std::string(name) + " " + shape_str(t.shape()) + (transposed ? " transposed" : "");
 }
 
+// OpenBLAS threads: 1 unless GTL_BLAS_THREADS (or OpenBLAS's own OPENBLAS_NUM_THREADS) says
+// otherwise. The course's CPU GEMMs are small, the machines it runs on are often busy (2-core CI
+// runners, simulated ranks that are themselves threads), and an OpenBLAS that starts a thread per
+// core for every caller oversubscribes them: the demo's 250 steps took 73 s on a loaded 2-core
+// machine with OpenBLAS's default against 7 s with one thread.
+void set_blas_threads_once() {
+  static const bool done = [] {
+    const char* ours = std::getenv("GTL_BLAS_THREADS");
+    if (ours == nullptr && std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return true;
+    openblas_set_num_threads(ours ? std::max(1, std::atoi(ours)) : 1);
+    return true;
+  }();
+  (void)done;
+}
+
 // c = alpha * op(a) op(b) + beta * c in float32 with OpenBLAS. cblas_sgemm takes the row-major
 // layout directly; the leading dimension of each matrix is its stored row length.
 void matmul_cpu_f32(const Tensor& a, const Tensor& b, const Tensor& c, bool ta, bool tb,
@@ -26,6 +42,7 @@ void matmul_cpu_f32(const Tensor& a, const Tensor& b, const Tensor& c, bool ta, 
     for (int64_t i = 0; i < s.m * s.n; ++i) cp[i] = beta == 0.f ? 0.f : beta * cp[i];
     return;
   }
+  set_blas_threads_once();
   const auto lda = static_cast<int>(std::max<int64_t>(1, a.size(1)));
   const auto ldb = static_cast<int>(std::max<int64_t>(1, b.size(1)));
   const auto ldc = static_cast<int>(std::max<int64_t>(1, s.n));

@@ -62,8 +62,18 @@ std::string cuda_unavailable_reason() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   (void)cudaGetLastError();
-  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
-  if (count == 0) return "no CUDA device: the driver reports 0 GPUs";
+  if (e != cudaSuccess) {
+    // No NVIDIA driver at all reads as "driver version is insufficient", which sends students to
+    // update a driver they do not need: say plainly that this machine has no GPU.
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
+      (void)cudaGetLastError();
+      return "no GPU on this machine (no NVIDIA driver found)";
+    }
+    return std::string("no usable GPU: ") + cudaGetErrorString(e) + " (driver " +
+           std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ")";
+  }
+  if (count == 0) return "no GPU on this machine (the NVIDIA driver reports 0 GPUs)";
   return "";
 }
 
@@ -114,7 +124,7 @@ int cuda_device_count() {
   return 0;
 }
 std::string cuda_unavailable_reason() {
-  return "built without CUDA (GTL_CUDA=OFF or no nvcc)";
+  return "no GPU support in this build (built without CUDA: GTL_CUDA=OFF or no nvcc)";
 }
 DeviceProperties device_properties(int index) {
   throw Error("device_properties(" + std::to_string(index) + "): " + cuda_unavailable_reason());

@@ -42,7 +42,8 @@ bool cuda_available();
 int cuda_device_count();
 // cuda:0 when a GPU is available, otherwise cpu.
 Device default_device();
-// Why cuda_available() is false, in words ("built without CUDA", "no CUDA device: <reason>").
+// Why cuda_available() is false, in words a student can act on ("no GPU on this machine (no
+// NVIDIA driver found)", "no GPU support in this build ...", "no usable GPU: <CUDA error>").
 std::string cuda_unavailable_reason();
 
 struct DeviceProperties {
