@@ -24,9 +24,11 @@ struct LoopStep {
 };
 
 // `steps` AdamW steps (lr 2e-3, batch 64, clip 1) of the lab MLP under `policy`; `scaler` may be
-// null (no loss scaling).
+// null (no loss scaling). `finish_with_lab_step`: end each step with your lab03::finish_amp_step
+// (TODO 5) instead of the reference sequence (unscale, clip_grad_norm_, step, update).
 inline std::vector<LoopStep> train_lab_model(const gtl::nn::PrecisionPolicy& policy,
-                                             lab03::GradScaler* scaler, int steps) {
+                                             lab03::GradScaler* scaler, int steps,
+                                             bool finish_with_lab_step = false) {
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
   gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
@@ -51,10 +53,14 @@ inline std::vector<LoopStep> train_lab_model(const gtl::nn::PrecisionPolicy& pol
     st.scale = scaler ? scaler->scale() : 1.f;
     st.loss = head.forward(model->forward(batch->images, ctx), batch->labels, loss_ctx).item();
     model->backward(ctx, head.backward(loss_ctx, st.scale));
-    const bool overflow = scaler && scaler->unscale_(flat);
-    if (!overflow) gtl::optim::clip_grad_norm_(flat, 1.f);
-    st.stepped = scaler ? scaler->step(adamw) : (adamw.step(), true);
-    if (scaler) scaler->update();
+    if (finish_with_lab_step && scaler) {
+      st.stepped = lab03::finish_amp_step(*scaler, flat, adamw, 1.f).stepped;
+    } else {
+      const bool overflow = scaler && scaler->unscale_(flat);
+      if (!overflow) gtl::optim::clip_grad_norm_(flat, 1.f);
+      st.stepped = scaler ? scaler->step(adamw) : (adamw.step(), true);
+      if (scaler) scaler->update();
+    }
     out.push_back(st);
   }
   return out;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "amp_loop.h"
 #include "gtl/optim/loss_scaler.h"
 #include "gtl/optim/sgd.h"
 #include "mixed_precision.h"
@@ -118,6 +119,22 @@ TEST(AmpStep, AnOverflowedStepIsSkippedCleanly) {
          "value (clipping by an infinite norm zeroes them, a NaN norm poisons them)";
   EXPECT_EQ(rig.sgd.step_count(), 0) << "TODO 5b: the optimizer did not step";
   EXPECT_EQ(scaler.scale(), 512.f) << "TODO 5b: update() still runs: the scale halves";
+}
+
+TEST(AmpStep, TrainsTheLabModelInFp16LikeFloat32) {
+  // Your finish_amp_step ends every step of a real fp16 run (the core's scaler, AdamW).
+  const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 40);
+  CoreScaler scaler(65536.f);
+  const auto fp16 =
+      lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp16(), &scaler, 40, true);
+  const float tolerance = 4.f * 0x1p-11f * std::log(10.f);  // README, "How close is close"
+  for (std::size_t i = 0; i < fp32.size(); ++i) {
+    ASSERT_TRUE(fp16[i].stepped) << "TODO 5b: step " << i << " skipped: no overflow at 2^16";
+    ASSERT_LE(std::fabs(fp16[i].loss - fp32[i].loss), tolerance)
+        << "TODO 5b: step " << i << ": fp16 loss " << fp16[i].loss << " vs float32 " << fp32[i].loss
+        << ": clipping the scaled gradients shrinks every step by the scale";
+  }
+  EXPECT_EQ(scaler.unscales, 40) << "TODO 5b: one unscale per step";
 }
 
 }  // namespace
