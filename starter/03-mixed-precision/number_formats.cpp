@@ -28,9 +28,10 @@ uint16_t round_to_fp16(float x) {
   // a subnormal (exponent 0, value mantissa x 2^-24), rounded the same way, down to +-0.
   // Hint: take the float's bits (bits_of), its unbiased exponent e and its 24-bit mantissa with
   // the implicit 1. A normal fp16 keeps the top 11 of those 24 bits (shift out 13); each step of
-  // e below -14 shifts out one more. Compare the bits shifted out with half of their range. A
-  // carry out of the mantissa correctly bumps the exponent if you ADD the exponent field.
-  // About 20 lines.
+  // e below -14 shifts out one more. Compare the bits shifted out with half of their range. For
+  // a normal, the kept 11 bits still hold the implicit 1 at bit 10, which adds one to the
+  // exponent field: ADD (e + 14) << 10 to them (a carry out of the mantissa then bumps the
+  // exponent by itself, up to inf). Subnormals are the kept bits alone. About 20 lines.
   throw gtl::Error("TODO(lab03) step 1a: round_to_fp16(" + std::to_string(x) +
                    ") is not implemented");
   // END TODO(lab03)
