@@ -1,0 +1,83 @@
+// Lab 03, TODO 7: the capstone's rows, checked against the same training replayed here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gtl/data/synthetic_digits.h"
+#include "gtl/memory/allocator.h"
+#include "gtl/train/trainer.h"
+#include "mixed_precision.h"
+
+namespace {
+
+lab03::CapstoneOptions small() {
+  lab03::CapstoneOptions o;
+  o.steps = 20;
+  o.train_size = 1280;  // 20 batches of 64: one epoch
+  o.eval_samples = 200;
+  return o;
+}
+
+TEST(Capstone, CpuRowMatchesTheSameTrainingReplayed) {
+  const lab03::CapstoneOptions o = small();
+  { const gtl::Tensor earlier = gtl::Tensor::empty({1 << 24}); }  // a 64 MiB peak from before
+  const lab03::CapstoneRow row = lab03::run_capstone_row("CPU FP32", gtl::Device::cpu(), "fp32", o);
+  ASSERT_FALSE(row.skipped) << "TODO 7a: the CPU row always runs";
+  EXPECT_EQ(row.name, "CPU FP32");
+  EXPECT_EQ(row.device, "cpu");
+  // The replay: the same trainer, the peak over the steps only, the accuracy after them.
+  auto train = std::make_shared<gtl::data::SyntheticDigits>(o.train_size);
+  gtl::data::SyntheticDigits test(o.eval_samples, gtl::data::Split::Test);
+  gtl::train::TrainerOptions to;
+  gtl::train::Trainer trainer(to, train);
+  auto allocator = gtl::current_allocator(gtl::Device::cpu());
+  allocator->reset_peak_stats();
+  float loss = 0;
+  for (int64_t s = 0; s < o.steps; ++s) loss = trainer.step().loss;
+  const int64_t peak = allocator->stats().peak_allocated_bytes;
+  const float accuracy = trainer.evaluate(test, o.eval_samples).accuracy;
+  EXPECT_EQ(row.peak_bytes, peak)
+      << "TODO 7a: the allocator's peak over the training steps only (reset_peak_stats after "
+         "building the trainer, read before evaluating): expected "
+      << peak << " bytes";
+  EXPECT_EQ(row.accuracy, accuracy) << "TODO 7a: test accuracy over eval_samples after the steps";
+  EXPECT_EQ(row.final_loss, loss) << "TODO 7a: the last step's training loss";
+  EXPECT_EQ(row.skipped_steps, 0);
+  EXPECT_TRUE(row.seconds_per_epoch > 0 && std::isfinite(row.seconds_per_epoch))
+      << "TODO 7a: mean step time x batches per epoch";
+  // Memory formula (README): parameters, gradients and AdamW's two moments, 16 bytes per
+  // parameter, are all live during a step; activations come on top.
+  const int64_t params = trainer.model().num_parameters();
+  EXPECT_GE(row.peak_bytes, 16 * params) << "TODO 7a: peak below weights + grads + AdamW state";
+}
+
+TEST(Capstone, FourRowsAndGpuRowsSayWhyTheyAreSkipped) {
+  lab03::CapstoneOptions o = small();
+  o.steps = 5;
+  const std::vector<lab03::CapstoneRow> rows = lab03::run_capstone(o);
+  ASSERT_EQ(rows.size(), 4u) << "TODO 7b: CPU FP32, GPU FP32, GPU FP16+scaler, GPU BF16";
+  const char* names[] = {"CPU FP32", "GPU FP32", "GPU FP16+scaler", "GPU BF16"};
+  const char* precisions[] = {"fp32", "fp32", "fp16", "bf16"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(rows[i].name, names[i]) << "TODO 7b: row " << i;
+    EXPECT_EQ(rows[i].precision, precisions[i]) << "TODO 7b: row " << i;
+    if (i > 0) {
+      EXPECT_EQ(rows[i].device, "cuda:0") << "TODO 7b: row " << i;
+    }
+  }
+  EXPECT_EQ(rows[0].speedup_vs_cpu, 1.0) << "TODO 7b: the CPU row is the baseline: speedup 1";
+  for (std::size_t i = 1; i < 4; ++i) {
+    if (gtl::cuda_available()) {
+      EXPECT_FALSE(rows[i].skipped);
+      EXPECT_EQ(rows[i].speedup_vs_cpu, rows[0].seconds_per_epoch / rows[i].seconds_per_epoch)
+          << "TODO 7b: speedup = CPU time per epoch / this row's";
+    } else {
+      EXPECT_TRUE(rows[i].skipped) << "TODO 7a: no GPU here: the GPU rows are skipped";
+      EXPECT_NE(rows[i].skip_reason.find(gtl::cuda_unavailable_reason()), std::string::npos)
+          << "TODO 7a: the reason must include cuda_unavailable_reason(), got '"
+          << rows[i].skip_reason << "'";
+    }
+  }
+}
+
+}  // namespace

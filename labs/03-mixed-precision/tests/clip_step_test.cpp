@@ -1,0 +1,140 @@
+// Lab 03, TODO 5: clip by the global norm of the UNSCALED gradients; skip overflowed steps cleanly.
+// The loss scaler here is the core's (an adapter below), so this step's checks do not need yours.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "amp_loop.h"
+#include "gtl/optim/loss_scaler.h"
+#include "gtl/optim/sgd.h"
+#include "mixed_precision.h"
+
+namespace {
+
+using gtl::Tensor;
+using gtl::optim::ParamRef;
+
+// The core's reference scaler behind the lab's interface.
+class CoreScaler final : public lab03::GradScaler {
+ public:
+  explicit CoreScaler(float scale) : scaler_(options(scale)) {}
+  float scale() const override { return scaler_.scale(); }
+  bool unscale_(const std::vector<ParamRef>& params) override {
+    ++unscales;
+    scaler_.unscale_(params);
+    return scaler_.found_inf_flag().defined() && scaler_.found_inf_flag().item() != 0.f;
+  }
+  bool step(gtl::optim::Optimizer& optimizer) override { return scaler_.step(optimizer); }
+  void update() override {
+    ++updates;
+    scaler_.update();
+  }
+  int unscales = 0, updates = 0;
+
+ private:
+  static gtl::optim::LossScalerOptions options(float scale) {
+    gtl::optim::LossScalerOptions o;
+    o.init_scale = scale;
+    return o;
+  }
+  gtl::optim::LossScaler scaler_;
+};
+
+// Two parameters whose unscaled gradients are (3, 0) and (0, 4): global norm 5.
+struct Rig {
+  ParamRef a{Tensor::zeros({2}), Tensor::zeros({2}), Tensor(), "a"};
+  ParamRef b{Tensor::zeros({2}), Tensor::zeros({2}), Tensor(), "b"};
+  gtl::optim::Sgd sgd{{a, b}, gtl::optim::SgdOptions{1.f, 0.f, 0.f}};
+  void backward(float scale) {
+    a.grad.data<float>()[0] = 3.f * scale;
+    b.grad.data<float>()[1] = 4.f * scale;
+  }
+};
+
+TEST(ClipByGlobalNorm, ScalesEveryGradientByOneCoefficient) {
+  Rig rig;
+  rig.backward(1.f);
+  const float norm = lab03::clip_by_global_norm({rig.a, rig.b}, 1.f);
+  EXPECT_EQ(norm, 5.f) << "TODO 5a: the norm over ALL gradients: sqrt(3^2 + 4^2)";
+  const float coef = 1.f / (5.f + 1e-6f);
+  EXPECT_EQ(rig.a.grad.to_vector()[0], 3.f * coef) << "TODO 5a: grad *= max_norm / (norm + 1e-6)";
+  EXPECT_EQ(rig.b.grad.to_vector()[1], 4.f * coef) << "TODO 5a: the same coefficient for all";
+}
+
+TEST(ClipByGlobalNorm, LeavesSmallGradientsAlone) {
+  Rig rig;
+  rig.backward(0.1f);
+  const std::vector<float> a = rig.a.grad.to_vector();
+  EXPECT_FLOAT_EQ(lab03::clip_by_global_norm({rig.a, rig.b}, 1.f), 0.5f);
+  EXPECT_EQ(rig.a.grad.to_vector(), a) << "TODO 5a: norm 0.5 <= 1: min(coef, 1) = 1, unchanged";
+}
+
+TEST(ClipByGlobalNorm, AccumulatesWithoutOverflow) {
+  // 1e20^2 overflows float32; the norm itself (1.4e20) does not.
+  ParamRef p{Tensor::full({2}, 0.f), Tensor::full({2}, 1e20f), Tensor(), "p"};
+  const float norm = lab03::clip_by_global_norm({p}, 1.f);
+  EXPECT_FLOAT_EQ(norm, 1.41421356e20f)
+      << "TODO 5a: sum the squares in double (in float, 1e40 is inf)";
+}
+
+TEST(AmpStep, ClipsAfterUnscaling) {
+  Rig rig;
+  CoreScaler scaler(1024.f);
+  rig.backward(scaler.scale());  // scaled gradients: norm 5120
+  const lab03::StepOutcome out = lab03::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 1.f);
+  EXPECT_TRUE(out.stepped);
+  EXPECT_EQ(out.grad_norm, 5.f) << "TODO 5b: the norm of the UNSCALED gradients is 5; 5120 means "
+                                   "you clipped before unscaling";
+  const float coef = 1.f / (5.f + 1e-6f);
+  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f * coef)
+      << "TODO 5b: unscale, then clip to norm 1, then step (SGD lr 1)";
+  EXPECT_EQ(rig.b.value.to_vector()[1], -4.f * coef);
+  EXPECT_EQ(scaler.unscales, 1) << "TODO 5b: unscale exactly once per step";
+  EXPECT_EQ(scaler.updates, 1) << "TODO 5b: update the scale once per step";
+}
+
+TEST(AmpStep, NoClippingWhenMaxNormIsZero) {
+  Rig rig;
+  CoreScaler scaler(4.f);
+  rig.backward(scaler.scale());
+  const lab03::StepOutcome out = lab03::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 0.f);
+  EXPECT_TRUE(out.stepped);
+  EXPECT_EQ(out.grad_norm, 0.f) << "TODO 5b: max_norm <= 0: no clipping, grad_norm 0";
+  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f) << "TODO 5b: unscaled but not clipped";
+}
+
+TEST(AmpStep, AnOverflowedStepIsSkippedCleanly) {
+  Rig rig;
+  CoreScaler scaler(1024.f);
+  rig.backward(scaler.scale());
+  rig.a.grad.data<float>()[1] = std::numeric_limits<float>::infinity();
+  const lab03::StepOutcome out = lab03::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 1.f);
+  EXPECT_FALSE(out.stepped) << "TODO 5b: an inf gradient: skip the step";
+  EXPECT_EQ(out.grad_norm, 0.f) << "TODO 5b: an overflowed step is not clipped (its norm is inf)";
+  EXPECT_EQ(rig.a.value.to_vector(), std::vector<float>(2, 0.f)) << "TODO 5b: no update";
+  EXPECT_EQ(rig.b.value.to_vector(), std::vector<float>(2, 0.f)) << "TODO 5b: no update";
+  EXPECT_EQ(rig.a.grad.to_vector()[0], 3.f)
+      << "TODO 5b: do not clip an overflowed step: the finite gradients keep their unscaled "
+         "value (clipping by an infinite norm zeroes them, a NaN norm poisons them)";
+  EXPECT_EQ(rig.sgd.step_count(), 0) << "TODO 5b: the optimizer did not step";
+  EXPECT_EQ(scaler.scale(), 512.f) << "TODO 5b: update() still runs: the scale halves";
+}
+
+TEST(AmpStep, TrainsTheLabModelInFp16LikeFloat32) {
+  // Your finish_amp_step ends every step of a real fp16 run (the core's scaler, AdamW).
+  const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 40);
+  CoreScaler scaler(65536.f);
+  const auto fp16 =
+      lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp16(), &scaler, 40, true);
+  const float tolerance = 4.f * 0x1p-11f * std::log(10.f);  // README, "How close is close"
+  for (std::size_t i = 0; i < fp32.size(); ++i) {
+    ASSERT_TRUE(fp16[i].stepped) << "TODO 5b: step " << i << " skipped: no overflow at 2^16";
+    ASSERT_LE(std::fabs(fp16[i].loss - fp32[i].loss), tolerance)
+        << "TODO 5b: step " << i << ": fp16 loss " << fp16[i].loss << " vs float32 " << fp32[i].loss
+        << ": clipping the scaled gradients shrinks every step by the scale";
+  }
+  EXPECT_EQ(scaler.unscales, 40) << "TODO 5b: one unscale per step";
+}
+
+}  // namespace

@@ -1,0 +1,153 @@
+// Lab 03, TODO 4: float32 master weights keep the small updates that half weights lose.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "amp_loop.h"
+#include "gtl/optim/sgd.h"
+#include "gtl/tensor/half.h"
+#include "mixed_precision.h"
+
+namespace {
+
+using gtl::DType;
+using gtl::Tensor;
+using gtl::optim::ParamRef;
+
+// A half parameter of `n` elements, all `value`, its gradient all `grad`.
+ParamRef half_param(DType dtype, int64_t n, float value, float grad, const char* name) {
+  return ParamRef{Tensor::full({n}, value, dtype), Tensor::full({n}, grad, dtype), Tensor(), name};
+}
+
+float first(const Tensor& t) {
+  return t.to(DType::Float32).to_vector()[0];
+}
+
+TEST(MasterWeights, MastersAreFloat32CopiesOfTheHalfWeights) {
+  const lab03::MasterWeights mw({half_param(DType::Float16, 4, 0.1f, 0.f, "a"),
+                                 half_param(DType::BFloat16, 2, 3.f, 0.f, "b")});
+  ASSERT_EQ(mw.masters().size(), 2u) << "TODO 4a: one master per parameter";
+  for (std::size_t k = 0; k < 2; ++k) {
+    const ParamRef& m = mw.masters()[k];
+    const ParamRef& p = mw.model_params()[k];
+    ASSERT_TRUE(m.value.defined() && m.value.dtype() == DType::Float32 && m.grad.defined() &&
+                m.grad.dtype() == DType::Float32)
+        << "TODO 4a: master value and grad are float32";
+    EXPECT_EQ(m.value.shape(), p.value.shape());
+    EXPECT_EQ(m.name, p.name) << "TODO 4a: masters keep the names (checkpoints use them)";
+    EXPECT_EQ(m.value.to_vector(), p.value.to(DType::Float32).to_vector())
+        << "TODO 4a: the master starts as the exact widening of the half weight";
+    EXPECT_FALSE(m.value.data_ptr() == p.value.data_ptr()) << "TODO 4a: a separate tensor";
+  }
+}
+
+TEST(MasterWeights, GradientsWidenExactly) {
+  const lab03::MasterWeights mw({half_param(DType::Float16, 3, 1.f, 0x1p-24f, "w")});
+  mw.grads_to_master();
+  EXPECT_EQ(mw.masters()[0].grad.to_vector(), std::vector<float>(3, 0x1p-24f))
+      << "TODO 4b: master grad = float32(half grad): the smallest fp16 subnormal 2^-24 stays "
+         "exactly 2^-24";
+}
+
+// Near 1 fp16 numbers are 2^-10 apart: an update of 1e-4 is below half an ulp (2^-11 = 4.9e-4).
+constexpr float kLr = 1e-4f;
+constexpr int kSteps = 100;
+
+TEST(MasterWeights, KeepTheSmallUpdatesThatPureFp16Loses) {
+  // Pure fp16: SGD on the half weights themselves. Each step rounds 1 - 1e-4 back to 1.
+  ParamRef pure = half_param(DType::Float16, 1, 1.f, 1.f, "w");
+  gtl::optim::Sgd pure_sgd({pure}, gtl::optim::SgdOptions{kLr, 0.f, 0.f});
+  for (int s = 0; s < kSteps; ++s) pure_sgd.step();
+  ASSERT_EQ(first(pure.value), 1.f) << "(the core's pure-fp16 SGD loses every update)";
+
+  // Masters: SGD on the float32 masters, the model refreshed after every step.
+  const ParamRef model = half_param(DType::Float16, 1, 1.f, 1.f, "w");
+  const lab03::MasterWeights mw({model});
+  gtl::optim::Sgd sgd(mw.masters(), gtl::optim::SgdOptions{kLr, 0.f, 0.f});
+  float expected = 1.f;  // the float32 trajectory, step by step
+  for (int s = 0; s < kSteps; ++s) {
+    mw.grads_to_master();
+    sgd.step();
+    mw.refresh_model();
+    expected -= kLr * 1.f;
+    ASSERT_EQ(first(mw.masters()[0].value), expected)
+        << "TODO 4: step " << s + 1 << ": the master must accumulate every update in float32 ("
+        << "a master rebuilt from the rounded half weight loses them all)";
+    ASSERT_EQ(model.value.to(DType::Float32).to_vector()[0],
+              static_cast<float>(gtl::half(expected)))
+        << "TODO 4c: step " << s + 1 << ": the model's half weight must be round(master), "
+        << "refreshed after every step";
+  }
+  // 100 updates of 1e-4 moved the weight by 0.01: the half weight shows it (1 - 0.01 rounds to
+  // 0.99023), pure fp16 is still exactly 1. Tolerance 1e-3 < the 0.01 a pure-fp16 solution loses.
+  EXPECT_NEAR(first(model.value), 0.99f, 1e-3f) << "TODO 4: the model must see the change";
+}
+
+TEST(MasterWeights, Bf16TooNeedsMasters) {
+  // bf16 has 7 mantissa bits: near 1 the spacing is 2^-7, so even 1e-3 is below half an ulp.
+  const ParamRef model = half_param(DType::BFloat16, 1, 1.f, 1.f, "w");
+  const lab03::MasterWeights mw({model});
+  gtl::optim::Sgd sgd(mw.masters(), gtl::optim::SgdOptions{1e-3f, 0.f, 0.f});
+  for (int s = 0; s < 20; ++s) {
+    mw.grads_to_master();
+    sgd.step();
+    mw.refresh_model();
+  }
+  EXPECT_EQ(first(model.value), static_cast<float>(gtl::bfloat16(first(mw.masters()[0].value))))
+      << "TODO 4c: model = round_bf16(master)";
+  EXPECT_LT(first(model.value), 1.f) << "TODO 4: 20 updates of 1e-3 must show in the bf16 weight";
+}
+
+TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
+  // The lab model with its weight matrices stored in bf16 (value and gradient: Linear computes
+  // with them as they are and writes bf16 weight gradients); biases and LayerNorm stay float32.
+  // AdamW steps your float32 masters; the model is refreshed after every step.
+  gtl::nn::ModelConfig config;
+  auto model = gtl::nn::make_model(config);
+  std::vector<ParamRef> half, float32;
+  for (ParamRef* slot : model->parameter_slots()) {
+    if (slot->value.dim() < 2) {
+      float32.push_back(*slot);
+      continue;
+    }
+    slot->value = slot->value.to(DType::BFloat16);
+    slot->grad = Tensor::zeros(slot->value.shape(), DType::BFloat16);
+    half.push_back(*slot);
+  }
+  const lab03::MasterWeights mw(half);
+  std::vector<ParamRef> params = mw.masters();
+  params.insert(params.end(), float32.begin(), float32.end());
+  gtl::optim::AdamWOptions ao;
+  ao.lr = 2e-3f;
+  ao.weight_decay = 0.f;
+  gtl::optim::AdamW adamw(params, ao);
+  gtl::data::DataLoaderOptions lo;
+  lo.batch_size = 64;
+  gtl::data::DataLoader loader(std::make_shared<gtl::data::SyntheticDigits>(64 * 40), lo);
+  const gtl::nn::CrossEntropyLoss head;
+  const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 40);
+  gtl::nn::PrecisionScope scope(gtl::nn::PrecisionPolicy::bf16());
+  // README, "How close is close": 4 u ln(10), u = 2^-8 (bf16) for this bf16 run.
+  const float tolerance = 4.f * 0x1p-8f * std::log(10.f);
+  for (std::size_t step = 0; step < fp32.size(); ++step) {
+    std::optional<gtl::data::Batch> batch = loader.next();
+    batch->wait();
+    gtl::nn::Context ctx, loss_ctx;
+    const float loss =
+        head.forward(model->forward(batch->images, ctx), batch->labels, loss_ctx).item();
+    model->backward(ctx, head.backward(loss_ctx, 1.f));
+    mw.grads_to_master();
+    gtl::optim::clip_grad_norm_(params, 1.f);
+    adamw.step();
+    mw.refresh_model();
+    ASSERT_LE(std::fabs(loss - fp32[step].loss), tolerance)
+        << "TODO 4: step " << step << ": the bf16 model with float32 masters has loss " << loss
+        << ", float32 training " << fp32[step].loss
+        << ": the optimizer must see the widened gradients and the model the refreshed masters";
+  }
+  EXPECT_EQ(half[0].value.to(DType::Float32).to_vector()[0],
+            static_cast<float>(gtl::bfloat16(mw.masters()[0].value.to_vector()[0])))
+      << "TODO 4c: after training, model weight = round_bf16(master)";
+}
+
+}  // namespace

@@ -1,0 +1,192 @@
+// Lab 03, TODO 1: fp16 and bf16 rounding, bit for bit, and how many real gradients underflow.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "gtl/data/synthetic_digits.h"
+#include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/models.h"
+#include "gtl/tensor/half.h"
+#include "mixed_precision.h"
+
+namespace {
+
+std::string hex(uint32_t bits) {
+  char s[16];
+  std::snprintf(s, sizeof s, "0x%04x", bits);
+  return s;
+}
+
+struct Case {
+  float x;
+  uint16_t expected;
+  const char* what;
+};
+
+// Edge values with the bits a GPU's __float2half_rn gives (worked by hand in the handout).
+const Case kFp16Cases[] = {
+    {0.f, 0x0000, "+0"},
+    {-0.f, 0x8000, "-0 keeps its sign"},
+    {1.f, 0x3c00, "1"},
+    {-2.f, 0xc000, "-2"},
+    {65504.f, 0x7bff, "max finite 65504"},
+    {65519.f, 0x7bff, "65519 is below the midpoint 65520: rounds down to max finite"},
+    {65520.f, 0x7c00, "65520, the tie between 65504 and 65536: ties to even = overflow to inf"},
+    {1e6f, 0x7c00, "1e6 overflows to +inf (not max finite)"},
+    {-1e6f, 0xfc00, "-1e6 overflows to -inf"},
+    {std::numeric_limits<float>::infinity(), 0x7c00, "+inf"},
+    {1.f + 0x1p-11f, 0x3c00, "1 + half an ulp: tie, round to even (down to 1)"},
+    {1.f + 3 * 0x1p-11f, 0x3c02, "1 + 1.5 ulp: tie, round to even (up to 1 + 2 ulp)"},
+    {1.f + 0x1p-11f + 0x1p-20f, 0x3c01, "just above the tie rounds up"},
+    {0x1p-14f, 0x0400, "smallest normal 2^-14"},
+    {0x1p-24f, 0x0001, "smallest subnormal 2^-24 (not flushed to zero)"},
+    {0x1p-15f + 0x1p-24f, 0x0201, "a subnormal with a low bit"},
+    {0x1p-25f, 0x0000, "2^-25, exactly half the smallest subnormal: tie, to even = 0"},
+    {0x1p-25f + 0x1p-40f, 0x0001, "just above half the smallest subnormal rounds up"},
+    {3 * 0x1p-25f, 0x0002, "1.5 x smallest subnormal: tie, to even (2)"},
+    {-0x1p-26f, 0x8000, "a tiny negative underflows to -0"},
+    {1e-8f, 0x0000, "1e-8 underflows to 0"},
+    {0x1p-14f - 0x1p-25f, 0x0400, "rounds up from subnormal into the smallest normal"},
+};
+
+const Case kBf16Cases[] = {
+    {0.f, 0x0000, "+0"},
+    {-0.f, 0x8000, "-0 keeps its sign"},
+    {1.f, 0x3f80, "1"},
+    {1.f + 0x1p-8f, 0x3f80, "1 + half an ulp: tie, round to even (down)"},
+    {1.f + 3 * 0x1p-8f, 0x3f82, "1 + 1.5 ulp: tie, round to even (up)"},
+    {1.f + 0x1p-8f + 0x1p-20f, 0x3f81, "just above the tie rounds up"},
+    {3.3895314e38f, 0x7f7f, "max finite bf16 (0x7f7f0000)"},
+    {std::numeric_limits<float>::max(), 0x7f80, "float32 max rounds up to inf"},
+    {-std::numeric_limits<float>::infinity(), 0xff80, "-inf"},
+    {1e-8f, 0x322c, "1e-8 is an ordinary bf16 number (float32's range)"},
+    {1e-40f, 0x0001, "a float32 subnormal stays a bf16 subnormal"},
+    {-1e-45f, 0x8000, "the smallest float32 subnormal rounds to -0 (tie to even)"},
+};
+
+TEST(NumberFormats, Fp16RoundsEveryEdgeValueBitForBit) {
+  for (const Case& c : kFp16Cases) {
+    const uint16_t got = lab03::round_to_fp16(c.x);
+    EXPECT_EQ(got, c.expected) << "TODO 1a: round_to_fp16(" << c.x << " = float bits "
+                               << hex(gtl::float_bits(c.x)) << "): expected " << hex(c.expected)
+                               << ", got " << hex(got) << " (" << c.what
+                               << "). Revisit: round to nearest, ties to even; subnormals; "
+                                  "overflow to inf.";
+  }
+}
+
+TEST(NumberFormats, Bf16RoundsEveryEdgeValueBitForBit) {
+  for (const Case& c : kBf16Cases) {
+    const uint16_t got = lab03::round_to_bf16(c.x);
+    EXPECT_EQ(got, c.expected) << "TODO 1b: round_to_bf16(" << c.x << " = float bits "
+                               << hex(gtl::float_bits(c.x)) << "): expected " << hex(c.expected)
+                               << ", got " << hex(got) << " (" << c.what
+                               << "). Revisit: bf16 is the top half of float32, rounded to "
+                                  "nearest even.";
+  }
+}
+
+TEST(NumberFormats, NanStaysNan) {
+  const float nans[] = {std::numeric_limits<float>::quiet_NaN(),
+                        -std::numeric_limits<float>::quiet_NaN(), gtl::bits_float(0x7f800001u),
+                        gtl::bits_float(0x7fffffffu)};
+  for (float x : nans) {
+    const uint16_t h = lab03::round_to_fp16(x), b = lab03::round_to_bf16(x);
+    EXPECT_TRUE((h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0)
+        << "TODO 1a: float bits " << hex(gtl::float_bits(x)) << " is a NaN; fp16 " << hex(h)
+        << " is not (exponent all ones AND a non-zero mantissa; all-zero mantissa is inf). A NaN "
+           "that becomes inf hides the bug that made it.";
+    EXPECT_TRUE((b & 0x7f80u) == 0x7f80u && (b & 0x007fu) != 0)
+        << "TODO 1b: float bits " << hex(gtl::float_bits(x)) << " is a NaN; bf16 " << hex(b)
+        << " is not (a NaN whose payload sits in the low 16 bits truncates to inf: set a "
+           "mantissa bit).";
+    EXPECT_EQ(h & 0x8000u, (gtl::float_bits(x) >> 16) & 0x8000u) << "TODO 1a: NaN's sign bit";
+  }
+}
+
+TEST(NumberFormats, AgreesWithTheGpuRoundingOnASweepOfBitPatterns) {
+  // Every 4099th float32 bit pattern (all exponents, both signs): the same bits as the core's
+  // rounding, which matches __float2half_rn / __float2bfloat16_rn.
+  int64_t fp16_bad = 0, bf16_bad = 0;
+  uint32_t first_fp16 = 0, first_bf16 = 0;
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 4099) {
+    const float x = gtl::bits_float(static_cast<uint32_t>(u));
+    if (std::isnan(x)) continue;  // NaN payloads may differ; NanStaysNan checks them
+    if (lab03::round_to_fp16(x) != gtl::float_to_half_bits(x) && fp16_bad++ == 0)
+      first_fp16 = static_cast<uint32_t>(u);
+    if (lab03::round_to_bf16(x) != gtl::float_to_bfloat16_bits(x) && bf16_bad++ == 0)
+      first_bf16 = static_cast<uint32_t>(u);
+  }
+  EXPECT_EQ(fp16_bad, 0) << "TODO 1a: " << fp16_bad << " patterns round differently, first float "
+                         << gtl::bits_float(first_fp16) << " (bits " << hex(first_fp16)
+                         << "): expected "
+                         << hex(gtl::float_to_half_bits(gtl::bits_float(first_fp16))) << ", got "
+                         << hex(lab03::round_to_fp16(gtl::bits_float(first_fp16)));
+  EXPECT_EQ(bf16_bad, 0) << "TODO 1b: " << bf16_bad << " patterns round differently, first float "
+                         << gtl::bits_float(first_bf16) << " (bits " << hex(first_bf16)
+                         << "): expected "
+                         << hex(gtl::float_to_bfloat16_bits(gtl::bits_float(first_bf16)))
+                         << ", got " << hex(lab03::round_to_bf16(gtl::bits_float(first_bf16)));
+}
+
+// The flat float32 gradient of the lab model (MLP, hidden 64, 2 blocks) on 64 digits, loss scale 1.
+gtl::Tensor lab_model_gradient() {
+  gtl::nn::ModelConfig config;
+  auto model = gtl::nn::make_model(config);
+  gtl::data::SyntheticDigits digits(64);
+  gtl::Tensor images = gtl::Tensor::empty({64, 1, 28, 28});
+  gtl::Tensor labels = gtl::Tensor::empty({64}, gtl::DType::Int64);
+  std::vector<int64_t> idx(64);
+  for (int64_t i = 0; i < 64; ++i) idx[static_cast<std::size_t>(i)] = i;
+  digits.gather(idx, images.data<float>(), labels.data<int64_t>());
+  gtl::nn::Context ctx, loss_ctx;
+  const gtl::nn::CrossEntropyLoss head;
+  head.forward(model->forward(images, ctx), labels, loss_ctx);
+  model->backward(ctx, head.backward(loss_ctx, 1.f));
+  int64_t n = 0;
+  for (const auto& p : model->parameters()) n += p.grad.numel();
+  gtl::Tensor flat = gtl::Tensor::empty({n});
+  int64_t at = 0;
+  for (const auto& p : model->parameters()) {
+    for (float g : p.grad.to_vector()) flat.data<float>()[at++] = g;
+  }
+  return flat;
+}
+
+TEST(Underflow, CountsOnARealGradientMatchTheGpuRounding) {
+  const gtl::Tensor grad = lab_model_gradient();
+  int64_t nonzero = 0, fp16 = 0, bf16 = 0;
+  for (float g : grad.to_vector()) {
+    if (g == 0.f || !std::isfinite(g)) continue;
+    ++nonzero;
+    fp16 += static_cast<float>(gtl::half(g)) == 0.f;
+    bf16 += static_cast<float>(gtl::bfloat16(g)) == 0.f;
+  }
+  const lab03::UnderflowReport r = lab03::count_underflow(grad);
+  EXPECT_EQ(r.nonzero, nonzero) << "TODO 1c: non-zero finite gradient elements; zeros are not "
+                                   "underflow and are not counted";
+  EXPECT_EQ(r.fp16_zeros, fp16) << "TODO 1c: of " << nonzero << " non-zero gradients, " << fp16
+                                << " round to +-0 in fp16, you counted " << r.fp16_zeros
+                                << " (a -0 result is underflow too)";
+  EXPECT_EQ(r.bf16_zeros, bf16) << "TODO 1c: bf16 underflow count";
+  EXPECT_GT(fp16, bf16) << "the lab model's gradients at scale 1 lose more in fp16 than in bf16";
+}
+
+TEST(Underflow, ScaledValuesShowWhatTheLossScalerRescues) {
+  // 1e-9 .. 1e-2 log-spaced: below 2^-25 (2.98e-8) fp16 rounds to 0, bf16 never does here.
+  std::vector<float> v;
+  for (int i = 0; i < 700; ++i) v.push_back(std::pow(10.f, -9.f + 0.01f * static_cast<float>(i)));
+  v.push_back(0.f);
+  v.push_back(-3e-9f);
+  const lab03::UnderflowReport r = lab03::count_underflow(gtl::Tensor::from_vector(v, {702}));
+  int64_t expected = 0;
+  for (float x : v) expected += x != 0.f && static_cast<float>(gtl::half(x)) == 0.f;
+  EXPECT_EQ(r.nonzero, 701);
+  EXPECT_EQ(r.fp16_zeros, expected) << "TODO 1c: values at or below 2^-25 underflow in fp16";
+  EXPECT_EQ(r.bf16_zeros, 0) << "TODO 1c: bf16 has float32's range: none of these underflow";
+}
+
+}  // namespace

@@ -1,0 +1,92 @@
+// Lab 03, TODO 2: autocast, the activation memory it saves, and the weight copy made once.
+//
+// Autocast runs an op in half precision where that is fast and safe: matmuls and convolutions
+// (tensor cores; each product rounded, the sums accumulate in float32) and the elementwise ops
+// that follow them. It keeps in float32 what rounding would break: softmax and cross-entropy
+// (exp and log of sums), LayerNorm (mean and variance), reductions, and the residual stream.
+// What an op saves for backward is its input in the dtype it computed in, so half precision
+// halves those activations, but not the float32 islands: the saving is less than 2x.
+#include <cstring>
+
+#include "gtl/tensor/half.h"
+#include "mixed_precision.h"
+
+namespace lab03 {
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::MatMul:
+      return "matmul";
+    case Op::Conv2d:
+      return "conv2d";
+    case Op::Activation:
+      return "activation";
+    case Op::Softmax:
+      return "softmax";
+    case Op::CrossEntropy:
+      return "cross_entropy";
+    case Op::LayerNorm:
+      return "layernorm";
+    case Op::Reduction:
+      return "reduction";
+    case Op::ResidualAdd:
+      return "residual_add";
+  }
+  return "?";
+}
+
+DType autocast_dtype(Op op, const gtl::nn::PrecisionPolicy& policy) {
+  // TODO(lab03) step 2a
+  // Return policy.compute for the ops that run in half precision (matmul, conv2d and the
+  // elementwise activation on their output), DType::Float32 for the float32 islands (softmax,
+  // cross-entropy, LayerNorm, reductions, the residual add). See common/gtl/nn/precision.h.
+  // About 8 lines.
+  throw gtl::Error(std::string("TODO(lab03) step 2a: autocast_dtype(") + op_name(op) + ", " +
+                   policy.name() + ") is not implemented");
+  // END TODO(lab03)
+}
+
+int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch,
+                               const gtl::nn::PrecisionPolicy& policy) {
+  GTL_CHECK(config.kind == "mlp", "saved_activation_bytes: only the mlp, got " << config.kind);
+  // TODO(lab03) step 2b
+  // Predict the bytes the forward and the loss save for backward, from the layer shapes and
+  // autocast_dtype: Flatten -> Linear(in, D) -> blocks x [LayerNorm -> Linear(D, 4D) -> GELU ->
+  // Linear(4D, D)] -> LayerNorm -> Linear(D, classes) -> cross-entropy. Each Linear saves its
+  // input (in its compute dtype), GELU its input, LayerNorm its input in float32 plus a float32
+  // mean and rstd per row, the loss the float32 logits and the int64 labels. The residual add
+  // saves nothing. in = product of config.input. Hint: gtl::dtype_size. About 12 lines.
+  throw gtl::Error("TODO(lab03) step 2b: saved_activation_bytes(batch " + std::to_string(batch) +
+                   ", " + policy.name() + ") is not implemented");
+  // END TODO(lab03)
+}
+
+HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(dtype) {
+  GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
+            "HalfWeightCache: expected float16 or bfloat16, got " << dtype);
+  // TODO(lab03) step 2c
+  // For every parameter slot of the model (model.parameter_slots()) with dim() >= 2: allocate
+  // its compute tensor ONCE (Tensor::empty, dtype_), remember the slot, then fill all copies.
+  // About 8 lines.
+  (void)model;
+  throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache is not implemented");
+  // END TODO(lab03)
+}
+
+void HalfWeightCache::refresh() const {
+  // TODO(lab03) step 2c
+  // compute = round(value) element by element, written into the existing copies (no
+  // allocation: Tensor::to would allocate). gtl::half(v).bits / gtl::bfloat16(v).bits round
+  // like the GPU (this step is about WHEN the copy is made, not how). About 8 lines.
+  throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::refresh is not implemented");
+  // END TODO(lab03)
+}
+
+int64_t HalfWeightCache::bytes() const {
+  // TODO(lab03) step 2c
+  // The bytes of all compute copies (Tensor::nbytes). About 3 lines.
+  throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::bytes is not implemented");
+  // END TODO(lab03)
+}
+
+}  // namespace lab03

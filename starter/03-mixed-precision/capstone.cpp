@@ -1,0 +1,69 @@
+// Lab 03, TODO 7: the capstone, CPU vs GPU vs GPU+AMP on the lab's digit classifier.
+//
+// Each row trains the same model from the same seed on the same batches; only the device and the
+// precision change. Time per epoch is the mean step time times the batches of an epoch (the
+// evaluation is not timed), peak memory is the device allocator's peak over the training steps
+// (reset after the model is built, so it counts the step: weights, gradients, AdamW state, the
+// compute copy and the activations), and accuracy is measured after the last step.
+#include <chrono>
+#include <memory>
+
+#include "gtl/data/idx_reader.h"
+#include "gtl/data/synthetic_digits.h"
+#include "gtl/memory/allocator.h"
+#include "gtl/train/trainer.h"
+#include "mixed_precision.h"
+
+namespace lab03 {
+
+namespace {
+struct Data {
+  std::shared_ptr<const gtl::data::Dataset> train, test;
+};
+
+[[maybe_unused]] Data load_data(const CapstoneOptions& o) {
+  namespace data = gtl::data;
+  if (o.idx_dir.empty()) {
+    return {std::make_shared<data::SyntheticDigits>(o.train_size, data::Split::Train),
+            std::make_shared<data::SyntheticDigits>(o.eval_samples, data::Split::Test)};
+  }
+  return {std::make_shared<data::IdxDataset>(o.idx_dir + "/train-images-idx3-ubyte",
+                                             o.idx_dir + "/train-labels-idx1-ubyte"),
+          std::make_shared<data::IdxDataset>(o.idx_dir + "/t10k-images-idx3-ubyte",
+                                             o.idx_dir + "/t10k-labels-idx1-ubyte")};
+}
+}  // namespace
+
+CapstoneRow run_capstone_row(const std::string& name, gtl::Device device,
+                             const std::string& precision, const CapstoneOptions& options) {
+  CapstoneRow row;
+  row.name = name;
+  row.device = device.str();
+  row.precision = precision;
+  // TODO(lab03) step 7a
+  // A GPU row without a GPU: skipped = true, skip_reason = "no GPU on this machine: " +
+  // gtl::cuda_unavailable_reason(), and return. Otherwise build a gtl::train::Trainer (model,
+  // device, PrecisionPolicy::parse(precision), batch size) on load_data(options).train, reset the
+  // device allocator's peak (gtl::current_allocator(device)->reset_peak_stats()), run
+  // options.steps steps timing them (std::chrono::steady_clock), count skipped steps, then read
+  // the peak, compute seconds_per_epoch (mean step time x trainer.batches_per_epoch()) and the
+  // accuracy (trainer.evaluate(test data, options.eval_samples)). About 25 lines.
+  (void)options;
+  throw gtl::Error("TODO(lab03) step 7a: run_capstone_row(" + name + ") is not implemented");
+  // END TODO(lab03)
+  return row;
+}
+
+std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options) {
+  std::vector<CapstoneRow> rows;
+  // TODO(lab03) step 7b
+  // The four rows, in order: "CPU FP32" (cpu, fp32), "GPU FP32", "GPU FP16+scaler" (fp16),
+  // "GPU BF16" (bf16) on gtl::Device::cuda(0); then speedup_vs_cpu = CPU seconds_per_epoch / the
+  // row's for every row that ran. About 10 lines.
+  (void)options;
+  throw gtl::Error("TODO(lab03) step 7b: run_capstone is not implemented");
+  // END TODO(lab03)
+  return rows;
+}
+
+}  // namespace lab03

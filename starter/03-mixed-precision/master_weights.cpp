@@ -1,0 +1,55 @@
+// Lab 03, TODO 4: float32 master weights behind a half-precision model.
+//
+// An update is often 1e-3 to 1e-5 of the weight it changes. Near 1, fp16 numbers are 2^-10 apart
+// (bf16: 2^-7): w + u with |u| below half that spacing rounds back to w, so stepping half weights
+// drops every small update, forever. The optimizer therefore steps a float32 master, where small
+// updates accumulate, and the model gets round(master) after each step: once the accumulated
+// change crosses half an ulp, the model sees it.
+#include "gtl/tensor/half.h"
+#include "mixed_precision.h"
+
+namespace lab03 {
+
+namespace {
+// One element of a half tensor (fp16 or bf16) as float, and a float rounded into one.
+[[maybe_unused]] float load_half(const Tensor& t, int64_t i) {
+  const uint16_t b = static_cast<const uint16_t*>(t.data_ptr())[i];
+  return t.dtype() == DType::Float16 ? gtl::half_bits_to_float(b) : gtl::bfloat16_bits_to_float(b);
+}
+[[maybe_unused]] void store_half(const Tensor& t, int64_t i, float v) {
+  static_cast<uint16_t*>(t.data_ptr())[i] =
+      t.dtype() == DType::Float16 ? gtl::half(v).bits : gtl::bfloat16(v).bits;
+}
+}  // namespace
+
+MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
+  for (const ParamRef& p : model_) {
+    GTL_CHECK(
+        (p.value.dtype() == DType::Float16 || p.value.dtype() == DType::BFloat16) &&
+            p.grad.dtype() == p.value.dtype() && !p.value.is_cuda(),
+        "MasterWeights: expected fp16 or bf16 CPU values and gradients, got " << p.value.str(0));
+  }
+  // TODO(lab03) step 4a
+  // For each model parameter, a master ParamRef: value = a NEW float32 tensor holding the exact
+  // widening of the half value, grad = float32 zeros, same name. The helpers load_half and
+  // store_half above read and write one element of an fp16 or bf16 tensor. About 6 lines.
+  throw gtl::Error("TODO(lab03) step 4a: MasterWeights is not implemented");
+  // END TODO(lab03)
+}
+
+void MasterWeights::grads_to_master() const {
+  // TODO(lab03) step 4b
+  // master grad[i] = float(model grad[i]) for every parameter. About 4 lines.
+  throw gtl::Error("TODO(lab03) step 4b: MasterWeights::grads_to_master is not implemented");
+  // END TODO(lab03)
+}
+
+void MasterWeights::refresh_model() const {
+  // TODO(lab03) step 4c
+  // model value[i] = round(master value[i]) for every parameter: the masters keep what the
+  // rounding drops. About 4 lines.
+  throw gtl::Error("TODO(lab03) step 4c: MasterWeights::refresh_model is not implemented");
+  // END TODO(lab03)
+}
+
+}  // namespace lab03
