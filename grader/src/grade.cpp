@@ -6,6 +6,7 @@
 #include <set>
 
 #include "bench_runner.h"
+#include "forbidden_symbols.h"
 #include "gtest_runner.h"
 
 namespace gtl::grader {
@@ -44,6 +45,30 @@ LabResult empty_lab(const Rubric& rubric) {
   lab.title = rubric.title;
   lab.dir = rubric.dir;
   return lab;
+}
+
+// A TODO whose student file calls the core's own implementation of what it teaches earns none of
+// its checks, whatever they measured (forbidden_symbols.h).
+template <typename Say>
+void apply_forbidden_uses(const Rubric& rubric, const BuildSettings& build, LabResult& lab,
+                          const Say& say) {
+  const std::vector<ForbiddenUse> uses = find_forbidden_uses(
+      rubric, build.work / "build", build.work / "impl", build.work / "scratch" / "forbidden");
+  std::set<std::string> marked;  // checks already scored 0 for a use (the first one is named)
+  for (const ForbiddenUse& use : uses) {
+    say("forbidden: " + describe(use));
+    const auto todo = std::find_if(rubric.todos.begin(), rubric.todos.end(),
+                                   [&](const Todo& t) { return t.id == use.todo; });
+    for (CheckResult& r : lab.checks) {
+      if (std::find(todo->checks.begin(), todo->checks.end(), r.name) == todo->checks.end())
+        continue;
+      if (r.status == Status::kSkipped) continue;  // not run here: its points are set apart
+      if (!marked.insert(r.name).second) continue;
+      r.status = Status::kFailed;
+      r.score = 0;
+      r.reason = describe(use);
+    }
+  }
 }
 
 LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
@@ -127,6 +152,7 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     const CheckResult& r = lab.checks.back();
     say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
   }
+  if (lab.built) apply_forbidden_uses(rubric, build, lab, say);
   return lab;
 }
 

@@ -89,6 +89,22 @@ TEST(GraderE2E, CorrectSubmissionEarnsEveryRunnablePoint) {
     EXPECT_TRUE(fs::exists(g.out / f)) << f;
 }
 
+TEST(GraderE2E, CallingTheCoresReferenceScoresTheTodoZeroNamingTheSymbol) {
+  // sum() returns the core's inline fixture::reference_sum: every test of the sum TODO passes,
+  // but the rubric forbids that symbol in its file, so the TODO earns nothing; prefix_sums is
+  // the student's own and keeps its points.
+  const Graded g = grade_submission_named("forbidden_call");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  for (const char* check : {"sum-correct", "sum-speed", "sum-memory", "sum-hidden"}) {
+    EXPECT_EQ(g.status(check), "failed") << check;
+    EXPECT_EQ(g.score(check), 0.0) << check;
+    EXPECT_NE(g.reason(check).find("uses the core's fixture::reference_sum"), std::string::npos)
+        << check << ": the message must name the forbidden symbol; got " << g.reason(check);
+  }
+  EXPECT_EQ(g.score("prefix-correct"), 3.0) << "the other TODO keeps its points";
+  EXPECT_EQ(g.status("prefix-memory"), "passed");
+}
+
 TEST(GraderE2E, FailingTestsCostTheirPoints) {
   const Graded g = grade_submission_named("failing");
   ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
