@@ -95,23 +95,20 @@ void configure_course(const BuildSettings& s) {
   const fs::path stamp = build / "gtl-grade-configured";
   std::string args_line = "course=" + fs::absolute(s.course).string();
   for (const auto& a : s.cmake_args) args_line += "\n" + a;
-  if (fs::exists(build / "build.ninja") && fs::exists(stamp) && slurp(stamp) == args_line) return;
+  if (fs::exists(build / "build.ninja") && fs::exists(build / "compile_commands.json") &&
+      fs::exists(stamp) && slurp(stamp) == args_line)
+    return;
   if (!program_available("cmake"))
     throw GradeError(exit_codes::kEnvironment, "cmake is not installed (apt-get install cmake)");
   if (!program_available("ninja"))
     throw GradeError(exit_codes::kEnvironment,
                      "ninja is not installed (apt-get install ninja-build)");
   if (s.progress) s.progress("configuring the course in " + build.string());
-  std::vector<std::string> argv = {"cmake",
-                                   "-S",
-                                   fs::absolute(s.course).string(),
-                                   "-B",
-                                   build.string(),
-                                   "-G",
-                                   "Ninja",
-                                   "-DCMAKE_BUILD_TYPE=Release",
-                                   "-DGTL_LABS_IMPL=" + impl.string(),
-                                   "-DGTL_WERROR=OFF"};
+  std::vector<std::string> argv = {"cmake", "-S", fs::absolute(s.course).string(), "-B",
+                                   build.string(), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                                   "-DGTL_LABS_IMPL=" + impl.string(), "-DGTL_WERROR=OFF",
+                                   // forbidden_symbols.cpp recompiles student files from it
+                                   "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"};
   argv.insert(argv.end(), s.cmake_args.begin(), s.cmake_args.end());
   RunLimits limits;
   limits.timeout_s = 600;
