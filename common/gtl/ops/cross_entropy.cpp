@@ -20,12 +20,6 @@ namespace gtl::ops {
 
 namespace {
 
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
-
 // Runs the body with L = int32_t or int64_t, the C++ type of the labels.
 #define GTL_DISPATCH_LABELS(dtype, L, ...) \
   if ((dtype) == DType::Int32) {           \
@@ -130,7 +124,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
                              rc.rows, rc.cols, losses.data<float>(), current_stream().handle());
     return mean(losses);
 #else
-    no_cuda("cross_entropy");
+    detail::no_cuda("cross_entropy");
 #endif
   }
   GTL_DISPATCH_FLOATING(logits.dtype(), T, {
@@ -153,7 +147,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& labels, float 
                                  current_stream().handle());
     return dlogits;
 #else
-    no_cuda("cross_entropy_backward");
+    detail::no_cuda("cross_entropy_backward");
 #endif
   }
   GTL_DISPATCH_FLOATING(logits.dtype(), T, {
@@ -175,7 +169,7 @@ Tensor accuracy(const Tensor& logits, const Tensor& labels) {
                         rc.rows, rc.cols, correct.data<float>(), current_stream().handle());
     return mean(correct);
 #else
-    no_cuda("accuracy");
+    detail::no_cuda("accuracy");
 #endif
   }
   GTL_DISPATCH_FLOATING(logits.dtype(), T, {

@@ -17,12 +17,6 @@ namespace gtl::ops {
 
 namespace {
 
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
-
 // Runs the body with W = float (a float32 weight) or W = T (a weight in x's dtype).
 #define GTL_DISPATCH_WEIGHT(wdtype, T, W, ...) \
   if ((wdtype) == DType::Float32) {            \
@@ -116,7 +110,7 @@ LayerNormForward layernorm_forward(const Tensor& x, const Tensor& weight, const 
                             rc.rows, rc.cols, eps, current_stream().handle());
     return f;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
@@ -155,7 +149,7 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
                              x.dtype(), rc.rows, rc.cols, current_stream().handle());
     return b;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {

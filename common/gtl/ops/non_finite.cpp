@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "gtl/ops/ops_checks.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops {
@@ -26,7 +27,7 @@ void non_finite_flag_(const std::vector<Tensor>& tensors, const Tensor& flag) {
     detail::non_finite_flag_cuda(tensors, flag);
     return;
 #else
-    throw Error("non_finite_flag_ on " + flag.device().str() + ": " + cuda_unavailable_reason());
+    detail::no_cuda("non_finite_flag_", flag);
 #endif
   }
   for (const Tensor& t : tensors) {

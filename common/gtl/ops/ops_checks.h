@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "gtl/runtime/device.h"
 #include "gtl/runtime/error.h"
 #include "gtl/tensor/tensor.h"
 
@@ -58,6 +60,16 @@ inline void check_row_param(const char* op, const char* name, const Tensor& p, c
   GTL_CHECK(p.dtype() == x.dtype() || p.dtype() == DType::Float32,
             op << ": " << name << " must be float32 or x's dtype " << dtype_name(x.dtype())
                << ", got " << dtype_name(p.dtype()));
+}
+
+// A CUDA tensor reached an op in a build without the CUDA backend (or on a machine without a
+// usable GPU): the message names the op, the device when given, and why CUDA is unavailable.
+[[noreturn]] inline void no_cuda(const char* op) {
+  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
+}
+
+[[noreturn]] inline void no_cuda(const char* op, const Tensor& t) {
+  throw Error(std::string(op) + " on " + t.device().str() + ": " + cuda_unavailable_reason());
 }
 
 }  // namespace gtl::ops::detail

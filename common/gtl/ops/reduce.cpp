@@ -20,12 +20,6 @@ namespace {
 
 enum class Op { Sum, Mean, Max };
 
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
-
 template <typename T>
 double sum_cpu(const T* x, int64_t n) {
   double acc = 0.0;
@@ -72,7 +66,7 @@ Tensor reduce_all(const char* name, Op op, const Tensor& x) {
                      out.data<float>(), current_stream().handle());
     return out;
 #else
-    no_cuda(name);
+    detail::no_cuda(name);
 #endif
   }
   float result = 0.f;
@@ -113,7 +107,7 @@ Tensor sum_rows(const Tensor& x) {
                    out.data<float>(), current_stream().handle());
     return out;
 #else
-    no_cuda("sum_rows");
+    detail::no_cuda("sum_rows");
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T,

@@ -1,5 +1,5 @@
-// Reductions across a warp and a block, and the grid size of a grid-stride loop (internal:
-// include only from ops/*.cu).
+// Reductions across a warp and a block (internal: include only from ops/*.cu; grid sizes are in
+// gtl/runtime/launch.h).
 //
 // A warp's 32 lanes exchange registers with __shfl_xor_sync: after log2(32) = 5 butterfly steps
 // every lane holds the total, with no shared memory and no __syncthreads. A block reduction does
@@ -8,12 +8,13 @@
 
 #include <cstdint>
 
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda_detail {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = launch::kFullWarpMask;
+constexpr int kWarpSize = launch::kWarpSize;
 
 __device__ inline float warp_sum(float v) {
   for (int offset = kWarpSize / 2; offset > 0; offset >>= 1)
@@ -73,12 +74,6 @@ __device__ inline MaxSumExp warp_max_sumexp(const T* row, int64_t cols) {
   const float row_max = warp_max(m);
   s = m == -INFINITY ? 0.f : s * expf(m - row_max);
   return {row_max, warp_sum(s)};
-}
-
-// Blocks for a grid-stride loop over n items: enough to fill the GPU, never more than needed.
-inline int grid_for(int64_t n, int threads, int64_t max_blocks = 4096) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<int>(blocks < 1 ? 1 : (blocks > max_blocks ? max_blocks : blocks));
 }
 
 }  // namespace gtl::ops::cuda_detail
