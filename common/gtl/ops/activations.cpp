@@ -3,12 +3,12 @@
 #include "gtl/ops/activations.h"
 
 #include "gtl/ops/activations_math.h"
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/activations_cuda.h"
+#include "gtl/ops/detail/activations_cuda.h"
 #endif
 
 namespace gtl::ops {

@@ -1,8 +1,8 @@
 // CUDA path of the activations: grid-stride loops applying the shared formulas of
 // activations_math.h, so GPU and CPU evaluate the same expression.
-#include "gtl/ops/activations_cuda.h"
 #include "gtl/ops/activations_math.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/activations_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

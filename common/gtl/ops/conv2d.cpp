@@ -12,14 +12,14 @@
 // two other GEMMs of the same product: dcolumns = W^T dy (then col2im adds every column back
 // into the pixels it came from) and dW += dy columns^T.
 #include "gtl/ops/conv2d.h"
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 
 #include <cblas.h>
 
 #include <vector>
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/conv2d_cuda.h"
+#include "gtl/ops/detail/conv2d_cuda.h"
 #endif
 
 namespace gtl::ops {

@@ -26,7 +26,7 @@
 #include <string>
 #include <utility>
 
-#include "gtl/ops/conv2d_cuda.h"
+#include "gtl/ops/detail/conv2d_cuda.h"
 #include "gtl/ops/math_mode.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/tensor/dispatch.h"

@@ -7,13 +7,13 @@
 #include <cmath>
 #include <limits>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/ops/reduce.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/cross_entropy_cuda.h"
+#include "gtl/ops/detail/cross_entropy_cuda.h"
 #endif
 
 namespace gtl::ops {

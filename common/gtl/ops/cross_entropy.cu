@@ -1,8 +1,8 @@
 // CUDA path of cross-entropy and accuracy: one warp per row. The warp computes the row's
 // stable softmax statistics in one pass (warp_max_sumexp: running max and rescaled sum), then
 // either lane 0 writes the row's loss or every lane writes its columns of the gradient.
-#include "gtl/ops/cross_entropy_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/cross_entropy_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

@@ -3,12 +3,12 @@
 // vectorises; 16-bit values are widened to float, computed, and rounded back once.
 #include "gtl/ops/elementwise.h"
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/elementwise_cuda.h"
+#include "gtl/ops/detail/elementwise_cuda.h"
 #endif
 
 namespace gtl::ops {

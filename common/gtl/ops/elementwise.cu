@@ -1,8 +1,8 @@
 // CUDA path of the element-wise ops. Each kernel is a grid-stride loop: thread i handles
 // elements i, i + stride, i + 2*stride, ... so any n runs on a fixed, modest grid, and
 // neighbouring threads touch neighbouring elements (coalesced loads and stores).
-#include "gtl/ops/elementwise_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/elementwise_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

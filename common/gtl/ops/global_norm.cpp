@@ -4,8 +4,12 @@
 
 #include <cmath>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/tensor/dispatch.h"
+
+#ifdef GTL_WITH_CUDA
+#include "gtl/ops/detail/global_norm_cuda.h"
+#endif
 
 namespace gtl::ops {
 

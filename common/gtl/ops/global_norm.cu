@@ -11,7 +11,7 @@
 // is the same on every run: no atomics, no order that depends on scheduling.
 #include <cmath>
 
-#include "gtl/ops/global_norm.h"
+#include "gtl/ops/detail/global_norm_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

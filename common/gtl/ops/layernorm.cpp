@@ -5,12 +5,12 @@
 #include <cmath>
 #include <vector>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/layernorm_cuda.h"
+#include "gtl/ops/detail/layernorm_cuda.h"
 #endif
 
 namespace gtl::ops {

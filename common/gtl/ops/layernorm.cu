@@ -6,8 +6,8 @@
 //   backward, dweight  column sums over rows, like sum_rows in reduce.cu: block (bx, chunk)
 //   and dbias          sums a chunk of rows for 256 columns into partials; a second kernel adds
 //                      the chunks in a fixed order (deterministic, no atomics).
-#include "gtl/ops/layernorm_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/layernorm_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

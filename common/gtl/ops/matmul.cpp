@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/matmul_cuda.h"
+#include "gtl/ops/detail/matmul_cuda.h"
 #endif
 
 namespace gtl::ops {

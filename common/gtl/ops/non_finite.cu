@@ -3,7 +3,7 @@
 // needed, and a clean tensor never writes at all (the flag keeps what earlier calls left there).
 #include <cmath>
 
-#include "gtl/ops/non_finite.h"
+#include "gtl/ops/detail/non_finite_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

@@ -1,10 +1,10 @@
 // ops::*_pool2d_*: checks at the door, then plain CPU loops or the CUDA kernels (pool2d.cu).
 // The CPU loops compute in float32 (16-bit inputs are widened and the outputs rounded once).
 #include "gtl/ops/pool2d.h"
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/pool2d_cuda.h"
+#include "gtl/ops/detail/pool2d_cuda.h"
 #endif
 
 namespace gtl::ops {

@@ -10,7 +10,7 @@
 // since nvcc fuses its dy * scale and the add into one FMA where the CPU rounds both.
 #include <cstdint>
 
-#include "gtl/ops/pool2d_cuda.h"
+#include "gtl/ops/detail/pool2d_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

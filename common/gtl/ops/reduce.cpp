@@ -6,12 +6,12 @@
 #include <limits>
 #include <vector>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/reduce_cuda.h"
+#include "gtl/ops/detail/reduce_cuda.h"
 #endif
 
 namespace gtl::ops {

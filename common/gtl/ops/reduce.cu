@@ -4,8 +4,8 @@
 //   2. one block reduces the partials.
 // The number of blocks depends only on n, so the order of additions (and so the rounding) is
 // the same on every run.
-#include "gtl/ops/reduce_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/reduce_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

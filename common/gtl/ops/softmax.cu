@@ -4,8 +4,8 @@
 // __syncthreads) and reads each row with 32 consecutive lanes (coalesced). The forward pass
 // reads the row twice: once for the online (max, sum) statistics (warp_max_sumexp), once to
 // write the output; the second read mostly hits L1/L2.
-#include "gtl/ops/softmax_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/softmax_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

@@ -2,7 +2,7 @@
 // each thread loads p, g, m, v, applies update_rules.h's AdamW rule in float32 registers and
 // stores p, m, v (and the rounded compute copy for master weights). 16 bytes read and 12 written
 // per float32 element: the kernel runs at memory bandwidth.
-#include "gtl/optim/adamw_cuda.h"
+#include "gtl/optim/detail/adamw_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 

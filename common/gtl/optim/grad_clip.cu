@@ -1,6 +1,6 @@
 // The clip-scaling kernel: every thread reads the norm from device memory and computes the same
 // coefficient, so the host never has to copy the norm back before scaling.
-#include "gtl/optim/grad_clip.h"
+#include "gtl/optim/detail/grad_clip_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

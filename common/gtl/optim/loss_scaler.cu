@@ -3,7 +3,7 @@
 // once, and the host reads a single flag per step.
 #include <cmath>
 
-#include "gtl/optim/loss_scaler.h"
+#include "gtl/optim/detail/loss_scaler_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

@@ -1,6 +1,6 @@
 // The widening / rounding copy of master weights: one grid-stride kernel, dst[i] = convert(src[i]).
 // half -> float32 is exact; float32 -> half rounds to nearest even, as __float2half_rn does.
-#include "gtl/optim/master_weights.h"
+#include "gtl/optim/detail/master_weights_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"

@@ -55,9 +55,6 @@ namespace detail {
 // dst = convert(src) element by element, any floating dtypes, same shape and device. Does not
 // allocate and, on the GPU, does not synchronise (unlike Tensor::to + copy_).
 void convert_into(const Tensor& src, const Tensor& dst);
-#ifdef GTL_WITH_CUDA
-void convert_into_cuda(const Tensor& src, const Tensor& dst);  // master_weights.cu
-#endif
 }  // namespace detail
 
 }  // namespace gtl::optim

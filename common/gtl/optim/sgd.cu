@@ -1,6 +1,6 @@
 // The fused SGD kernel: one grid-stride pass per parameter, each element updated by the rule of
 // update_rules.h in registers (one read of p, g, buf; one write of p, buf and the compute copy).
-#include "gtl/optim/sgd_cuda.h"
+#include "gtl/optim/detail/sgd_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
 

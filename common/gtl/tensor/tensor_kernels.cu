@@ -2,9 +2,9 @@
 // any grid size, one element per thread per iteration.
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
+#include "gtl/tensor/detail/tensor_kernels_cuda.h"
 #include "gtl/tensor/dispatch.h"
 #include "gtl/tensor/philox.h"
-#include "gtl/tensor/tensor_kernels.h"
 
 namespace gtl::tensor_kernels {
 
