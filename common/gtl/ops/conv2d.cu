@@ -29,6 +29,7 @@
 #include "gtl/ops/detail/conv2d_cuda.h"
 #include "gtl/ops/math_mode.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {

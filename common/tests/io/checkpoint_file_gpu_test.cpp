@@ -1,11 +1,11 @@
-// Checkpoint with GPU tensors: saved from device memory, loaded onto cuda:0, bit for bit.
+// CheckpointFile with GPU tensors: saved from device memory, loaded onto cuda:0, bit for bit.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 
-#include "gtl/io/checkpoint.h"
+#include "gtl/io/checkpoint_file.h"
 #include "gtl_test.h"
 
 namespace gtl::io {
@@ -19,12 +19,12 @@ TEST(CheckpointGpu, SaveFromAndLoadOntoTheGpu) {
   Generator gen(5);
   const Tensor w = Tensor::normal({64, 33}, gen, 0.f, 1.f, DType::Float32, Device::cuda(0));
   const Tensor h = Tensor::normal({17}, gen, 0.f, 1.f, DType::BFloat16, Device::cuda(0));
-  Checkpoint c;
+  CheckpointFile c;
   c.put("w", w);
   c.put("h", h);
   c.save(path);
 
-  const Checkpoint back = Checkpoint::load(path);
+  const CheckpointFile back = CheckpointFile::load(path);
   std::filesystem::remove(path);
   for (const auto& [name, original] : {std::pair{"w", w}, std::pair{"h", h}}) {
     const Tensor loaded = back.get(name, Device::cuda(0));

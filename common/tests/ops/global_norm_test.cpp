@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "optim_test_util.h"
+#include "gtl_test.h"
 
 namespace gtl::testing {
 namespace {

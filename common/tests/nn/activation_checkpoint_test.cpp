@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gtl/nn/checkpointed.h"
+#include "gtl/nn/activation_checkpoint.h"
 #include "gtl/nn/models.h"
 #include "gtl_test.h"
 
@@ -47,7 +47,7 @@ Measured forward_backward(bool checkpoint, std::vector<int64_t> blocks = {}) {
 
 }  // namespace
 
-TEST(Checkpointed, SameGradientsFewerBytesHeld) {
+TEST(ActivationCheckpoint, SameGradientsFewerBytesHeld) {
   const Measured plain = forward_backward(false);
   const Measured ckpt = forward_backward(true);
   ASSERT_EQ(plain.grads.size(), ckpt.grads.size());
@@ -79,7 +79,7 @@ void expect_same_grads(const Measured& actual, const Measured& plain, const std:
 }  // namespace
 
 // Any subset of blocks may be checkpointed; the gradients stay bitwise the plain model's.
-TEST(Checkpointed, AnySubsetOfBlocksGivesTheSameGradients) {
+TEST(ActivationCheckpoint, AnySubsetOfBlocksGivesTheSameGradients) {
   const Measured plain = forward_backward(false);
   expect_same_grads(forward_backward(false, {1}), plain, "checkpoint_blocks {1}");
   expect_same_grads(forward_backward(false, {0, 3}), plain, "checkpoint_blocks {0, 3}");
@@ -88,7 +88,7 @@ TEST(Checkpointed, AnySubsetOfBlocksGivesTheSameGradients) {
 // Each block checkpointed drops its activations but its input: the bytes held between forward and
 // backward (allocator) and the contexts' bytes fall strictly with every block added, and all four
 // listed equal checkpoint = true.
-TEST(Checkpointed, HeldBytesFallWithEveryCheckpointedBlock) {
+TEST(ActivationCheckpoint, HeldBytesFallWithEveryCheckpointedBlock) {
   std::vector<int64_t> blocks;
   Measured previous = forward_backward(false);
   for (int64_t b = 0; b < 4; ++b) {
@@ -108,7 +108,7 @@ TEST(Checkpointed, HeldBytesFallWithEveryCheckpointedBlock) {
 
 // With checkpoint_blocks {1}, only block 1 (path "3", its residual block "3.segment") runs forward
 // twice per step; every other module runs once. Counted with forward hooks.
-TEST(Checkpointed, OnlyTheListedBlockIsRecomputed) {
+TEST(ActivationCheckpoint, OnlyTheListedBlockIsRecomputed) {
   nn::ModelConfig c;
   c.input = {1, 4, 4};
   c.hidden = 8;
@@ -140,7 +140,7 @@ TEST(Checkpointed, OnlyTheListedBlockIsRecomputed) {
   EXPECT_EQ(forwards.count("3.segment.fc1"), 1u) << "block 1 must sit at path 3.segment";
 }
 
-TEST(Checkpointed, ABlockIndexOutOfRangeIsAClearError) {
+TEST(ActivationCheckpoint, ABlockIndexOutOfRangeIsAClearError) {
   nn::ModelConfig c;
   c.blocks = 2;
   c.checkpoint_blocks = {2};

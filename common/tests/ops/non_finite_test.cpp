@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "optim_test_util.h"
+#include "gtl_test.h"
 
 namespace gtl::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "gtl/io/checkpoint.h"
+#include "gtl/io/checkpoint_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -126,37 +126,37 @@ class TempFile {
 
 // ---- building and reading entries ---------------------------------------------------------------
 
-void Checkpoint::put(const std::string& name, const Tensor& tensor) {
-  GTL_CHECK(tensor.defined(), "Checkpoint::put('" << name << "'): undefined tensor");
+void CheckpointFile::put(const std::string& name, const Tensor& tensor) {
+  GTL_CHECK(tensor.defined(), "CheckpointFile::put('" << name << "'): undefined tensor");
   entries_[name] = {Kind::Tensor, tensor.is_cuda() ? tensor.to(Device::cpu()) : tensor.clone()};
 }
 
-void Checkpoint::put_bytes(const std::string& name, Kind kind, const void* data,
+void CheckpointFile::put_bytes(const std::string& name, Kind kind, const void* data,
                            std::size_t bytes) {
   Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::UInt8);
   if (bytes > 0) std::memcpy(t.data_ptr(), data, bytes);
   entries_[name] = {kind, t};
 }
 
-void Checkpoint::put_int(const std::string& name, int64_t value) {
+void CheckpointFile::put_int(const std::string& name, int64_t value) {
   put_bytes(name, Kind::Int64, &value, sizeof(value));
 }
 
-void Checkpoint::put_double(const std::string& name, double value) {
+void CheckpointFile::put_double(const std::string& name, double value) {
   put_bytes(name, Kind::Double, &value, sizeof(value));
 }
 
-void Checkpoint::put_string(const std::string& name, const std::string& value) {
+void CheckpointFile::put_string(const std::string& name, const std::string& value) {
   put_bytes(name, Kind::String, value.data(), value.size());
 }
 
-std::vector<std::string> Checkpoint::names() const {
+std::vector<std::string> CheckpointFile::names() const {
   std::vector<std::string> out;
   for (const auto& [name, entry] : entries_) out.push_back(name);
   return out;
 }
 
-const Checkpoint::Entry& Checkpoint::find(const std::string& name, Kind kind) const {
+const CheckpointFile::Entry& CheckpointFile::find(const std::string& name, Kind kind) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) {
     std::string present;
@@ -171,12 +171,12 @@ const Checkpoint::Entry& Checkpoint::find(const std::string& name, Kind kind) co
   return it->second;
 }
 
-Tensor Checkpoint::get(const std::string& name, Device device) const {
+Tensor CheckpointFile::get(const std::string& name, Device device) const {
   const Entry& e = find(name, Kind::Tensor);
   return device.is_cpu() ? e.tensor.clone() : e.tensor.to(device);
 }
 
-void Checkpoint::get_into(const std::string& name, Tensor& dst) const {
+void CheckpointFile::get_into(const std::string& name, Tensor& dst) const {
   const Entry& e = find(name, Kind::Tensor);
   if (dst.shape() != e.tensor.shape() || dst.dtype() != e.tensor.dtype()) {
     fail(source_, "entry '" + name + "' is " + dtype_name(e.tensor.dtype()) + " " +
@@ -187,26 +187,26 @@ void Checkpoint::get_into(const std::string& name, Tensor& dst) const {
   dst.copy_(e.tensor);
 }
 
-int64_t Checkpoint::get_int(const std::string& name) const {
+int64_t CheckpointFile::get_int(const std::string& name) const {
   int64_t v;
   std::memcpy(&v, find(name, Kind::Int64).tensor.data_ptr(), sizeof(v));
   return v;
 }
 
-double Checkpoint::get_double(const std::string& name) const {
+double CheckpointFile::get_double(const std::string& name) const {
   double v;
   std::memcpy(&v, find(name, Kind::Double).tensor.data_ptr(), sizeof(v));
   return v;
 }
 
-std::string Checkpoint::get_string(const std::string& name) const {
+std::string CheckpointFile::get_string(const std::string& name) const {
   const Tensor& t = find(name, Kind::String).tensor;
   return std::string(static_cast<const char*>(t.data_ptr()), t.nbytes());
 }
 
 // ---- the file -----------------------------------------------------------------------------------
 
-void Checkpoint::save(const std::string& path) const {
+void CheckpointFile::save(const std::string& path) const {
   // 1. Table of contents; data offsets count from the end of the table.
   Writer toc;
   uint64_t offset = 0;
@@ -241,7 +241,7 @@ void Checkpoint::save(const std::string& path) const {
   file.commit();
 }
 
-Checkpoint Checkpoint::load(const std::string& path) {
+CheckpointFile CheckpointFile::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open it (missing, or not readable)");
   const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in),
@@ -307,7 +307,7 @@ Checkpoint Checkpoint::load(const std::string& path) {
     toc.push_back(std::move(t));
   }
   const std::size_t data_start = r.at;
-  Checkpoint ckpt;
+  CheckpointFile ckpt;
   ckpt.source_ = path;
   for (const Toc& t : toc) {
     const auto dtype = static_cast<DType>(t.dtype);

@@ -1,10 +1,10 @@
-// Checkpoint: named tensors and scalars, saved to and loaded from one versioned binary file.
+// CheckpointFile: named tensors and scalars, saved to and loaded from one versioned binary file.
 //
-//   Checkpoint ckpt;
+//   CheckpointFile ckpt;
 //   ckpt.put("model.fc1.weight", w);          // any dtype, any device (copied to the host now)
 //   ckpt.put_int("step", step);
 //   ckpt.save("run/ckpt.bin");                // atomic: the old file survives a crash
-//   Checkpoint back = Checkpoint::load("run/ckpt.bin");
+//   CheckpointFile back = CheckpointFile::load("run/ckpt.bin");
 //   back.get_into("model.fc1.weight", w);     // or back.get(name, Device::cuda(0))
 //
 // File layout (version 1, little-endian):
@@ -32,7 +32,7 @@
 
 namespace gtl::io {
 
-class Checkpoint {
+class CheckpointFile {
  public:
   static constexpr uint32_t kFormatVersion = 1;
 
@@ -56,7 +56,7 @@ class Checkpoint {
   std::string get_string(const std::string& name) const;
 
   void save(const std::string& path) const;
-  static Checkpoint load(const std::string& path);
+  static CheckpointFile load(const std::string& path);
 
  private:
   enum class Kind : uint8_t { Tensor, Int64, Double, String };

@@ -1,6 +1,6 @@
-// Checkpoint: bit-exact round trips of every dtype and scalar kind, an atomic save that never
+// CheckpointFile: bit-exact round trips of every dtype and scalar kind, an atomic save that never
 // destroys the previous file, and clear refusals of foreign, truncated, corrupt or newer files.
-#include "gtl/io/checkpoint.h"
+#include "gtl/io/checkpoint_file.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -71,8 +71,8 @@ class CheckpointFile : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Checkpoint small(int64_t step) {
-    Checkpoint c;
+  CheckpointFile small(int64_t step) {
+    CheckpointFile c;
     c.put("w", Tensor::from_vector({1.f, 2.f, 3.f}, {3}));
     c.put_int("step", step);
     return c;
@@ -92,7 +92,7 @@ TEST(Crc32, MatchesTheStandardCheckValue) {
 TEST_F(CheckpointFile, EveryDtypeRoundTripsBitExact) {
   const DType dtypes[] = {DType::Float32, DType::Float16, DType::BFloat16,
                           DType::Int32,   DType::Int64,   DType::UInt8};
-  Checkpoint c;
+  CheckpointFile c;
   uint64_t seed = 1;
   for (DType dt : dtypes) {
     c.put(std::string("t.") + dtype_name(dt), random_bits({3, 5, 7}, dt, seed++));
@@ -107,7 +107,7 @@ TEST_F(CheckpointFile, EveryDtypeRoundTripsBitExact) {
   c.put_string("string.empty", "");
   c.save(path_);
 
-  const Checkpoint back = Checkpoint::load(path_);
+  const CheckpointFile back = CheckpointFile::load(path_);
   EXPECT_EQ(back.names(), c.names());
   seed = 1;
   for (DType dt : dtypes) {
@@ -132,7 +132,7 @@ TEST_F(CheckpointFile, EveryDtypeRoundTripsBitExact) {
 
 TEST_F(CheckpointFile, PutTakesASnapshot) {
   Tensor w = Tensor::from_vector({1.f, 2.f}, {2});
-  Checkpoint c;
+  CheckpointFile c;
   c.put("w", w);
   w.fill_(7.0);
   EXPECT_EQ(c.get("w").to_vector(), (std::vector<float>{1.f, 2.f}))
@@ -147,7 +147,7 @@ TEST_F(CheckpointFile, PutTakesASnapshot) {
 TEST_F(CheckpointFile, SaveLeavesNoTemporaryFile) {
   small(1).save(path_);
   small(2).save(path_);  // replaces
-  EXPECT_EQ(Checkpoint::load(path_).get_int("step"), 2);
+  EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 2);
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir_)) files.push_back(entry.path().filename());
   EXPECT_EQ(files, std::vector<std::string>{"ckpt.bin"}) << "the temporary file must be renamed";
@@ -161,13 +161,13 @@ TEST_F(CheckpointFile, FailedSaveKeepsTheOldFile) {
   fs::create_directory(blocker);
   expect_error([&] { small(2).save(path_); }, {path_, "save failed", "unchanged"});
   fs::remove(blocker);
-  EXPECT_EQ(Checkpoint::load(path_).get_int("step"), 1) << "the previous checkpoint must survive";
+  EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 1) << "the previous checkpoint must survive";
 }
 
 TEST_F(CheckpointFile, FailureMidWriteKeepsTheOldFile) {
   small(1).save(path_);
   // A file size limit makes write() fail part-way (EFBIG), like a full disk.
-  Checkpoint big = small(2);
+  CheckpointFile big = small(2);
   big.put("big", Tensor::zeros({64 * 1024}));  // 256 KiB
   rlimit old_limit{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
@@ -185,14 +185,14 @@ TEST_F(CheckpointFile, FailureMidWriteKeepsTheOldFile) {
   signal(SIGXFSZ, old_handler);
   EXPECT_NE(message.find("save failed"), std::string::npos)
       << "a write that fails part-way must throw; got: '" << message << "'";
-  EXPECT_EQ(Checkpoint::load(path_).get_int("step"), 1) << "the previous checkpoint must survive";
+  EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 1) << "the previous checkpoint must survive";
   EXPECT_FALSE(fs::exists(path_ + ".tmp-" + std::to_string(::getpid())))
       << "the half-written temporary file must be removed";
 }
 
 TEST_F(CheckpointFile, RefusesAFileThatIsNotACheckpoint) {
   write_bytes(path_, {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '\n'});
-  expect_error([&] { Checkpoint::load(path_); }, {path_, "not a GPU Training Labs checkpoint"});
+  expect_error([&] { CheckpointFile::load(path_); }, {path_, "not a GPU Training Labs checkpoint"});
 }
 
 TEST_F(CheckpointFile, RefusesATruncatedFile) {
@@ -201,9 +201,9 @@ TEST_F(CheckpointFile, RefusesATruncatedFile) {
   const std::vector<uint8_t> full = bytes;
   bytes.resize(bytes.size() - 5);
   write_bytes(path_, bytes);
-  expect_error([&] { Checkpoint::load(path_); }, {path_, "truncated", "payload bytes"});
+  expect_error([&] { CheckpointFile::load(path_); }, {path_, "truncated", "payload bytes"});
   write_bytes(path_, std::vector<uint8_t>(full.begin(), full.begin() + 20));
-  expect_error([&] { Checkpoint::load(path_); }, {path_, "truncated", "header"});
+  expect_error([&] { CheckpointFile::load(path_); }, {path_, "truncated", "header"});
 }
 
 TEST_F(CheckpointFile, RefusesACorruptedByte) {
@@ -211,7 +211,7 @@ TEST_F(CheckpointFile, RefusesACorruptedByte) {
   std::vector<uint8_t> bytes = read_bytes(path_);
   bytes[bytes.size() - 3] ^= 0x10;  // one bit of the data of the last entry
   write_bytes(path_, bytes);
-  expect_error([&] { Checkpoint::load(path_); }, {path_, "checksum mismatch", "corrupt"});
+  expect_error([&] { CheckpointFile::load(path_); }, {path_, "checksum mismatch", "corrupt"});
 }
 
 TEST_F(CheckpointFile, RefusesAnUnknownVersion) {
@@ -219,18 +219,18 @@ TEST_F(CheckpointFile, RefusesAnUnknownVersion) {
   std::vector<uint8_t> bytes = read_bytes(path_);
   bytes[8] = 2;  // the version field follows the 8-byte magic
   write_bytes(path_, bytes);
-  expect_error([&] { Checkpoint::load(path_); },
+  expect_error([&] { CheckpointFile::load(path_); },
                {path_, "unknown format version 2", "reads version 1"});
 }
 
 TEST_F(CheckpointFile, MissingFileAndMissingName) {
-  expect_error([&] { Checkpoint::load((dir_ / "nope.bin").string()); },
+  expect_error([&] { CheckpointFile::load((dir_ / "nope.bin").string()); },
                {"nope.bin", "cannot open"});
-  Checkpoint c;
+  CheckpointFile c;
   c.put("model.w", Tensor::zeros({2}));
   c.put_int("step", 3);
   c.save(path_);
-  const Checkpoint back = Checkpoint::load(path_);
+  const CheckpointFile back = CheckpointFile::load(path_);
   EXPECT_TRUE(back.has("step"));
   EXPECT_FALSE(back.has("optimizer.m"));
   expect_error([&] { back.get("optimizer.m"); },

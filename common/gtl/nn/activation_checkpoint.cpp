@@ -1,10 +1,10 @@
-// Activation checkpointing: forget in forward, recompute in backward (see checkpointed.h).
-#include "gtl/nn/checkpointed.h"
+// Activation checkpointing: forget in forward, recompute in backward (see activation_checkpoint.h).
+#include "gtl/nn/activation_checkpoint.h"
 
 namespace gtl::nn {
 
 namespace {
-thread_local int recomputing_depth = 0;  // nested Checkpointed segments recompute inside each other
+thread_local int recomputing_depth = 0;  // nested ActivationCheckpoint segments recompute inside each other
 
 struct RecomputeScope {
   RecomputeScope() { ++recomputing_depth; }
@@ -18,11 +18,11 @@ bool in_recomputation() {
   return recomputing_depth > 0;
 }
 
-Checkpointed::Checkpointed(std::unique_ptr<Module> segment) : Module("checkpointed") {
+ActivationCheckpoint::ActivationCheckpoint(std::unique_ptr<Module> segment) : Module("activation_checkpoint") {
   add_child("segment", std::move(segment));
 }
 
-Tensor Checkpointed::forward_impl(const Tensor& x, Context& ctx) {
+Tensor ActivationCheckpoint::forward_impl(const Tensor& x, Context& ctx) {
   forward_policy_ = current_precision();
   Context scratch;  // the segment's activations: released when this function returns
   Tensor y = segment().forward(x, scratch);
@@ -30,7 +30,7 @@ Tensor Checkpointed::forward_impl(const Tensor& x, Context& ctx) {
   return y;
 }
 
-Tensor Checkpointed::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
+Tensor ActivationCheckpoint::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
   PrecisionScope same_policy(forward_policy_);
   Context recomputed;
   {

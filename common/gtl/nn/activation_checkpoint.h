@@ -1,6 +1,6 @@
-// Checkpointed: activation checkpointing (gradient checkpointing) of one segment of a model.
+// ActivationCheckpoint: activation checkpointing (gradient checkpointing) of one segment of a model.
 //
-//   seq.add(std::make_unique<nn::Checkpointed>(std::move(blocks)));
+//   seq.add(std::make_unique<nn::ActivationCheckpoint>(std::move(blocks)));
 //
 // Forward runs the wrapped segment and throws its activations away, keeping only the segment's
 // input. Backward runs the segment's forward again from that input (recomputing the activations,
@@ -13,7 +13,7 @@
 // The recomputation gives bitwise the same activations, since every op is deterministic (no
 // dropout here), so the gradients equal those of the plain forward/backward exactly.
 //
-// What hooks see (module.h): the first forward fires before/after_forward for the Checkpointed
+// What hooks see (module.h): the first forward fires before/after_forward for the ActivationCheckpoint
 // module and every module of its segment, as without checkpointing. In backward they see
 // before_backward(checkpointed), then the segment's forward AGAIN (before/after_forward of each
 // of its modules; FSDP must gather the segment's weights again for it, a trace counts a second
@@ -29,13 +29,13 @@
 
 namespace gtl::nn {
 
-// True while a Checkpointed module recomputes its segment's forward on this thread: a hook can
+// True while an ActivationCheckpoint module recomputes its segment's forward on this thread: a hook can
 // tell the recomputation from the first forward.
 bool in_recomputation();
 
-class Checkpointed final : public Module {
+class ActivationCheckpoint final : public Module {
  public:
-  explicit Checkpointed(std::unique_ptr<Module> segment);
+  explicit ActivationCheckpoint(std::unique_ptr<Module> segment);
   Module& segment() const { return *children_.front(); }
 
  protected:

@@ -1,4 +1,4 @@
-// Trainer::save / Trainer::load: the full training state in one io::Checkpoint (see trainer.h).
+// Trainer::save / Trainer::load: the full training state in one io::CheckpointFile (see trainer.h).
 //
 // Entries: "config.*" (what must match to resume), "model.<parameter>" (float32 masters; the
 // half compute copy is derived from them), "optim.<state>" + "optim.step_count" (AdamW's moments
@@ -7,19 +7,19 @@
 // "trainer.step". With ranks every rank holds the same state (bitwise equal weights and moments,
 // the same loader position in its own shard), so rank 0 saves and every rank loads that file;
 // "config.world_size" must match, since the shards depend on it.
-#include "gtl/io/checkpoint.h"
+#include "gtl/io/checkpoint_file.h"
 #include "gtl/train/trainer.h"
 
 namespace gtl::train {
 
 namespace {
-void check_same(const io::Checkpoint& ckpt, const std::string& key, int64_t expected) {
+void check_same(const io::CheckpointFile& ckpt, const std::string& key, int64_t expected) {
   const int64_t saved = ckpt.get_int(key);
   GTL_CHECK(saved == expected, "Trainer::load: the checkpoint was written with "
                                    << key << " = " << saved << ", this trainer has " << expected
                                    << "; resume with the same options");
 }
-void check_same(const io::Checkpoint& ckpt, const std::string& key, const std::string& expected) {
+void check_same(const io::CheckpointFile& ckpt, const std::string& key, const std::string& expected) {
   const std::string saved = ckpt.get_string(key);
   GTL_CHECK(saved == expected, "Trainer::load: the checkpoint was written with "
                                    << key << " = " << saved << ", this trainer has " << expected
@@ -28,7 +28,7 @@ void check_same(const io::Checkpoint& ckpt, const std::string& key, const std::s
 }  // namespace
 
 void Trainer::save(const std::string& path) const {
-  io::Checkpoint ckpt;
+  io::CheckpointFile ckpt;
   ckpt.put_string("config.model", options_.model.kind);
   ckpt.put_int("config.hidden", options_.model.hidden);
   ckpt.put_int("config.blocks", options_.model.blocks);
@@ -51,7 +51,7 @@ void Trainer::save(const std::string& path) const {
 }
 
 void Trainer::load(const std::string& path) {
-  const io::Checkpoint ckpt = io::Checkpoint::load(path);
+  const io::CheckpointFile ckpt = io::CheckpointFile::load(path);
   check_same(ckpt, "config.model", options_.model.kind);
   check_same(ckpt, "config.hidden", options_.model.hidden);
   check_same(ckpt, "config.blocks", options_.model.blocks);
