@@ -132,7 +132,7 @@ void CheckpointFile::put(const std::string& name, const Tensor& tensor) {
 }
 
 void CheckpointFile::put_bytes(const std::string& name, Kind kind, const void* data,
-                           std::size_t bytes) {
+                               std::size_t bytes) {
   Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::UInt8);
   if (bytes > 0) std::memcpy(t.data_ptr(), data, bytes);
   entries_[name] = {kind, t};

@@ -4,7 +4,8 @@
 namespace gtl::nn {
 
 namespace {
-thread_local int recomputing_depth = 0;  // nested ActivationCheckpoint segments recompute inside each other
+thread_local int recomputing_depth =
+    0;  // nested ActivationCheckpoint segments recompute inside each other
 
 struct RecomputeScope {
   RecomputeScope() { ++recomputing_depth; }
@@ -18,7 +19,8 @@ bool in_recomputation() {
   return recomputing_depth > 0;
 }
 
-ActivationCheckpoint::ActivationCheckpoint(std::unique_ptr<Module> segment) : Module("activation_checkpoint") {
+ActivationCheckpoint::ActivationCheckpoint(std::unique_ptr<Module> segment)
+    : Module("activation_checkpoint") {
   add_child("segment", std::move(segment));
 }
 

@@ -1,4 +1,5 @@
-// ActivationCheckpoint: activation checkpointing (gradient checkpointing) of one segment of a model.
+// ActivationCheckpoint: activation checkpointing (gradient checkpointing) of one segment of a
+// model.
 //
 //   seq.add(std::make_unique<nn::ActivationCheckpoint>(std::move(blocks)));
 //
@@ -13,13 +14,13 @@
 // The recomputation gives bitwise the same activations, since every op is deterministic (no
 // dropout here), so the gradients equal those of the plain forward/backward exactly.
 //
-// What hooks see (module.h): the first forward fires before/after_forward for the ActivationCheckpoint
-// module and every module of its segment, as without checkpointing. In backward they see
-// before_backward(checkpointed), then the segment's forward AGAIN (before/after_forward of each
-// of its modules; FSDP must gather the segment's weights again for it, a trace counts a second
-// forward), with in_recomputation() true, then the segment's backward events (before_backward,
-// grad_ready, after_backward), then after_backward(checkpointed). So each checkpointed module
-// runs forward exactly twice per step, every other module once.
+// What hooks see (module.h): the first forward fires before/after_forward for the
+// ActivationCheckpoint module and every module of its segment, as without checkpointing. In
+// backward they see before_backward(checkpointed), then the segment's forward AGAIN
+// (before/after_forward of each of its modules; FSDP must gather the segment's weights again for
+// it, a trace counts a second forward), with in_recomputation() true, then the segment's backward
+// events (before_backward, grad_ready, after_backward), then after_backward(checkpointed). So each
+// checkpointed module runs forward exactly twice per step, every other module once.
 #pragma once
 
 #include <memory>
@@ -29,8 +30,8 @@
 
 namespace gtl::nn {
 
-// True while an ActivationCheckpoint module recomputes its segment's forward on this thread: a hook can
-// tell the recomputation from the first forward.
+// True while an ActivationCheckpoint module recomputes its segment's forward on this thread: a hook
+// can tell the recomputation from the first forward.
 bool in_recomputation();
 
 class ActivationCheckpoint final : public Module {

@@ -19,7 +19,8 @@ void check_same(const io::CheckpointFile& ckpt, const std::string& key, int64_t 
                                    << key << " = " << saved << ", this trainer has " << expected
                                    << "; resume with the same options");
 }
-void check_same(const io::CheckpointFile& ckpt, const std::string& key, const std::string& expected) {
+void check_same(const io::CheckpointFile& ckpt, const std::string& key,
+                const std::string& expected) {
   const std::string saved = ckpt.get_string(key);
   GTL_CHECK(saved == expected, "Trainer::load: the checkpoint was written with "
                                    << key << " = " << saved << ", this trainer has " << expected

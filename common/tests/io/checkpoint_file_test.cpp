@@ -62,7 +62,7 @@ void expect_error(F f, const std::vector<std::string>& fragments) {
   }
 }
 
-class CheckpointFile : public ::testing::Test {
+class CheckpointFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) / ("gtl_ckpt_test_" + std::to_string(::getpid()));
@@ -89,7 +89,7 @@ TEST(Crc32, MatchesTheStandardCheckValue) {
   EXPECT_EQ(crc32("6789", 4, crc32("12345", 5)), 0xCBF43926u) << "a running CRC must chain";
 }
 
-TEST_F(CheckpointFile, EveryDtypeRoundTripsBitExact) {
+TEST_F(CheckpointFileTest, EveryDtypeRoundTripsBitExact) {
   const DType dtypes[] = {DType::Float32, DType::Float16, DType::BFloat16,
                           DType::Int32,   DType::Int64,   DType::UInt8};
   CheckpointFile c;
@@ -130,7 +130,7 @@ TEST_F(CheckpointFile, EveryDtypeRoundTripsBitExact) {
   EXPECT_EQ(read_bytes(again), read_bytes(path_));
 }
 
-TEST_F(CheckpointFile, PutTakesASnapshot) {
+TEST_F(CheckpointFileTest, PutTakesASnapshot) {
   Tensor w = Tensor::from_vector({1.f, 2.f}, {2});
   CheckpointFile c;
   c.put("w", w);
@@ -144,7 +144,7 @@ TEST_F(CheckpointFile, PutTakesASnapshot) {
   expect_error([&] { c.get_into("w", wrong); }, {"'w'", "[2]", "[3]"});
 }
 
-TEST_F(CheckpointFile, SaveLeavesNoTemporaryFile) {
+TEST_F(CheckpointFileTest, SaveLeavesNoTemporaryFile) {
   small(1).save(path_);
   small(2).save(path_);  // replaces
   EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 2);
@@ -153,7 +153,7 @@ TEST_F(CheckpointFile, SaveLeavesNoTemporaryFile) {
   EXPECT_EQ(files, std::vector<std::string>{"ckpt.bin"}) << "the temporary file must be renamed";
 }
 
-TEST_F(CheckpointFile, FailedSaveKeepsTheOldFile) {
+TEST_F(CheckpointFileTest, FailedSaveKeepsTheOldFile) {
   small(1).save(path_);
   // Make creating the temporary file fail: a directory already sits at its name. (A read-only
   // directory would not do: the tests may run as root, who may write anywhere.)
@@ -161,10 +161,11 @@ TEST_F(CheckpointFile, FailedSaveKeepsTheOldFile) {
   fs::create_directory(blocker);
   expect_error([&] { small(2).save(path_); }, {path_, "save failed", "unchanged"});
   fs::remove(blocker);
-  EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 1) << "the previous checkpoint must survive";
+  EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 1)
+      << "the previous checkpoint must survive";
 }
 
-TEST_F(CheckpointFile, FailureMidWriteKeepsTheOldFile) {
+TEST_F(CheckpointFileTest, FailureMidWriteKeepsTheOldFile) {
   small(1).save(path_);
   // A file size limit makes write() fail part-way (EFBIG), like a full disk.
   CheckpointFile big = small(2);
@@ -185,17 +186,18 @@ TEST_F(CheckpointFile, FailureMidWriteKeepsTheOldFile) {
   signal(SIGXFSZ, old_handler);
   EXPECT_NE(message.find("save failed"), std::string::npos)
       << "a write that fails part-way must throw; got: '" << message << "'";
-  EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 1) << "the previous checkpoint must survive";
+  EXPECT_EQ(CheckpointFile::load(path_).get_int("step"), 1)
+      << "the previous checkpoint must survive";
   EXPECT_FALSE(fs::exists(path_ + ".tmp-" + std::to_string(::getpid())))
       << "the half-written temporary file must be removed";
 }
 
-TEST_F(CheckpointFile, RefusesAFileThatIsNotACheckpoint) {
+TEST_F(CheckpointFileTest, RefusesAFileThatIsNotACheckpoint) {
   write_bytes(path_, {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '\n'});
   expect_error([&] { CheckpointFile::load(path_); }, {path_, "not a GPU Training Labs checkpoint"});
 }
 
-TEST_F(CheckpointFile, RefusesATruncatedFile) {
+TEST_F(CheckpointFileTest, RefusesATruncatedFile) {
   small(1).save(path_);
   std::vector<uint8_t> bytes = read_bytes(path_);
   const std::vector<uint8_t> full = bytes;
@@ -206,7 +208,7 @@ TEST_F(CheckpointFile, RefusesATruncatedFile) {
   expect_error([&] { CheckpointFile::load(path_); }, {path_, "truncated", "header"});
 }
 
-TEST_F(CheckpointFile, RefusesACorruptedByte) {
+TEST_F(CheckpointFileTest, RefusesACorruptedByte) {
   small(1).save(path_);
   std::vector<uint8_t> bytes = read_bytes(path_);
   bytes[bytes.size() - 3] ^= 0x10;  // one bit of the data of the last entry
@@ -214,7 +216,7 @@ TEST_F(CheckpointFile, RefusesACorruptedByte) {
   expect_error([&] { CheckpointFile::load(path_); }, {path_, "checksum mismatch", "corrupt"});
 }
 
-TEST_F(CheckpointFile, RefusesAnUnknownVersion) {
+TEST_F(CheckpointFileTest, RefusesAnUnknownVersion) {
   small(1).save(path_);
   std::vector<uint8_t> bytes = read_bytes(path_);
   bytes[8] = 2;  // the version field follows the 8-byte magic
@@ -223,7 +225,7 @@ TEST_F(CheckpointFile, RefusesAnUnknownVersion) {
                {path_, "unknown format version 2", "reads version 1"});
 }
 
-TEST_F(CheckpointFile, MissingFileAndMissingName) {
+TEST_F(CheckpointFileTest, MissingFileAndMissingName) {
   expect_error([&] { CheckpointFile::load((dir_ / "nope.bin").string()); },
                {"nope.bin", "cannot open"});
   CheckpointFile c;
