@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "gtl/ops/detail/checks.h"
+#include "gtl/ops/detail/dispatch.h"
 #include "gtl/ops/reduce.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
@@ -19,16 +20,6 @@
 namespace gtl::ops {
 
 namespace {
-
-// Runs the body with L = int32_t or int64_t, the C++ type of the labels.
-#define GTL_DISPATCH_LABELS(dtype, L, ...) \
-  if ((dtype) == DType::Int32) {           \
-    using L = int32_t;                     \
-    __VA_ARGS__;                           \
-  } else {                                 \
-    using L = int64_t;                     \
-    __VA_ARGS__;                           \
-  }
 
 // Returns the rows x cols view of logits after checking labels against it.
 detail::RowsCols check_args(const char* op, const Tensor& logits, const Tensor& labels) {
@@ -180,7 +171,5 @@ Tensor accuracy(const Tensor& logits, const Tensor& labels) {
   });
   return mean(correct);
 }
-
-#undef GTL_DISPATCH_LABELS
 
 }  // namespace gtl::ops

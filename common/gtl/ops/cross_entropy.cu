@@ -2,6 +2,7 @@
 // stable softmax statistics in one pass (warp_max_sumexp: running max and rescaled sum), then
 // either lane 0 writes the row's loss or every lane writes its columns of the gradient.
 #include "gtl/ops/detail/cross_entropy_cuda.h"
+#include "gtl/ops/detail/dispatch.h"
 #include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
@@ -82,16 +83,6 @@ __global__ void accuracy_kernel(const T* x, const L* labels, int64_t rows, int64
 
 #undef GTL_FOR_EACH_WARP_ROW
 
-// Runs the body with L = int32_t or int64_t, the C++ type of the labels.
-#define GTL_DISPATCH_LABELS(dtype, L, ...) \
-  if ((dtype) == DType::Int32) {           \
-    using L = int32_t;                     \
-    __VA_ARGS__;                           \
-  } else {                                 \
-    using L = int64_t;                     \
-    __VA_ARGS__;                           \
-  }
-
 }  // namespace
 
 void cross_entropy_rows(const void* logits, DType dtype, const void* labels, DType label_dtype,
@@ -131,7 +122,5 @@ void accuracy_rows(const void* logits, DType dtype, const void* labels, DType la
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
-
-#undef GTL_DISPATCH_LABELS
 
 }  // namespace gtl::ops::cuda

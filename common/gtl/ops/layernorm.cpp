@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtl/ops/detail/checks.h"
+#include "gtl/ops/detail/dispatch.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
@@ -16,16 +17,6 @@
 namespace gtl::ops {
 
 namespace {
-
-// Runs the body with W = float (a float32 weight) or W = T (a weight in x's dtype).
-#define GTL_DISPATCH_WEIGHT(wdtype, T, W, ...) \
-  if ((wdtype) == DType::Float32) {            \
-    using W = float;                           \
-    __VA_ARGS__;                               \
-  } else {                                     \
-    using W = T;                               \
-    __VA_ARGS__;                               \
-  }
 
 template <typename T, typename W>
 void forward_cpu(const T* x, const W* weight, const W* bias, T* out, float* mean, float* rstd,
@@ -161,7 +152,5 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
   });
   return b;
 }
-
-#undef GTL_DISPATCH_WEIGHT
 
 }  // namespace gtl::ops

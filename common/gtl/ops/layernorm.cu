@@ -1,11 +1,14 @@
 // CUDA path of LayerNorm.
 //
+// clang-format off
 //   forward            one warp per row: sum -> mean, sum of squared deviations -> rstd (two
 //                      passes, see layernorm.h), then write out. Lane 0 stores mean and rstd.
 //   backward, dx       one warp per row: the two row means of dxhat and dxhat*xhat, then dx.
 //   backward, dweight  column sums over rows, like sum_rows in reduce.cu: block (bx, chunk)
 //   and dbias          sums a chunk of rows for 256 columns into partials; a second kernel adds
 //                      the chunks in a fixed order (deterministic, no atomics).
+// clang-format on
+#include "gtl/ops/detail/dispatch.h"
 #include "gtl/ops/detail/layernorm_cuda.h"
 #include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
@@ -119,16 +122,6 @@ __global__ void backward_params_final_kernel(const float* partials, int64_t chun
   dbias[c] = db;
 }
 
-// Runs the body with W = float (a float32 weight) or W = T (a weight in x's dtype).
-#define GTL_DISPATCH_WEIGHT(wdtype, T, W, ...) \
-  if ((wdtype) == DType::Float32) {            \
-    using W = float;                           \
-    __VA_ARGS__;                               \
-  } else {                                     \
-    using W = T;                               \
-    __VA_ARGS__;                               \
-  }
-
 }  // namespace
 
 void layernorm_forward(const void* x, const void* weight, const void* bias, DType weight_dtype,
@@ -177,7 +170,5 @@ void layernorm_backward(const void* dout, const void* x, const void* weight, DTy
                                                                        dweight, dbias);
   GTL_CUDA_CHECK_LAUNCH();
 }
-
-#undef GTL_DISPATCH_WEIGHT
 
 }  // namespace gtl::ops::cuda

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_conv_reference.h"
 #include "gtl/ops/conv2d.h"
 #include "gtl/ops/math_mode.h"
 #include "gtl_test.h"
@@ -24,21 +25,12 @@ using gtl::Generator;
 using gtl::Shape;
 using gtl::Tensor;
 using gtl::ops::Conv2dParams;
+using gtl::testing::ConvCase;
 using gtl::testing::expect_close;
 using gtl::testing::Tolerance;
 namespace ops = gtl::ops;
 
 const Device kGpu = Device::cuda(0);
-
-struct ConvCase {
-  Shape x, w;
-  Conv2dParams p;
-  std::string str() const {
-    return "x " + gtl::shape_str(x) + " w " + gtl::shape_str(w) + " stride (" +
-           std::to_string(p.stride_h) + ", " + std::to_string(p.stride_w) + ") pad (" +
-           std::to_string(p.pad_h) + ", " + std::to_string(p.pad_w) + ")";
-  }
-};
 
 const std::vector<ConvCase> kCases = {
     {{2, 3, 7, 9}, {4, 3, 3, 3}, Conv2dParams::make(1, 1)},

@@ -23,20 +23,11 @@ using gtl::Generator;
 using gtl::Shape;
 using gtl::Tensor;
 using gtl::ops::Conv2dParams;
+using gtl::testing::ConvCase;
 using gtl::testing::expect_close;
 using gtl::testing::finite_difference;
 using gtl::testing::Tolerance;
 namespace ops = gtl::ops;
-
-struct ConvCase {
-  Shape x, w;
-  Conv2dParams p;
-  std::string str() const {
-    return "x " + gtl::shape_str(x) + " w " + gtl::shape_str(w) + " stride (" +
-           std::to_string(p.stride_h) + ", " + std::to_string(p.stride_w) + ") pad (" +
-           std::to_string(p.pad_h) + ", " + std::to_string(p.pad_w) + ")";
-  }
-};
 
 // Odd sizes, stride 2, padding 1, 1x1 kernels, rectangular kernels and unequal strides.
 const std::vector<ConvCase> kCases = {

@@ -1,9 +1,11 @@
-// Direct-loop references for the GEMM, convolution and pooling tests, in double precision.
+// Direct-loop references for the GEMM, convolution and pooling tests, in double precision, and
+// the shapes those tests share.
 // Slow and obviously correct: each is the formula of the op's header, written as loops.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gtl/ops/conv2d.h"
@@ -11,6 +13,31 @@
 #include "gtl/tensor/tensor.h"
 
 namespace gtl::testing {
+
+// The GEMM shapes every matmul test covers: 1x1x1, odd sizes, and K = 1.
+struct Mkn {
+  int64_t m, k, n;
+};
+inline const Mkn kShapes[] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {128, 1, 64}};
+
+// Stored shapes of a and b such that op(a) is [m, k] and op(b) is [k, n].
+inline Shape a_shape(const Mkn& s, bool ta) {
+  return ta ? Shape{s.k, s.m} : Shape{s.m, s.k};
+}
+inline Shape b_shape(const Mkn& s, bool tb) {
+  return tb ? Shape{s.n, s.k} : Shape{s.k, s.n};
+}
+
+// One convolution case: input and filter shapes and the stride and padding, printable.
+struct ConvCase {
+  Shape x, w;
+  ops::Conv2dParams p;
+  std::string str() const {
+    return "x " + shape_str(x) + " w " + shape_str(w) + " stride (" + std::to_string(p.stride_h) +
+           ", " + std::to_string(p.stride_w) + ") pad (" + std::to_string(p.pad_h) + ", " +
+           std::to_string(p.pad_w) + ")";
+  }
+};
 
 // op(a) op(b) for row-major a, b; ta/tb transpose. Returns an [m, n] float32 CPU tensor.
 inline Tensor reference_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {

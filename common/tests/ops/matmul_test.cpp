@@ -22,22 +22,13 @@ using gtl::Shape;
 using gtl::Tensor;
 using gtl::ops::matmul;
 using gtl::ops::matmul_out;
+using gtl::testing::a_shape;
+using gtl::testing::b_shape;
 using gtl::testing::expect_close;
+using gtl::testing::kShapes;
+using gtl::testing::Mkn;
 using gtl::testing::reference_matmul;
 using gtl::testing::Tolerance;
-
-struct Mkn {
-  int64_t m, k, n;
-};
-const Mkn kShapes[] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {128, 1, 64}};
-
-// Stored shapes of a and b such that op(a) is [m, k] and op(b) is [k, n].
-Shape a_shape(const Mkn& s, bool ta) {
-  return ta ? Shape{s.k, s.m} : Shape{s.m, s.k};
-}
-Shape b_shape(const Mkn& s, bool tb) {
-  return tb ? Shape{s.n, s.k} : Shape{s.k, s.n};
-}
 
 std::string what(const char* name, const Mkn& s, bool ta, bool tb) {
   return std::string(name) + " M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
