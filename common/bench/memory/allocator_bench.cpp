@@ -1,10 +1,12 @@
 // allocator_bench: the cost of one allocate + free pair, the heartbeat of a training step, at
 // 4 KiB (a bias), 1 MiB (an activation slice) and 64 MiB (a big activation or gradient bucket):
+// clang-format off
 //   BM_CudaCachingAllocator  our caching allocator on cuda:0 (served from its cache)
 //   BM_CudaMalloc            raw cudaMalloc + cudaFree (cudaFree also synchronises the device)
 //   BM_CudaMallocAsync       CUDA's stream-ordered pool, cudaMallocAsync + cudaFreeAsync
 //   BM_CpuCachingAllocator   the same caching logic over host memory
 //   BM_CpuAllocator          plain aligned new/delete
+// clang-format on
 // Each row reports its time per pair (the Time column, and ns_per_pair). The caching rows also
 // time their baselines in the same run, right after their own loop, and report
 //   ratio_vs_cudaMalloc, ratio_vs_cudaMallocAsync, ratio_vs_cpu_allocator = baseline / caching:

@@ -8,10 +8,12 @@
 //   back.get_into("model.fc1.weight", w);     // or back.get(name, Device::cuda(0))
 //
 // File layout (version 1, little-endian):
+// clang-format off
 //   header   8-byte magic "\x89GTLCKPT", u32 version, u32 entry count, u64 payload bytes,
 //            u32 CRC-32 of the payload, u32 zero                                      (32 bytes)
 //   payload  table of contents: per entry u32 name length, name, u8 kind, u8 dtype, u16 ndim,
 //            i64 dims[ndim], u64 offset, u64 bytes; then the data of all entries, back to back.
+// clang-format on
 // Why each part: the magic rejects a file that is not a checkpoint (its first byte has the high
 // bit set, as PNG's, so a text file or a 7-bit transfer never looks like one); the version lets a
 // later format change refuse old files with a clear message instead of misreading them; the

@@ -19,6 +19,7 @@
 // module below it and every child added later, and returns a HookHandle that removes exactly that
 // set again (when destroyed, or by remove()). Sets compose: a test's observer, a DDP set and a
 // trace can sit on one model at once, and at every event they fire in registration order.
+// clang-format off
 //   before_forward(m)   before m's own forward (m.last_input_shape() is already set)
 //   after_forward(m)    after it; children's forward events nest inside m's bracket
 //   before_backward(m)  before m's backward                       FSDP gathers a unit's weights
@@ -29,6 +30,7 @@
 //   after_backward(m)   after m's backward has finished: after the grad_ready of all its
 //                       parameters, its children's included, and after its context was freed.
 //                       FSDP reduce-scatters a unit's gradients and frees its weights here.
+// clang-format on
 // ActivationCheckpoint (activation_checkpoint.h) recomputes its segment's forward inside its own
 // backward: there a hook sees before_backward(checkpointed), then a complete second forward of the
 // segment (before/after_forward of every module in it, with in_recomputation() true), then the

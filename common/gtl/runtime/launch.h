@@ -2,6 +2,7 @@
 // in one place so every .cu file sizes its grids the same way.
 //
 // The core's kernels come in three shapes, each with its helper:
+// clang-format off
 //   grid-stride loop   `for (i = global id; i < n; i += blockDim.x * gridDim.x)` is correct for
 //                      any grid, so its grid is capped (grid_stride_blocks): enough blocks to fill
 //                      the GPU, and no block that would only test `i < n` and exit.
@@ -9,6 +10,7 @@
 //                      capped (blocks_to_cover).
 //   one warp a row     a block of `threads` runs threads / 32 rows at a time, in a grid-stride
 //                      loop over the rows (warp_row_blocks).
+// clang-format on
 // Every helper returns at least one block: a launch of zero blocks is an error
 // (cudaErrorInvalidConfiguration), so an empty tensor launches one block that does nothing.
 //
