@@ -16,6 +16,7 @@
 #       - "block_reduce.cuh"   # quotes and comments are allowed
 #   Anything else (a missing rubric, a flow list [a, b], an empty list, a name with characters
 #   other than letters, digits and . _ - + /) stops the configure step and says what it expected.
+#   The CTest labs_student_files_test (cmake/tests/student_files_test.cmake) checks each case.
 
 # The `student_files:` block of a rubric, one name per entry.
 function(gtl_read_student_files rubric out_var)
