@@ -2,87 +2,38 @@
 #                       [DEFINITIONS NAME ...])
 #   A GoogleTest program (CTest label `cpu`) that runs CUDA kernel files on the CPU emulator in
 #   common/emulator: their correctness is then checked on every machine, GPU or not (speed is
-#   not: that is the benchmarks' job). At configure time each kernel file is copied into the
-#   build tree with every launch `kernel<<<grid, block, smem, stream>>>(args)` rewritten as
+#   not: that is the benchmarks' job). At build time the emulate_launches tool
+#   (common/tools/launch_rewrite.h, with unit tests) copies each kernel file into the build tree
+#   with every launch `kernel<<<grid, block, smem, stream>>>(args)` rewritten as
 #   `emu::Launcher(kernel, grid, block, smem, stream)(args)` and every `extern __shared__ T x[];`
 #   as a pointer to the launch's dynamic shared memory; the copies are compiled as C++. Editing
-#   a kernel file re-runs the configure step, so the copies never go stale.
+#   a kernel file re-runs the tool for that file, so the copies never go stale.
 set(GTL_EMULATOR_DIR ${CMAKE_CURRENT_LIST_DIR}/../common/emulator)
-
-# gtl_emulator_rewrite_launches(<text> <out-var>): kernel<<<config>>>(args) becomes
-# emu::Launcher(kernel, config)(args). Written as a scan, not one regular expression: a launch
-# configuration may itself contain '>' (static_cast<int>(blocks)), and CMake's expressions have no
-# lazy match. A '<<<' with no kernel name before it (in a comment, say) is left as it is.
-function(gtl_emulator_rewrite_launches text out_var)
-  set(space "[ \t\r\n]")
-  set(identifier "[A-Za-z_][A-Za-z0-9_]*")
-  set(out "")
-  set(rest "${text}")
-  while(TRUE)
-    string(FIND "${rest}" "<<<" open)
-    if(open EQUAL -1)
-      break()
-    endif()
-    string(SUBSTRING "${rest}" 0 ${open} before)
-    math(EXPR after_open "${open} + 3")
-    string(SUBSTRING "${rest}" ${after_open} -1 tail)
-    string(FIND "${tail}" ">>>" close)
-    if(close EQUAL -1)
-      break()
-    endif()
-    string(SUBSTRING "${tail}" 0 ${close} config)
-    math(EXPR after_close "${close} + 3")
-    string(SUBSTRING "${tail}" ${after_close} -1 rest)
-    set(kernel "")
-    if(before MATCHES "(${identifier}(::${identifier})*(<[^<>;]*>)?)${space}*$")
-      set(kernel "${CMAKE_MATCH_1}")  # saved now: the next MATCHES resets CMAKE_MATCH_*
-      string(LENGTH "${CMAKE_MATCH_0}" name_length)
-    endif()
-    if(kernel AND rest MATCHES "^${space}*\\(")
-      string(LENGTH "${before}" before_length)
-      math(EXPR keep "${before_length} - ${name_length}")
-      string(SUBSTRING "${before}" 0 ${keep} before)
-      string(REGEX REPLACE "^${space}*\\(" "" rest "${rest}")
-      string(APPEND out "${before}emu::Launcher(${kernel}, ${config})(")
-    else()
-      string(APPEND out "${before}<<<${config}>>>")
-    endif()
-  endwhile()
-  string(APPEND out "${rest}")
-  set(${out_var} "${out}" PARENT_SCOPE)
-endfunction()
 
 function(gtl_add_emulated_test)
   cmake_parse_arguments(E "" "NAME" "KERNELS;SOURCES;INCLUDES;DEFINITIONS" ${ARGN})
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${E_NAME}_kernels)
   set(kernel_sources)
-  set(space "[ \t\r\n]")
-  set(identifier "[A-Za-z_][A-Za-z0-9_]*")
+  set(copies)
   foreach(file ${E_KERNELS})
-    file(READ ${file} text)
-    gtl_emulator_rewrite_launches("${text}" text)
-    # The element type may be one letter: `extern __shared__ T buf[];` in a template kernel.
-    string(REGEX REPLACE "extern${space}+__shared__${space}+([A-Za-z_][A-Za-z0-9_: ]*[A-Za-z0-9_]|[A-Za-z_])${space}+(${identifier})${space}*\\[${space}*\\]${space}*;"
-                         "\\1* const \\2 = static_cast<\\1*>(emu::dynamic_shared());" text "${text}")
-    # Compiler errors and sanitizer reports then name the original file and line, not the copy.
-    set(text "#line 1 \"${file}\"\n${text}")
     get_filename_component(name ${file} NAME)
     if(name MATCHES "\\.cu$")
       set(name ${name}.cpp)
       list(APPEND kernel_sources ${out_dir}/${name})
     endif()
-    # Rewrite only on change: an unchanged copy keeps its timestamp and is not recompiled.
-    set(old "")
-    if(EXISTS ${out_dir}/${name})
-      file(READ ${out_dir}/${name} old)
-    endif()
-    if(NOT old STREQUAL text)
-      file(WRITE ${out_dir}/${name} "${text}")
-    endif()
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+    # The tool writes the copy only when its text changes: an unchanged copy is not recompiled.
+    add_custom_command(
+      OUTPUT ${out_dir}/${name}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
+      COMMAND emulate_launches ${file} ${out_dir}/${name}
+      DEPENDS emulate_launches ${file}
+      COMMENT "Emulated copy of ${name}"
+      VERBATIM)
+    list(APPEND copies ${out_dir}/${name})
   endforeach()
 
-  add_executable(${E_NAME} ${E_SOURCES} ${kernel_sources})
+  # Every copy (headers included) is a source of the test, so all exist before any compiles.
+  add_executable(${E_NAME} ${E_SOURCES} ${copies})
   # The emulator's cuda_runtime.h comes first, before any CUDA toolkit on the system.
   target_include_directories(${E_NAME} BEFORE PRIVATE ${GTL_EMULATOR_DIR} ${out_dir} ${E_INCLUDES})
   # Kernel files get nvcc's warnings in the CUDA build; as host C++ (unsigned threadIdx, unknown

@@ -13,14 +13,14 @@ gtl::Device choose_device(const std::string& request) {
   // request with gtl::Device::parse and, for cuda:N, check N against gtl::cuda_device_count():
   // throw gtl::Error("cuda:3 requested but only 1 GPU is visible (...)") when it is out of range,
   // with the reason in the parentheses (gtl::cuda_unavailable_reason() when there is none, else
-  // the valid indices). gtl::default_device() already is the "auto" rule.
+  // the valid indices). gtl::default_device() already is the "auto" rule. About 10 lines.
   throw gtl::Error("TODO(lab01) step 1a: choose_device(\"" + request + "\") is not implemented");
 }
 
 std::string describe_device(int index) {
   // TODO(lab01) step 1b: read gtl::device_properties(index) and format one line:
   // "<name>: <SMs> SMs, <memory, 1 decimal> GiB, <peak bandwidth, 0 decimals> GB/s,
-  // sm_<major><minor>" Hint: std::snprintf with "%s: %d SMs, %.1f GiB, %.0f GB/s, sm_%d%d".
+  // sm_<major><minor>". Hint: std::snprintf. About 6 lines.
   throw gtl::Error("TODO(lab01) step 1b: describe_device(" + std::to_string(index) +
                    ") is not implemented");
 }

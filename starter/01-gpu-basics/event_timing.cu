@@ -37,6 +37,7 @@ LaunchTiming time_vector_add(int64_t n, int repeats) {
   //   event_ms:             cudaEventRecord(begin) / launches / cudaEventRecord(end), then
   //                         cudaEventSynchronize(end) and cudaEventElapsedTime.
   // Synchronise between the measurements so one does not spill into the next; destroy the events.
+  // About 20 lines.
   (void)repeats;
   LAB_CHECK(cudaFree(a));
   LAB_CHECK(cudaFree(b));

@@ -15,7 +15,7 @@ namespace lab01 {
 void* allocate_host(int64_t bytes, bool pinned) {
   // TODO(lab01) step 5a: pinned memory comes from cudaMallocHost (wrap it in LAB_CHECK),
   // pageable memory from std::malloc. Until then both are pageable, and the pinned-vs-pageable
-  // benchmark shows no difference.
+  // benchmark shows no difference. About 7 lines.
   (void)pinned;
   void* host = std::malloc(static_cast<size_t>(bytes));
   if (!host) throw std::runtime_error("allocate_host: malloc failed");
@@ -23,7 +23,7 @@ void* allocate_host(int64_t bytes, bool pinned) {
 }
 
 void free_host(void* ptr, bool pinned) {
-  // TODO(lab01) step 5a: cudaFreeHost for pinned memory, std::free for pageable.
+  // TODO(lab01) step 5a: cudaFreeHost for pinned memory, std::free for pageable. About 5 lines.
   (void)pinned;
   std::free(ptr);
 }
@@ -43,7 +43,7 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
   float ms = 0;
   // TODO(lab01) step 5b: time `repeats` copies cudaMemcpyAsync(dst, src, n, kind, nullptr) with
   // two CUDA events (as in step 4) and store the elapsed milliseconds in `ms`. The allocation
-  // above already chose pinned (cudaMallocHost) or pageable (malloc) host memory.
+  // above already chose pinned (cudaMallocHost) or pageable (malloc) host memory. About 4 lines.
   (void)dst, (void)src, (void)kind;
   LAB_CHECK(cudaFree(device));
   free_host(host, pinned);

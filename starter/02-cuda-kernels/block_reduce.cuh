@@ -12,23 +12,24 @@
 namespace lab02 {
 
 __device__ inline float warp_reduce_sum(float v) {
-  // TODO(lab02) step 1b: five butterfly steps, offset = 16, 8, 4, 2, 1:
-  // v += __shfl_xor_sync(0xffffffffu, v, offset). Every lane ends with the warp's sum.
+  // TODO(lab02) step 1b: every lane ends with the sum of the warp's 32 values of v, exchanged
+  // through registers with __shfl_xor_sync (log2(32) butterfly steps, no shared memory).
+  // About 2 lines.
   return v;
 }
 
 __device__ inline float warp_reduce_max(float v) {
-  // TODO(lab02) step 1b: as warp_reduce_sum, with fmaxf instead of +.
+  // TODO(lab02) step 1b: as warp_reduce_sum, for the maximum. About 2 lines.
   return v;
 }
 
 // `scratch` holds at least blockDim.x / 32 floats; blockDim.x is a multiple of 32.
 template <bool kMax>
 __device__ inline float block_reduce(float v, float* scratch) {
-  // TODO(lab02) step 1b: reduce within each warp (warp_reduce_sum or _max), let lane 0 of each
-  // warp write its result to scratch[warp], then have every warp reduce scratch[0 .. warps)
-  // (lanes past the number of warps contribute 0, or -INFINITY for a max). Put a __syncthreads()
-  // before writing scratch (a previous call may still read it) and one after.
+  // TODO(lab02) step 1b: every thread gets the block's result: reduce within each warp, pass
+  // each warp's result through scratch (one float per warp), and reduce those in every warp (lanes
+  // past the number of warps contribute the identity: 0, or -INFINITY for a max). Hint: a previous
+  // call may still be reading scratch. About 7 lines.
   (void)scratch;
   return v;
 }

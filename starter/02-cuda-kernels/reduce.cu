@@ -41,29 +41,26 @@ __global__ void reduce_naive_kernel(const float* x, float* out, int64_t n) {
 }
 
 __global__ void reduce_shared_kernel(const float* x, float* out, int64_t n) {
-  // TODO(lab02) step 1a: load one element per thread (0 past n) into a __shared__ array of
-  // kBlock floats, __syncthreads(), then halve the number of active threads each step
-  // (active = blockDim.x / 2, /4, ... 1): thread t < active adds partial[t + active] to
-  // partial[t], with a __syncthreads() after every step. Thread 0 atomicAdds partial[0] to *out.
+  // TODO(lab02) step 1a: add this block's kBlock elements of x (0 past n) to *out through a
+  // shared-memory tree: at each step half of the threads still adding add a partner's partial to
+  // their own, until thread 0 holds the block's sum and atomicAdds it. Hint: each step reads what
+  // other threads wrote in the step before. About 9 lines.
   (void)x, (void)out, (void)n;
 }
 
 __global__ void reduce_warp_kernel(const float* x, float* out, int64_t n) {
-  // TODO(lab02) step 1b: the same, but with block_reduce<false>(value, scratch) from
-  // block_reduce.cuh (write it first) instead of the shared-memory tree. scratch is a __shared__
-  // array of kBlock / 32 floats. Thread 0 atomicAdds the block's total.
+  // TODO(lab02) step 1b: step 1a with block_reduce<false> from block_reduce.cuh (write it
+  // first) in place of the shared-memory tree; its scratch is a __shared__ array of kBlock / 32
+  // floats. About 4 lines.
   (void)x, (void)out, (void)n;
 }
 
 __global__ void reduce_final_kernel(const float* x, float* out, int64_t n) {
   // TODO(lab02) step 1c: each thread first sums many elements in a register with a grid-stride
   // loop (the launcher starts a fixed grid of 8 blocks per SM), then one block_reduce and one
-  // atomicAdd per block. For bandwidth, load float4 (4 floats at once): one float4 per thread per
-  // iteration is enough (2048 threads per SM then keep 32 KB in flight). A float4 load needs a
+  // atomicAdd per block. For bandwidth, load float4s (handout: Little's law). A float4 load needs a
   // 16-byte aligned address (a GPU faults on "misaligned address", and a test starts x one float
-  // past a boundary): when x is aligned, loop over the n / 4 float4s, then finish the n % 4 tail
-  // with scalar loads; when it is not, use scalar loads throughout (or peel the first elements up
-  // to the boundary).
+  // past a boundary): an unaligned x and the n % 4 tail take scalar loads. About 15 lines.
   (void)x, (void)out, (void)n;
 }
 

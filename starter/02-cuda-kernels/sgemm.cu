@@ -37,12 +37,12 @@ __global__ void sgemm_naive_kernel(const float* a, const float* b, float* c, int
 constexpr int kTile = 32;
 
 __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // TODO(lab02) step 3a: two __shared__ kTile x kTile tiles, for A and B. Thread (ty, tx) owns
-  // C[row][col], row = blockIdx.y * kTile + ty, col = blockIdx.x * kTile + tx (tx walks the
-  // columns: a warp then reads B and writes C at consecutive addresses, coalesced). For each k0 in
-  // steps of kTile: load A[row][k0 + tx] and B[k0 + ty][col] (0 outside the matrices),
-  // __syncthreads(), accumulate the 32 products from shared memory, __syncthreads() again before
-  // the next load. Store C[row][col] if inside.
+  // TODO(lab02) step 3a: thread (ty, tx) computes C[blockIdx.y * kTile + ty][blockIdx.x * kTile +
+  // tx] (tx along the columns: a warp then reads B and writes C at consecutive addresses). Walk K
+  // in steps of kTile: the block stages a kTile x kTile tile of A and one of B in shared memory (0
+  // outside the matrices), and each thread takes its kTile products from there. Hint: no thread may
+  // read a tile before all have written it, nor overwrite it while others still read it.
+  // About 14 lines.
   (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
 }
 
@@ -60,22 +60,17 @@ static_assert(kTM % 4 == 0 && (kBM + kPadA) % 4 == 0, "rows of as stay 16-byte a
 __global__ void __launch_bounds__(kThreads, 2)
     sgemm_register_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
   // TODO(lab02) step 3b: the block computes the kBM x kBN tile of C at (blockIdx.y * kBM,
-  // blockIdx.x * kBN) with kThreads = 256 threads. Thread t has thread_row = t / kThreadCols and
-  // thread_col = t % kThreadCols, and computes rows thread_row * kTM + i and columns
-  // thread_col + j * kThreadCols (i, j < 8) in float acc[kTM][kTN]: a thread's 8 columns are 16
-  // apart, so the 16 threads of a half-warp read 16 consecutive floats of B (no bank conflict)
-  // and store 16 consecutive floats of C (coalesced).
-  // Declare __shared__ __align__(16) float as[kBK][kBM + kPadA] (A transposed: as[k][m]; the
-  // padding spreads the transposing stores over all banks) and __shared__ float bs[kBK][kBN].
-  // For each k0 in steps of kBK = 8:
-  //   - all threads cooperatively load the kBM x kBK tile of A into as (element i of the tile:
-  //     r = i / kBK, kk = i % kBK) and the kBK x kBN tile of B into bs, 0 outside the matrices;
-  //   - __syncthreads();
-  //   - for each kk < kBK: read the thread's 8 rows of as[kk] (contiguous: two float4 loads via
-  //     reinterpret_cast<const float4*>) and its 8 columns of bs[kk] into registers, then do the
-  //     64 multiply-adds of their outer product into acc;
-  //   - __syncthreads() before the next tile overwrites as and bs.
-  // Store acc with bounds checks. #pragma unroll on the small loops keeps acc in registers.
+  // blockIdx.x * kBN) with kThreads = 256 threads, each thread kTM x kTN = 8 x 8 results in
+  // registers (float acc[kTM][kTN]). Layout: thread t owns rows (t / kThreadCols) * kTM + i and
+  // columns t % kThreadCols + j * kThreadCols, so the 16 threads of a half-warp read 16 consecutive
+  // floats of B (no bank conflict) and store 16 consecutive floats of C (coalesced).
+  // For each kBK-wide slice of K, all threads load the A tile, transposed, into
+  // __shared__ __align__(16) float as[kBK][kBM + kPadA] (the padding spreads the transposing
+  // stores over all banks) and the B tile into __shared__ float bs[kBK][kBN], 0 outside the
+  // matrices; each kk < kBK is then the outer product of the thread's 8 values of as[kk] (two
+  // float4 loads) and its 8 values of bs[kk], added into acc.
+  // Hints: #pragma unroll on the small loops keeps acc in registers; bounds-check the stores.
+  // About 50 lines.
   (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
 }
 

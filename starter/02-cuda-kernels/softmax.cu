@@ -38,18 +38,14 @@ constexpr int kBlock = 256, kUnroll = 4;
 static_assert(kBlock % 32 == 0 && kUnroll >= 1, "block_reduce needs whole warps");
 
 __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
-  // TODO(lab02) step 4: one block per row (row blockIdx.x); declare __shared__ float
-  // scratch[kBlock / 32] for block_reduce. Each thread walks its strided part of the row once
-  // (elements threadIdx.x, threadIdx.x + kBlock, ...), keeping a running max m and a running sum s
-  // of exp(x - m): when a value v > m arrives, s = s * expf(m - v) + 1 and m = v; otherwise s +=
-  // expf(v - m), except for v = -INFINITY (a masked logit adds 0, and exp(-inf - (-inf)) is NaN).
-  // Step c0 = threadIdx.x, c0 += kUnroll * kBlock, and at each step load the kUnroll = 4 elements
-  // c0, c0 + kBlock, c0 + 2 kBlock, c0 + 3 kBlock (-INFINITY past the end) into registers before
-  // using any: 4 loads in flight per thread instead of 1 is what lets the kernel approach the
-  // memory bandwidth (handout: Little's law). Combine across the block: row_max =
-  // block_reduce<true>(m, scratch); each thread's s is relative to its own m, so sum s * expf(m -
-  // row_max) with block_reduce<false> (a thread that saw no element has m = -INFINITY: contribute
-  // 0). Finally write expf(x - row_max) / row_sum, again 4 loads at a time.
+  // TODO(lab02) step 4: the softmax of row blockIdx.x, y[c] = exp(x[c] - max) / sum_j exp(x[j] -
+  // max), reading the row once for the statistics and once to write y (online softmax, handout).
+  // A row may hold -INFINITY (masked) logits: they give exactly 0, never NaN.
+  // Hints: each thread keeps a running max and a running sum of exponentials relative to it over
+  // its strided part of the row, rescaling the sum whenever the max grows; block_reduce (scratch of
+  // kBlock / 32 floats) then gives the row's max and, once every thread's sum is brought to that
+  // max, the row's sum. Keep kUnroll loads in flight per thread (handout: Little's law) to approach
+  // the memory bandwidth. About 35 lines.
   (void)x, (void)y, (void)cols;
 }
 

@@ -24,15 +24,12 @@ __global__ void transpose_naive_kernel(const float* in, float* out, int rows, in
 }
 
 __global__ void transpose_tiled_kernel(const float* in, float* out, int rows, int cols) {
-  // TODO(lab02) step 2: declare __shared__ float tile[kTile][kTile + 1] (the +1 is the padding
-  // that puts a column's 32 elements in 32 different banks). The block covers the 32x32 input
-  // tile starting at row r0 = blockIdx.y * kTile, column c0 = blockIdx.x * kTile; its 32 x 8
-  // threads loop over the tile's rows, dy = threadIdx.y, threadIdx.y + 8, ... < kTile. Load
-  // tile[dy][threadIdx.x] = in[r0 + dy][c0 + threadIdx.x] (consecutive threads, consecutive
-  // columns), __syncthreads(), then write the transposed tile: in the output, which has `rows`
-  // columns, the tile starts at row c0 and column r0 (the block indices swap), and
-  // out[c0 + dy][r0 + threadIdx.x] = tile[threadIdx.x][dy], so consecutive threads again write
-  // consecutive addresses. Check bounds on both sides: rows and cols need not be multiples of 32.
+  // TODO(lab02) step 2: out (cols x rows) = the transpose of in (rows x cols), through a
+  // __shared__ tile of kTile x kTile floats, so that the reads of `in` AND the writes of `out` are
+  // coalesced (consecutive threadIdx.x, consecutive addresses). The block (32 x 8 threads) handles
+  // the input tile at row blockIdx.y * kTile, column blockIdx.x * kTile; in the output the block
+  // indices swap. Hints: a padding column puts a column's 32 elements in 32 different banks; rows
+  // and cols need not be multiples of 32. About 12 lines.
   (void)in, (void)out, (void)rows, (void)cols;
 }
 

@@ -2,9 +2,11 @@
 // precision and device, with the share of its time spent in GEMMs, so the speedup table of the
 // mixed-precision lab can be read from one run:
 //
+// clang-format off
 //   BM_TrainStepGpu/<mode>   hidden 1024, batch 4096 on the GPU; mode fp32 (TF32 off), tf32,
 //                            bf16, fp16 (with loss scaling). GPU time from events (UseManualTime).
 //   BM_TrainStepCpu          the same model scaled down (hidden 64, batch 256), fp32 on the CPU.
+// clang-format on
 //
 // Counters: step_ms; samples_per_s (rate); gemm_share = time of the step's GEMMs replayed alone
 // (same shapes and dtypes: per Linear, forward x W^T, dx = dy W and dW = dy^T x) / step time;

@@ -1,11 +1,13 @@
 // GEMM throughput in one run, so a speedup table can be read off directly:
 //
+// clang-format off
 //   BM_GemmGpu/<mode>/<n>     ops::matmul, square n x n x n, on the GPU, mode fp32 (TF32 off),
 //                             tf32, bf16, fp16 (float32 accumulation), n = 1024, 2048, 4096
 //   BM_GemmCpu/<n>            ops::matmul on the CPU (OpenBLAS sgemm, all cores), n = 256..1024
 //   BM_MatmulVsRawCublas/<n>  host time of back-to-back calls: ops::matmul_out vs cublasSgemm on
 //                             the same buffers and stream; counter ratio_vs_raw_cublas is our
 //                             wrapper's cost (checks, handle lookup) relative to the bare call
+// clang-format on
 //
 // Counter TFLOP (a rate, so printed as TFLOP/s): 2 n^3 per GEMM divided by the measured time
 // (benchmark::Counter::kIsRate).

@@ -23,7 +23,7 @@ namespace gtl::dist {
 // Records ModuleBegin / ModuleEnd events for every module of `model` (and modules added below it
 // later) into `trace` until the returned handle is destroyed or removed. A leaf's ModuleEnd carries
 // the cost of the pass that just ended (Module::forward_cost / backward_cost of its input shape).
-// A Checkpointed segment's recomputation appears as a second forward inside its backward.
+// An ActivationCheckpoint segment's recomputation appears as a second forward inside its backward.
 nn::HookHandle trace_modules(nn::Module& model, std::shared_ptr<Trace> trace);
 
 }  // namespace gtl::dist

@@ -2,10 +2,12 @@
 // grade on.
 //
 // Each Allocator serves one device and keeps its own MemoryStats:
+// clang-format off
 //   allocated  bytes handed out to tensors and not yet returned (what your model holds);
 //   reserved   bytes taken from the system (malloc / cudaMalloc) and not yet given back: allocated
 //              plus what a caching allocator keeps for reuse;
 //   peak_*     the highest value since the last reset_peak_stats().
+// clang-format on
 // Sizes are counted as requested by the caller (allocated) and as taken from the system
 // (reserved, after rounding), so a 1-byte tensor shows 1 allocated byte.
 //

@@ -1,11 +1,13 @@
 // The CUDA side of the caching allocator: a SegmentSource over cudaMalloc, cudaFree and CUDA
 // events. All the caching logic (pools, best fit, split, merge, stream-aware reuse, OOM retry)
 // lives in caching_allocator.h/.cpp and is tested on the CPU; this source only answers
+// clang-format off
 //   "give me a segment"       cudaMalloc  (nullptr on cudaErrorMemoryAllocation, not a throw,
 //                                          so the allocator can release its cache and retry)
 //   "take this segment back"  cudaFree
 //   "mark this stream's work" cudaEventRecord, polled with cudaEventQuery
 //   "wait for everything"     cudaDeviceSynchronize
+// clang-format on
 // Each call runs with the allocator's device current (DeviceGuard), so a thread working on
 // cuda:1 can free memory of cuda:0.
 //

@@ -21,8 +21,10 @@
 // equal chunks (dist/ring.h). Padding the buffer with zeros to a multiple of N makes chunk r
 // exactly rank r's shard for every N (3, 5, 7 ...), so every rank's shard has the same size.
 //
+// clang-format off
 // Layout, N = 3, 7 real elements:   [ a a a | b b b | c 0 0 ]   padded_numel 9, shard_size 3
 //                                      rank 0  rank 1  rank 2 (1 real element, 2 padding)
+// clang-format on
 // Parameters are packed with no gaps (unlike ParameterBuffer's 64-element alignment), so the real
 // elements are exactly [0, numel) and the only padding is the tail: shard_param() can then leave
 // the padding out of the optimizer entirely. When N > numel, the last ranks own only padding and

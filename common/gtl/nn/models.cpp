@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "gtl/nn/activation.h"
-#include "gtl/nn/checkpointed.h"
+#include "gtl/nn/activation_checkpoint.h"
 #include "gtl/nn/conv2d.h"
 #include "gtl/nn/flatten.h"
 #include "gtl/nn/layernorm.h"
@@ -54,7 +54,8 @@ std::vector<LayerPlan> plan_mlp(const ModelConfig& c) {
     const bool checkpointed = is_checkpointed(c, b);
     plan.push_back({[=](Generator& gen) -> std::unique_ptr<Module> {
                       auto block = std::make_unique<ResidualMLP>(d, gen);
-                      if (checkpointed) return std::make_unique<Checkpointed>(std::move(block));
+                      if (checkpointed)
+                        return std::make_unique<ActivationCheckpoint>(std::move(block));
                       return block;
                     },
                     linear_draws(d, 4 * d) + linear_draws(4 * d, d)});

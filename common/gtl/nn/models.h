@@ -4,8 +4,8 @@
 //   cnn:  Conv(3x3, c) -> ReLU -> MaxPool2 -> Conv(3x3, 2c) -> ReLU -> MaxPool2 -> Flatten
 //         -> Linear(2c * H/4 * W/4, classes)
 // The cross-entropy head (cross_entropy.h) sits after the last Linear. Residual block b of the MLP
-// is wrapped in Checkpointed (its activations are recomputed in backward) when `checkpoint` is
-// set (all blocks) or b is listed in `checkpoint_blocks` (any subset).
+// is wrapped in ActivationCheckpoint (its activations are recomputed in backward) when `checkpoint`
+// is set (all blocks) or b is listed in `checkpoint_blocks` (any subset).
 //
 // Weights are drawn on the CPU from Philox(seed), so a CPU and a GPU model built with the same
 // seed start identical (move them with ParameterBuffer). Each top-level layer draws from its own

@@ -7,9 +7,10 @@
 // Why a Context instead of tensors cached inside the layer: the activations a training step holds
 // between forward and backward are then a visible object. Its size is the activation memory
 // (allocator statistics show it), dropping it and recomputing it later is activation
-// checkpointing (checkpointed.h), and one layer can run forward twice (micro-batches) without the
-// second call overwriting the first one's activations. Each layer saves EXACTLY what its backward
-// reads, no more: a Linear its input, a ReLU its input, a max-pool only the winners' indices.
+// checkpointing (activation_checkpoint.h), and one layer can run forward twice (micro-batches)
+// without the second call overwriting the first one's activations. Each layer saves EXACTLY what
+// its backward reads, no more: a Linear its input, a ReLU its input, a max-pool only the winners'
+// indices.
 //
 // GradMode makes gradient accumulation over micro-batches a flag: Overwrite writes dL/dW into the
 // gradient tensors (no zero_grad needed), Accumulate adds to them.
@@ -18,6 +19,7 @@
 // module below it and every child added later, and returns a HookHandle that removes exactly that
 // set again (when destroyed, or by remove()). Sets compose: a test's observer, a DDP set and a
 // trace can sit on one model at once, and at every event they fire in registration order.
+// clang-format off
 //   before_forward(m)   before m's own forward (m.last_input_shape() is already set)
 //   after_forward(m)    after it; children's forward events nest inside m's bracket
 //   before_backward(m)  before m's backward                       FSDP gathers a unit's weights
@@ -28,10 +30,11 @@
 //   after_backward(m)   after m's backward has finished: after the grad_ready of all its
 //                       parameters, its children's included, and after its context was freed.
 //                       FSDP reduce-scatters a unit's gradients and frees its weights here.
-// Checkpointed (checkpointed.h) recomputes its segment's forward inside its own backward: there a
-// hook sees before_backward(checkpointed), then a complete second forward of the segment
-// (before/after_forward of every module in it, with in_recomputation() true), then the segment's
-// backward events, then after_backward(checkpointed).
+// clang-format on
+// ActivationCheckpoint (activation_checkpoint.h) recomputes its segment's forward inside its own
+// backward: there a hook sees before_backward(checkpointed), then a complete second forward of the
+// segment (before/after_forward of every module in it, with in_recomputation() true), then the
+// segment's backward events, then after_backward(checkpointed).
 //
 // Removing a set from inside one of its own callbacks (or another set's) is allowed: the running
 // callback finishes, and no later event fires that set, not even on the remaining modules or

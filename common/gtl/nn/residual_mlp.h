@@ -4,7 +4,7 @@
 // The block whose stack the course benchmarks (8 blocks, common/bench/nn): each holds 8 D^2
 // weights and, per sample, saves LN's input x and fc1's input ln(x) (D each), GELU's input and
 // fc2's input (4D each), plus LN's mean and rstd: about 10 D floats per sample and block, the
-// activation memory that checkpointing (checkpointed.h) trades for recomputation.
+// activation memory that checkpointing (activation_checkpoint.h) trades for recomputation.
 //
 // The residual stream is float32 under every policy: the block adds its branch (computed in half
 // precision) to x in float32 and returns float32, so rounding errors do not pile up along the

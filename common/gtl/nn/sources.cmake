@@ -4,5 +4,5 @@ gtl_core_sources(
   CPU gtl/nn/module.cpp gtl/nn/precision.cpp gtl/nn/parameter_buffer.cpp
       gtl/nn/flat_parameter.cpp gtl/nn/linear.cpp
       gtl/nn/activation.cpp gtl/nn/layernorm.cpp gtl/nn/residual_mlp.cpp gtl/nn/conv2d.cpp
-      gtl/nn/max_pool2d.cpp gtl/nn/flatten.cpp gtl/nn/sequential.cpp gtl/nn/checkpointed.cpp
-      gtl/nn/cross_entropy.cpp gtl/nn/models.cpp)
+      gtl/nn/max_pool2d.cpp gtl/nn/flatten.cpp gtl/nn/sequential.cpp
+      gtl/nn/activation_checkpoint.cpp gtl/nn/cross_entropy.cpp gtl/nn/models.cpp)

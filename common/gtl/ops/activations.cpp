@@ -3,12 +3,12 @@
 #include "gtl/ops/activations.h"
 
 #include "gtl/ops/activations_math.h"
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/activations_cuda.h"
+#include "gtl/ops/detail/activations_cuda.h"
 #endif
 
 namespace gtl::ops {
@@ -17,11 +17,7 @@ namespace {
 
 enum class Act { Relu, Gelu };
 
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#else
+#ifdef GTL_WITH_CUDA
 cuda::Activation to_cuda(Act act) {
   return act == Act::Relu ? cuda::Activation::Relu : cuda::Activation::Gelu;
 }
@@ -58,7 +54,7 @@ Tensor forward(const char* op, Act act, const Tensor& x) {
                              current_stream().handle());
     return out;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T,
@@ -78,7 +74,7 @@ Tensor backward(const char* op, Act act, const Tensor& x, const Tensor& dout) {
                               x.numel(), current_stream().handle());
     return dx;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {

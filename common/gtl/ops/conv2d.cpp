@@ -12,13 +12,14 @@
 // two other GEMMs of the same product: dcolumns = W^T dy (then col2im adds every column back
 // into the pixels it came from) and dW += dy columns^T.
 #include "gtl/ops/conv2d.h"
+#include "gtl/ops/detail/checks.h"
 
 #include <cblas.h>
 
 #include <vector>
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/conv2d_cuda.h"
+#include "gtl/ops/detail/conv2d_cuda.h"
 #endif
 
 namespace gtl::ops {
@@ -141,12 +142,6 @@ void via_float32(Tensor out, std::initializer_list<Tensor> inputs, Body body) {
   out.copy_(out32.to(out.dtype()));
 }
 
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op, const Tensor& t) {
-  throw Error(std::string(op) + " on " + t.device().str() + ": " + cuda_unavailable_reason());
-}
-#endif
-
 }  // namespace
 
 Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
@@ -183,7 +178,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, cons
     cuda::conv2d_forward(x, w, bias, y, p);
     return y;
 #else
-    no_cuda("conv2d_forward", x);
+    detail::no_cuda("conv2d_forward", x);
 #endif
   }
   if (x.dtype() == DType::Float32) {
@@ -214,7 +209,7 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Shape& x_sh
     cuda::conv2d_backward_data(dy, w, dx, p);
     return dx;
 #else
-    no_cuda("conv2d_backward_data", dy);
+    detail::no_cuda("conv2d_backward_data", dy);
 #endif
   }
   if (dy.dtype() == DType::Float32) {
@@ -245,7 +240,7 @@ Tensor conv2d_backward_weight(const Tensor& dy, const Tensor& x, const Shape& w_
     cuda::conv2d_backward_weight(dy, x, dw, p);
     return dw;
 #else
-    no_cuda("conv2d_backward_weight", dy);
+    detail::no_cuda("conv2d_backward_weight", dy);
 #endif
   }
   if (dy.dtype() == DType::Float32) {
@@ -271,7 +266,7 @@ Tensor conv2d_backward_bias(const Tensor& dy) {
     cuda::conv2d_backward_bias(dy, db);
     return db;
 #else
-    no_cuda("conv2d_backward_bias", dy);
+    detail::no_cuda("conv2d_backward_bias", dy);
 #endif
   }
   const Tensor dy32 = dy.dtype() == DType::Float32 ? dy : dy.to(DType::Float32);

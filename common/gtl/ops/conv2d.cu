@@ -26,16 +26,17 @@
 #include <string>
 #include <utility>
 
-#include "gtl/ops/conv2d_cuda.h"
+#include "gtl/ops/detail/conv2d_cuda.h"
 #include "gtl/ops/math_mode.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = launch::kThreadsPerBlock;
 
 // y[n, k, :, :] += b[k]
 template <typename T>
@@ -269,7 +270,7 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
                                           y.data_ptr()));
   if (bias.defined()) {
     const int64_t total = y.numel(), plane = y.size(2) * y.size(3);
-    const auto blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
+    const unsigned blocks = launch::blocks_to_cover(total, kThreads);
     GTL_DISPATCH_FLOATING(y.dtype(), T, {
       add_bias<T><<<blocks, kThreads, 0, current_stream().handle()>>>(y.data<T>(), bias.data<T>(),
                                                                       y.size(1), plane, total);

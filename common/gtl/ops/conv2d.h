@@ -1,5 +1,6 @@
 // 2-D convolution (cross-correlation, as in every deep-learning framework), NCHW layout.
 //
+// clang-format off
 //   x  [N, C, H, W]     input
 //   w  [K, C, R, S]     K filters of C channels, R x S taps
 //   b  [K]              bias (optional: pass an undefined Tensor())
@@ -21,6 +22,7 @@
 //   CUDA  cuDNN (conv2d.cu), algorithm chosen by heuristic or, with cudnn benchmark mode on
 //         (math_mode.h), by measurement; float32 uses TF32 only when tf32_enabled().
 //         Without cuDNN in the build, the CUDA path throws an error saying so.
+// clang-format on
 #pragma once
 
 #include "gtl/tensor/tensor.h"

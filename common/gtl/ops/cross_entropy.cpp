@@ -7,34 +7,19 @@
 #include <cmath>
 #include <limits>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
+#include "gtl/ops/detail/dispatch.h"
 #include "gtl/ops/reduce.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/cross_entropy_cuda.h"
+#include "gtl/ops/detail/cross_entropy_cuda.h"
 #endif
 
 namespace gtl::ops {
 
 namespace {
-
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
-
-// Runs the body with L = int32_t or int64_t, the C++ type of the labels.
-#define GTL_DISPATCH_LABELS(dtype, L, ...) \
-  if ((dtype) == DType::Int32) {           \
-    using L = int32_t;                     \
-    __VA_ARGS__;                           \
-  } else {                                 \
-    using L = int64_t;                     \
-    __VA_ARGS__;                           \
-  }
 
 // Returns the rows x cols view of logits after checking labels against it.
 detail::RowsCols check_args(const char* op, const Tensor& logits, const Tensor& labels) {
@@ -130,7 +115,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
                              rc.rows, rc.cols, losses.data<float>(), current_stream().handle());
     return mean(losses);
 #else
-    no_cuda("cross_entropy");
+    detail::no_cuda("cross_entropy");
 #endif
   }
   GTL_DISPATCH_FLOATING(logits.dtype(), T, {
@@ -153,7 +138,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& labels, float 
                                  current_stream().handle());
     return dlogits;
 #else
-    no_cuda("cross_entropy_backward");
+    detail::no_cuda("cross_entropy_backward");
 #endif
   }
   GTL_DISPATCH_FLOATING(logits.dtype(), T, {
@@ -175,7 +160,7 @@ Tensor accuracy(const Tensor& logits, const Tensor& labels) {
                         rc.rows, rc.cols, correct.data<float>(), current_stream().handle());
     return mean(correct);
 #else
-    no_cuda("accuracy");
+    detail::no_cuda("accuracy");
 #endif
   }
   GTL_DISPATCH_FLOATING(logits.dtype(), T, {
@@ -186,7 +171,5 @@ Tensor accuracy(const Tensor& logits, const Tensor& labels) {
   });
   return mean(correct);
 }
-
-#undef GTL_DISPATCH_LABELS
 
 }  // namespace gtl::ops

@@ -1,9 +1,11 @@
 // CUDA path of cross-entropy and accuracy: one warp per row. The warp computes the row's
 // stable softmax statistics in one pass (warp_max_sumexp: running max and rescaled sum), then
 // either lane 0 writes the row's loss or every lane writes its columns of the gradient.
-#include "gtl/ops/cross_entropy_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/cross_entropy_cuda.h"
+#include "gtl/ops/detail/dispatch.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
@@ -81,20 +83,6 @@ __global__ void accuracy_kernel(const T* x, const L* labels, int64_t rows, int64
 
 #undef GTL_FOR_EACH_WARP_ROW
 
-int blocks_for_rows(int64_t rows) {
-  return cuda_detail::grid_for(rows, kWarpsPerBlock, 65535);
-}
-
-// Runs the body with L = int32_t or int64_t, the C++ type of the labels.
-#define GTL_DISPATCH_LABELS(dtype, L, ...) \
-  if ((dtype) == DType::Int32) {           \
-    using L = int32_t;                     \
-    __VA_ARGS__;                           \
-  } else {                                 \
-    using L = int64_t;                     \
-    __VA_ARGS__;                           \
-  }
-
 }  // namespace
 
 void cross_entropy_rows(const void* logits, DType dtype, const void* labels, DType label_dtype,
@@ -102,7 +90,7 @@ void cross_entropy_rows(const void* logits, DType dtype, const void* labels, DTy
   if (rows == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
     GTL_DISPATCH_LABELS(label_dtype, L, {
-      losses_kernel<T, L><<<blocks_for_rows(rows), kThreads, 0, stream>>>(
+      losses_kernel<T, L><<<launch::warp_row_blocks(rows, kThreads), kThreads, 0, stream>>>(
           static_cast<const T*>(logits), static_cast<const L*>(labels), rows, cols, losses);
     });
   });
@@ -115,7 +103,7 @@ void cross_entropy_backward(const void* logits, DType dtype, const void* labels,
   if (rows == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
     GTL_DISPATCH_LABELS(label_dtype, L, {
-      backward_kernel<T, L><<<blocks_for_rows(rows), kThreads, 0, stream>>>(
+      backward_kernel<T, L><<<launch::warp_row_blocks(rows, kThreads), kThreads, 0, stream>>>(
           static_cast<const T*>(logits), static_cast<const L*>(labels), rows, cols, scale,
           static_cast<T*>(dlogits));
     });
@@ -128,13 +116,11 @@ void accuracy_rows(const void* logits, DType dtype, const void* labels, DType la
   if (rows == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
     GTL_DISPATCH_LABELS(label_dtype, L, {
-      accuracy_kernel<T, L><<<blocks_for_rows(rows), kThreads, 0, stream>>>(
+      accuracy_kernel<T, L><<<launch::warp_row_blocks(rows, kThreads), kThreads, 0, stream>>>(
           static_cast<const T*>(logits), static_cast<const L*>(labels), rows, cols, correct);
     });
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
-
-#undef GTL_DISPATCH_LABELS
 
 }  // namespace gtl::ops::cuda

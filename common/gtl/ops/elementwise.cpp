@@ -3,23 +3,17 @@
 // vectorises; 16-bit values are widened to float, computed, and rounded back once.
 #include "gtl/ops/elementwise.h"
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/elementwise_cuda.h"
+#include "gtl/ops/detail/elementwise_cuda.h"
 #endif
 
 namespace gtl::ops {
 
 namespace {
-
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
 
 enum class Binary { Add, Mul };
 
@@ -69,7 +63,7 @@ void binary_into(const char* op_name, Binary op, const Tensor& a, const Tensor& 
                  b.data_ptr(), out.data_ptr(), a.dtype(), n, current_stream().handle());
     return;
 #else
-    no_cuda(op_name);
+    detail::no_cuda(op_name);
 #endif
   }
   GTL_DISPATCH_FLOATING(a.dtype(), T,
@@ -85,7 +79,7 @@ void scale_into(const char* op_name, float alpha, const Tensor& x, const Tensor&
                 current_stream().handle());
     return;
 #else
-    no_cuda(op_name);
+    detail::no_cuda(op_name);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T,
@@ -104,7 +98,7 @@ void bias_add_into(const char* op_name, const Tensor& x, const Tensor& bias, con
                    rc.cols, current_stream().handle());
     return;
 #else
-    no_cuda(op_name);
+    detail::no_cuda(op_name);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
@@ -158,7 +152,7 @@ void axpy_(float alpha, const Tensor& x, const Tensor& y) {
     cuda::axpy(alpha, x.data_ptr(), y.data_ptr(), x.dtype(), x.numel(), current_stream().handle());
     return;
 #else
-    no_cuda("axpy_");
+    detail::no_cuda("axpy_");
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, { axpy_cpu<T>(alpha, x.data<T>(), y.data<T>(), x.numel()); });

@@ -1,17 +1,18 @@
 // CUDA path of the element-wise ops. Each kernel is a grid-stride loop: thread i handles
 // elements i, i + stride, i + 2*stride, ... so any n runs on a fixed, modest grid, and
 // neighbouring threads touch neighbouring elements (coalesced loads and stores).
-#include "gtl/ops/elementwise_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/elementwise_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
 
 namespace {
 
-using cuda_detail::grid_for;
-constexpr int kThreads = 256;
+using launch::kThreadsPerBlock;
+constexpr int64_t kMaxBlocks = 4096;
 
 #define GTL_GRID_STRIDE_LOOP(i, n)                                          \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
@@ -54,7 +55,8 @@ void binary(BinaryOp op, const void* a, const void* b, void* out, DType dtype, i
             cudaStream_t stream) {
   if (n == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    binary_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+    binary_kernel<T><<<launch::grid_stride_blocks(n, kThreadsPerBlock, kMaxBlocks),
+                       kThreadsPerBlock, 0, stream>>>(
         op, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n);
   });
   GTL_CUDA_CHECK_LAUNCH();
@@ -63,8 +65,8 @@ void binary(BinaryOp op, const void* a, const void* b, void* out, DType dtype, i
 void scale(float alpha, const void* x, void* out, DType dtype, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    scale_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(alpha, static_cast<const T*>(x),
-                                                                    static_cast<T*>(out), n);
+    scale_kernel<T><<<launch::grid_stride_blocks(n, kThreadsPerBlock, kMaxBlocks), kThreadsPerBlock,
+                      0, stream>>>(alpha, static_cast<const T*>(x), static_cast<T*>(out), n);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -72,8 +74,8 @@ void scale(float alpha, const void* x, void* out, DType dtype, int64_t n, cudaSt
 void axpy(float alpha, const void* x, void* y, DType dtype, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    axpy_kernel<T><<<grid_for(n, kThreads), kThreads, 0, stream>>>(alpha, static_cast<const T*>(x),
-                                                                   static_cast<T*>(y), n);
+    axpy_kernel<T><<<launch::grid_stride_blocks(n, kThreadsPerBlock, kMaxBlocks), kThreadsPerBlock,
+                     0, stream>>>(alpha, static_cast<const T*>(x), static_cast<T*>(y), n);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -81,14 +83,14 @@ void axpy(float alpha, const void* x, void* y, DType dtype, int64_t n, cudaStrea
 void bias_add(const void* x, const void* bias, DType bias_dtype, void* out, DType dtype,
               int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows * cols == 0) return;
-  const int blocks = grid_for(rows * cols, kThreads);
+  const int blocks = launch::grid_stride_blocks(rows * cols, kThreadsPerBlock, kMaxBlocks);
   GTL_DISPATCH_FLOATING(dtype, T, {
     if (bias_dtype == DType::Float32) {
-      bias_add_kernel<T, float><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x),
-                                                                 static_cast<const float*>(bias),
-                                                                 static_cast<T*>(out), rows, cols);
+      bias_add_kernel<T, float><<<blocks, kThreadsPerBlock, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const float*>(bias), static_cast<T*>(out), rows,
+          cols);
     } else {
-      bias_add_kernel<T, T><<<blocks, kThreads, 0, stream>>>(
+      bias_add_kernel<T, T><<<blocks, kThreadsPerBlock, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const T*>(bias), static_cast<T*>(out), rows, cols);
     }
   });

@@ -4,7 +4,12 @@
 
 #include <cmath>
 
+#include "gtl/ops/detail/checks.h"
 #include "gtl/tensor/dispatch.h"
+
+#ifdef GTL_WITH_CUDA
+#include "gtl/ops/detail/global_norm_cuda.h"
+#endif
 
 namespace gtl::ops {
 
@@ -30,8 +35,7 @@ Tensor global_l2_norm(const std::vector<Tensor>& tensors) {
 #ifdef GTL_WITH_CUDA
     return detail::global_l2_norm_cuda(tensors);
 #else
-    throw Error("global_l2_norm on " + tensors[0].device().str() + ": " +
-                cuda_unavailable_reason());
+    detail::no_cuda("global_l2_norm", tensors[0]);
 #endif
   }
   double sum = 0.0;

@@ -11,20 +11,21 @@
 // is the same on every run: no atomics, no order that depends on scheduling.
 #include <cmath>
 
-#include "gtl/ops/global_norm.h"
+#include "gtl/ops/detail/global_norm_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::detail {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = launch::kThreadsPerBlock;
 constexpr int64_t kMaxBlocks = 1024;
 
-int64_t blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return blocks < kMaxBlocks ? blocks : kMaxBlocks;
+// The partials a tensor adds: one per block of its grid-stride loop, none for an empty tensor.
+int64_t partials_for(int64_t n) {
+  return n == 0 ? 0 : launch::grid_stride_blocks(n, kThreads, kMaxBlocks);
 }
 
 // Sum of `value` over the block; the result is valid in thread 0.
@@ -72,7 +73,7 @@ Tensor global_l2_norm_cuda(const std::vector<Tensor>& tensors) {
   DeviceGuard guard(device);
   cudaStream_t stream = current_stream().handle();
   int64_t total_blocks = 0;
-  for (const Tensor& t : tensors) total_blocks += blocks_for(t.numel());
+  for (const Tensor& t : tensors) total_blocks += partials_for(t.numel());
   Tensor out = Tensor::empty({1}, DType::Float32, device);
   if (total_blocks == 0) {
     out.zero_();
@@ -84,7 +85,7 @@ Tensor global_l2_norm_cuda(const std::vector<Tensor>& tensors) {
   double* const first = static_cast<double*>(partials.data_ptr());
   double* slot = first;
   for (const Tensor& t : tensors) {
-    const int64_t blocks = blocks_for(t.numel());
+    const int64_t blocks = partials_for(t.numel());
     if (blocks == 0) continue;
     GTL_DISPATCH_FLOATING(t.dtype(), T, {
       sum_squares_partial<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(t.data<T>(),

@@ -23,9 +23,4 @@ namespace gtl::ops {
 // CPU). Asynchronous on the GPU.
 Tensor global_l2_norm(const std::vector<Tensor>& tensors);
 
-namespace detail {
-// The GPU path (global_norm.cu), called by global_l2_norm for CUDA tensors.
-Tensor global_l2_norm_cuda(const std::vector<Tensor>& tensors);
-}  // namespace detail
-
 }  // namespace gtl::ops

@@ -5,33 +5,18 @@
 #include <cmath>
 #include <vector>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
+#include "gtl/ops/detail/dispatch.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/layernorm_cuda.h"
+#include "gtl/ops/detail/layernorm_cuda.h"
 #endif
 
 namespace gtl::ops {
 
 namespace {
-
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
-
-// Runs the body with W = float (a float32 weight) or W = T (a weight in x's dtype).
-#define GTL_DISPATCH_WEIGHT(wdtype, T, W, ...) \
-  if ((wdtype) == DType::Float32) {            \
-    using W = float;                           \
-    __VA_ARGS__;                               \
-  } else {                                     \
-    using W = T;                               \
-    __VA_ARGS__;                               \
-  }
 
 template <typename T, typename W>
 void forward_cpu(const T* x, const W* weight, const W* bias, T* out, float* mean, float* rstd,
@@ -116,7 +101,7 @@ LayerNormForward layernorm_forward(const Tensor& x, const Tensor& weight, const 
                             rc.rows, rc.cols, eps, current_stream().handle());
     return f;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
@@ -155,7 +140,7 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
                              x.dtype(), rc.rows, rc.cols, current_stream().handle());
     return b;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
@@ -167,7 +152,5 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
   });
   return b;
 }
-
-#undef GTL_DISPATCH_WEIGHT
 
 }  // namespace gtl::ops

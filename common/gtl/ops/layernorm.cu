@@ -1,14 +1,18 @@
 // CUDA path of LayerNorm.
 //
+// clang-format off
 //   forward            one warp per row: sum -> mean, sum of squared deviations -> rstd (two
 //                      passes, see layernorm.h), then write out. Lane 0 stores mean and rstd.
 //   backward, dx       one warp per row: the two row means of dxhat and dxhat*xhat, then dx.
 //   backward, dweight  column sums over rows, like sum_rows in reduce.cu: block (bx, chunk)
 //   and dbias          sums a chunk of rows for 256 columns into partials; a second kernel adds
 //                      the chunks in a fixed order (deterministic, no atomics).
-#include "gtl/ops/layernorm_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+// clang-format on
+#include "gtl/ops/detail/dispatch.h"
+#include "gtl/ops/detail/layernorm_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
@@ -19,7 +23,7 @@ using cuda_detail::kWarpSize;
 using cuda_detail::warp_sum;
 constexpr int kRowThreads = 128;  // 4 warps, 4 rows per block
 constexpr int kWarpsPerBlock = kRowThreads / kWarpSize;
-constexpr int kColThreads = 256;
+constexpr int kColThreads = launch::kThreadsPerBlock;
 
 #define GTL_FOR_EACH_WARP_ROW(row, rows)                                                           \
   for (int64_t row = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarpSize; row < (rows); \
@@ -118,25 +122,6 @@ __global__ void backward_params_final_kernel(const float* partials, int64_t chun
   dbias[c] = db;
 }
 
-int64_t row_chunks(int64_t rows) {
-  const int64_t chunks = (rows + 63) / 64;
-  return chunks < 1 ? 1 : (chunks > 512 ? 512 : chunks);
-}
-
-int blocks_for_rows(int64_t rows) {
-  return cuda_detail::grid_for(rows, kWarpsPerBlock, 65535);
-}
-
-// Runs the body with W = float (a float32 weight) or W = T (a weight in x's dtype).
-#define GTL_DISPATCH_WEIGHT(wdtype, T, W, ...) \
-  if ((wdtype) == DType::Float32) {            \
-    using W = float;                           \
-    __VA_ARGS__;                               \
-  } else {                                     \
-    using W = T;                               \
-    __VA_ARGS__;                               \
-  }
-
 }  // namespace
 
 void layernorm_forward(const void* x, const void* weight, const void* bias, DType weight_dtype,
@@ -145,7 +130,7 @@ void layernorm_forward(const void* x, const void* weight, const void* bias, DTyp
   if (rows == 0 || cols == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
     GTL_DISPATCH_WEIGHT(weight_dtype, T, W, {
-      forward_kernel<T, W><<<blocks_for_rows(rows), kRowThreads, 0, stream>>>(
+      forward_kernel<T, W><<<launch::warp_row_blocks(rows, kRowThreads), kRowThreads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const W*>(weight), static_cast<const W*>(bias),
           static_cast<T*>(out), mean, rstd, rows, cols, eps);
     });
@@ -154,7 +139,7 @@ void layernorm_forward(const void* x, const void* weight, const void* bias, DTyp
 }
 
 int64_t layernorm_backward_partials_needed(int64_t rows, int64_t cols) {
-  const int64_t needed = 2 * row_chunks(rows) * cols;
+  const int64_t needed = 2 * launch::column_sum_chunks(rows) * cols;
   return needed > 0 ? needed : 1;
 }
 
@@ -163,17 +148,17 @@ void layernorm_backward(const void* dout, const void* x, const void* weight, DTy
                         float* dbias, float* partials, DType dtype, int64_t rows, int64_t cols,
                         cudaStream_t stream) {
   if (cols == 0) return;
-  const int64_t chunks = row_chunks(rows);
+  const int64_t chunks = launch::column_sum_chunks(rows);
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-  const dim3 col_grid(static_cast<unsigned>((cols + kColThreads - 1) / kColThreads),
-                      static_cast<unsigned>(chunks));
+  const dim3 col_grid(launch::blocks_to_cover(cols, kColThreads), static_cast<unsigned>(chunks));
   GTL_DISPATCH_FLOATING(dtype, T, {
     const T* gt = static_cast<const T*>(dout);
     const T* xt = static_cast<const T*>(x);
     if (rows > 0) {
       GTL_DISPATCH_WEIGHT(weight_dtype, T, W, {
-        backward_dx_kernel<T, W><<<blocks_for_rows(rows), kRowThreads, 0, stream>>>(
-            gt, xt, static_cast<const W*>(weight), mean, rstd, static_cast<T*>(dx), rows, cols);
+        backward_dx_kernel<T, W>
+            <<<launch::warp_row_blocks(rows, kRowThreads), kRowThreads, 0, stream>>>(
+                gt, xt, static_cast<const W*>(weight), mean, rstd, static_cast<T*>(dx), rows, cols);
       });
       GTL_CUDA_CHECK_LAUNCH();
     }
@@ -185,7 +170,5 @@ void layernorm_backward(const void* dout, const void* x, const void* weight, DTy
                                                                        dweight, dbias);
   GTL_CUDA_CHECK_LAUNCH();
 }
-
-#undef GTL_DISPATCH_WEIGHT
 
 }  // namespace gtl::ops::cuda

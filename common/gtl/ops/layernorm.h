@@ -1,8 +1,10 @@
 // LayerNorm over the last dimension, forward and backward.
 //
+// clang-format off
 //   mean_r = (1/C) sum_c x_rc          var_r = (1/C) sum_c (x_rc - mean_r)^2   (biased, as PyTorch)
 //   rstd_r = 1 / sqrt(var_r + eps)     xhat_rc = (x_rc - mean_r) * rstd_r
 //   out_rc = xhat_rc * weight_c + bias_c
+// clang-format on
 //
 // The variance is computed in two passes (first the mean, then the squared deviations), not as
 // E[x^2] - E[x]^2: that one-pass formula subtracts two large, nearly equal numbers and loses

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "gtl/ops/detail/checks.h"
+
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/matmul_cuda.h"
+#include "gtl/ops/detail/matmul_cuda.h"
 #endif
 
 namespace gtl::ops {
@@ -89,7 +91,7 @@ void matmul_out(const Tensor& a, const Tensor& b, const Tensor& c, bool transpos
     cuda::matmul(a, b, c, transpose_a, transpose_b, alpha, beta, s.m, s.k, s.n);
     return;
 #else
-    throw Error("matmul_out on " + a.device().str() + ": " + cuda_unavailable_reason());
+    detail::no_cuda("matmul_out", a);
 #endif
   }
   if (a.dtype() == DType::Float32) {

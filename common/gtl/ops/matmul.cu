@@ -25,9 +25,9 @@
 #include <map>
 #include <utility>
 
+#include "gtl/ops/detail/matmul_cuda.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/ops/math_mode.h"
-#include "gtl/ops/matmul_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 
 namespace gtl::ops::cuda {

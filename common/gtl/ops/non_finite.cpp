@@ -4,7 +4,12 @@
 
 #include <cmath>
 
+#include "gtl/ops/detail/checks.h"
 #include "gtl/tensor/dispatch.h"
+
+#ifdef GTL_WITH_CUDA
+#include "gtl/ops/detail/non_finite_cuda.h"
+#endif
 
 namespace gtl::ops {
 
@@ -26,7 +31,7 @@ void non_finite_flag_(const std::vector<Tensor>& tensors, const Tensor& flag) {
     detail::non_finite_flag_cuda(tensors, flag);
     return;
 #else
-    throw Error("non_finite_flag_ on " + flag.device().str() + ": " + cuda_unavailable_reason());
+    detail::no_cuda("non_finite_flag_", flag);
 #endif
   }
   for (const Tensor& t : tensors) {

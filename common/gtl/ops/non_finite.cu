@@ -3,20 +3,17 @@
 // needed, and a clean tensor never writes at all (the flag keeps what earlier calls left there).
 #include <cmath>
 
-#include "gtl/ops/non_finite.h"
+#include "gtl/ops/detail/non_finite_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::detail {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 4096 ? blocks : 4096);
-}
+using launch::kThreadsPerBlock;
+constexpr int64_t kMaxBlocks = 4096;  // one flag written by every block: few blocks suffice
 
 template <typename T>
 __global__ void non_finite_kernel(const T* x, int64_t n, float* flag) {
@@ -34,8 +31,9 @@ void non_finite_flag_cuda(const std::vector<Tensor>& tensors, const Tensor& flag
   for (const Tensor& t : tensors) {
     if (t.numel() == 0) continue;
     GTL_DISPATCH_FLOATING(t.dtype(), T, {
-      non_finite_kernel<<<blocks_for(t.numel()), kThreads, 0, stream>>>(t.data<T>(), t.numel(),
-                                                                        flag.data<float>());
+      non_finite_kernel<<<launch::grid_stride_blocks(t.numel(), kThreadsPerBlock, kMaxBlocks),
+                          kThreadsPerBlock, 0, stream>>>(t.data<T>(), t.numel(),
+                                                         flag.data<float>());
     });
     GTL_CUDA_CHECK_LAUNCH();
   }

@@ -22,9 +22,4 @@ bool has_non_finite(const std::vector<Tensor>& tensors);
 // (flag.item()) once, when the answer is needed.
 void non_finite_flag_(const std::vector<Tensor>& tensors, const Tensor& flag);
 
-namespace detail {
-// The GPU kernel launches behind non_finite_flag_ (non_finite.cu), one per tensor.
-void non_finite_flag_cuda(const std::vector<Tensor>& tensors, const Tensor& flag);
-}  // namespace detail
-
 }  // namespace gtl::ops

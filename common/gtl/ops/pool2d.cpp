@@ -1,9 +1,10 @@
 // ops::*_pool2d_*: checks at the door, then plain CPU loops or the CUDA kernels (pool2d.cu).
 // The CPU loops compute in float32 (16-bit inputs are widened and the outputs rounded once).
 #include "gtl/ops/pool2d.h"
+#include "gtl/ops/detail/checks.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/pool2d_cuda.h"
+#include "gtl/ops/detail/pool2d_cuda.h"
 #endif
 
 namespace gtl::ops {
@@ -35,12 +36,6 @@ void store(Tensor out, const Tensor& result32) {
   out.copy_(out.dtype() == DType::Float32 ? result32 : result32.to(out.dtype()));
 }
 
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op, const Tensor& t) {
-  throw Error(std::string(op) + " on " + t.device().str() + ": " + cuda_unavailable_reason());
-}
-#endif
-
 }  // namespace
 
 Shape pool2d_output_shape(const Shape& x, const Pool2dParams& p) {
@@ -67,7 +62,7 @@ MaxPool2dResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
     cuda::max_pool2d_forward(x, r.output, r.indices, p);
     return r;
 #else
-    no_cuda("max_pool2d_forward", x);
+    detail::no_cuda("max_pool2d_forward", x);
 #endif
   }
   const Tensor x32 = as_float32(x);
@@ -116,7 +111,7 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Shape&
     cuda::max_pool2d_backward(dy, indices, dx, p);
     return dx;
 #else
-    no_cuda("max_pool2d_backward", dy);
+    detail::no_cuda("max_pool2d_backward", dy);
 #endif
   }
   const Tensor dy32 = as_float32(dy);
@@ -146,7 +141,7 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
     cuda::avg_pool2d_forward(x, y, p);
     return y;
 #else
-    no_cuda("avg_pool2d_forward", x);
+    detail::no_cuda("avg_pool2d_forward", x);
 #endif
   }
   const Tensor x32 = as_float32(x);
@@ -179,7 +174,7 @@ Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dP
     cuda::avg_pool2d_backward(dy, dx, p);
     return dx;
 #else
-    no_cuda("avg_pool2d_backward", dy);
+    detail::no_cuda("avg_pool2d_backward", dy);
 #endif
   }
   const Tensor dy32 = as_float32(dy);

@@ -10,8 +10,9 @@
 // since nvcc fuses its dy * scale and the add into one FMA where the CPU rounds both.
 #include <cstdint>
 
-#include "gtl/ops/pool2d_cuda.h"
+#include "gtl/ops/detail/pool2d_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
@@ -27,11 +28,8 @@ Dims dims_of(const Shape& x, const Shape& y, const Pool2dParams& prm) {
           prm.kernel_h, prm.kernel_w, prm.stride_h, prm.stride_w};
 }
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>((n + kThreads - 1) / kThreads);
-}
+using launch::blocks_to_cover;
+using launch::kThreadsPerBlock;
 
 // The outputs whose window holds input row ih: oh in [first, last] with
 // oh * stride <= ih < oh * stride + kernel.
@@ -116,8 +114,8 @@ void max_pool2d_forward(const Tensor& x, const Tensor& y, const Tensor& indices,
   const Dims d = dims_of(x.shape(), y.shape(), p);
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
-    max_forward<T><<<blocks_for(y.numel()), kThreads, 0, stream>>>(x.data<T>(), y.data<T>(),
-                                                                   indices.data<int64_t>(), d);
+    max_forward<T><<<blocks_to_cover(y.numel()), kThreadsPerBlock, 0, stream>>>(
+        x.data<T>(), y.data<T>(), indices.data<int64_t>(), d);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -128,7 +126,7 @@ void max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Tensor& 
   const Dims d = dims_of(dx.shape(), dy.shape(), p);
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(dy.dtype(), T, {
-    max_backward<T><<<blocks_for(dx.numel()), kThreads, 0, stream>>>(
+    max_backward<T><<<blocks_to_cover(dx.numel()), kThreadsPerBlock, 0, stream>>>(
         dy.data<T>(), indices.data<int64_t>(), dx.data<T>(), d);
   });
   GTL_CUDA_CHECK_LAUNCH();
@@ -139,7 +137,8 @@ void avg_pool2d_forward(const Tensor& x, const Tensor& y, const Pool2dParams& p)
   const Dims d = dims_of(x.shape(), y.shape(), p);
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
-    avg_forward<T><<<blocks_for(y.numel()), kThreads, 0, stream>>>(x.data<T>(), y.data<T>(), d);
+    avg_forward<T>
+        <<<blocks_to_cover(y.numel()), kThreadsPerBlock, 0, stream>>>(x.data<T>(), y.data<T>(), d);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -149,7 +148,8 @@ void avg_pool2d_backward(const Tensor& dy, const Tensor& dx, const Pool2dParams&
   const Dims d = dims_of(dx.shape(), dy.shape(), p);
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(dy.dtype(), T, {
-    avg_backward<T><<<blocks_for(dx.numel()), kThreads, 0, stream>>>(dy.data<T>(), dx.data<T>(), d);
+    avg_backward<T><<<blocks_to_cover(dx.numel()), kThreadsPerBlock, 0, stream>>>(dy.data<T>(),
+                                                                                  dx.data<T>(), d);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }

@@ -6,12 +6,12 @@
 #include <limits>
 #include <vector>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/reduce_cuda.h"
+#include "gtl/ops/detail/reduce_cuda.h"
 #endif
 
 namespace gtl::ops {
@@ -19,12 +19,6 @@ namespace gtl::ops {
 namespace {
 
 enum class Op { Sum, Mean, Max };
-
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
 
 template <typename T>
 double sum_cpu(const T* x, int64_t n) {
@@ -72,7 +66,7 @@ Tensor reduce_all(const char* name, Op op, const Tensor& x) {
                      out.data<float>(), current_stream().handle());
     return out;
 #else
-    no_cuda(name);
+    detail::no_cuda(name);
 #endif
   }
   float result = 0.f;
@@ -113,7 +107,7 @@ Tensor sum_rows(const Tensor& x) {
                    out.data<float>(), current_stream().handle());
     return out;
 #else
-    no_cuda("sum_rows");
+    detail::no_cuda("sum_rows");
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T,

@@ -4,9 +4,10 @@
 //   2. one block reduces the partials.
 // The number of blocks depends only on n, so the order of additions (and so the rounding) is
 // the same on every run.
-#include "gtl/ops/reduce_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/reduce_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
@@ -14,9 +15,8 @@ namespace gtl::ops::cuda {
 namespace {
 
 using cuda_detail::block_reduce;
-using cuda_detail::grid_for;
 using cuda_detail::nan_max;
-constexpr int kThreads = 256;
+constexpr int kThreads = launch::kThreadsPerBlock;
 constexpr int64_t kMaxPartials = 1024;
 
 // Step 1: one partial per block.
@@ -70,20 +70,15 @@ __global__ void sum_rows_final_kernel(const float* partials, int64_t chunks, int
 
 // Enough row chunks to give the GPU parallel work when there are few columns, few enough that
 // the final pass stays cheap.
-int64_t row_chunks(int64_t rows) {
-  const int64_t chunks = (rows + 63) / 64;
-  return chunks < 1 ? 1 : (chunks > 512 ? 512 : chunks);
-}
-
 }  // namespace
 
 int64_t reduce_partials_needed(int64_t n) {
-  return grid_for(n, kThreads, kMaxPartials);
+  return launch::grid_stride_blocks(n, kThreads, kMaxPartials);
 }
 
 void reduce_all(ReduceOp op, const void* x, DType dtype, int64_t n, float multiplier,
                 float* partials, float* out, cudaStream_t stream) {
-  const int blocks = grid_for(n, kThreads, kMaxPartials);
+  const int blocks = launch::grid_stride_blocks(n, kThreads, kMaxPartials);
   GTL_DISPATCH_FLOATING(dtype, T, {
     const T* xt = static_cast<const T*>(x);
     if (op == ReduceOp::Max) {
@@ -102,17 +97,16 @@ void reduce_all(ReduceOp op, const void* x, DType dtype, int64_t n, float multip
 }
 
 int64_t sum_rows_partials_needed(int64_t rows, int64_t cols) {
-  const int64_t needed = row_chunks(rows) * cols;
+  const int64_t needed = launch::column_sum_chunks(rows) * cols;
   return needed > 0 ? needed : 1;
 }
 
 void sum_rows(const void* x, DType dtype, int64_t rows, int64_t cols, float* partials, float* out,
               cudaStream_t stream) {
   if (cols == 0) return;
-  const int64_t chunks = row_chunks(rows);
+  const int64_t chunks = launch::column_sum_chunks(rows);
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-  const dim3 grid(static_cast<unsigned>((cols + kThreads - 1) / kThreads),
-                  static_cast<unsigned>(chunks));
+  const dim3 grid(launch::blocks_to_cover(cols, kThreads), static_cast<unsigned>(chunks));
   GTL_DISPATCH_FLOATING(dtype, T, {
     sum_rows_partials_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x), rows, cols,
                                                                rows_per_chunk, partials);

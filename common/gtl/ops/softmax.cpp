@@ -5,23 +5,17 @@
 #include <cmath>
 #include <limits>
 
-#include "gtl/ops/ops_checks.h"
+#include "gtl/ops/detail/checks.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
-#include "gtl/ops/softmax_cuda.h"
+#include "gtl/ops/detail/softmax_cuda.h"
 #endif
 
 namespace gtl::ops {
 
 namespace {
-
-#ifndef GTL_WITH_CUDA
-[[noreturn]] void no_cuda(const char* op) {
-  throw Error(std::string(op) + ": got a CUDA tensor but " + cuda_unavailable_reason());
-}
-#endif
 
 template <typename T>
 void forward_cpu(bool log, const T* x, T* y, int64_t rows, int64_t cols) {
@@ -71,7 +65,7 @@ Tensor forward(const char* op, bool log, const Tensor& x) {
                           current_stream().handle());
     return y;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T,
@@ -92,7 +86,7 @@ Tensor backward(const char* op, bool log, const Tensor& y, const Tensor& dy) {
                            rc.cols, current_stream().handle());
     return dx;
 #else
-    no_cuda(op);
+    detail::no_cuda(op);
 #endif
   }
   GTL_DISPATCH_FLOATING(y.dtype(), T, {

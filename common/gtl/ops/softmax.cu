@@ -4,9 +4,10 @@
 // __syncthreads) and reads each row with 32 consecutive lanes (coalesced). The forward pass
 // reads the row twice: once for the online (max, sum) statistics (warp_max_sumexp), once to
 // write the output; the second read mostly hits L1/L2.
-#include "gtl/ops/softmax_cuda.h"
-#include "gtl/ops/warp_reduce.cuh"
+#include "gtl/ops/detail/softmax_cuda.h"
+#include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
@@ -57,10 +58,6 @@ __global__ void backward_kernel(const T* y, const T* dy, T* dx, int64_t rows, in
   }
 }
 
-int blocks_for_rows(int64_t rows) {
-  return cuda_detail::grid_for(rows, kWarpsPerBlock, 65535);
-}
-
 }  // namespace
 
 void softmax_forward(bool log, const void* x, void* y, DType dtype, int64_t rows, int64_t cols,
@@ -70,9 +67,11 @@ void softmax_forward(bool log, const void* x, void* y, DType dtype, int64_t rows
     const T* xt = static_cast<const T*>(x);
     T* yt = static_cast<T*>(y);
     if (log) {
-      forward_kernel<true, T><<<blocks_for_rows(rows), kThreads, 0, stream>>>(xt, yt, rows, cols);
+      forward_kernel<true, T>
+          <<<launch::warp_row_blocks(rows, kThreads), kThreads, 0, stream>>>(xt, yt, rows, cols);
     } else {
-      forward_kernel<false, T><<<blocks_for_rows(rows), kThreads, 0, stream>>>(xt, yt, rows, cols);
+      forward_kernel<false, T>
+          <<<launch::warp_row_blocks(rows, kThreads), kThreads, 0, stream>>>(xt, yt, rows, cols);
     }
   });
   GTL_CUDA_CHECK_LAUNCH();
@@ -86,11 +85,11 @@ void softmax_backward(bool log, const void* y, const void* dy, void* dx, DType d
     const T* gt = static_cast<const T*>(dy);
     T* dt = static_cast<T*>(dx);
     if (log) {
-      backward_kernel<true, T>
-          <<<blocks_for_rows(rows), kThreads, 0, stream>>>(yt, gt, dt, rows, cols);
+      backward_kernel<true, T><<<launch::warp_row_blocks(rows, kThreads), kThreads, 0, stream>>>(
+          yt, gt, dt, rows, cols);
     } else {
-      backward_kernel<false, T>
-          <<<blocks_for_rows(rows), kThreads, 0, stream>>>(yt, gt, dt, rows, cols);
+      backward_kernel<false, T><<<launch::warp_row_blocks(rows, kThreads), kThreads, 0, stream>>>(
+          yt, gt, dt, rows, cols);
     }
   });
   GTL_CUDA_CHECK_LAUNCH();

@@ -7,7 +7,7 @@
 
 #include "gtl/optim/update_rules.h"
 #ifdef GTL_WITH_CUDA
-#include "gtl/optim/adamw_cuda.h"
+#include "gtl/optim/detail/adamw_cuda.h"
 #endif
 
 namespace gtl::optim {

@@ -2,19 +2,16 @@
 // each thread loads p, g, m, v, applies update_rules.h's AdamW rule in float32 registers and
 // stores p, m, v (and the rounded compute copy for master weights). 16 bytes read and 12 written
 // per float32 element: the kernel runs at memory bandwidth.
-#include "gtl/optim/adamw_cuda.h"
+#include "gtl/optim/detail/adamw_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 
 namespace gtl::optim::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
+using launch::grid_stride_blocks;
+using launch::kThreadsPerBlock;
 
 template <typename P, typename C>
 __global__ void adamw_kernel(P* p, const P* g, float* m, float* v, C* compute, int64_t n,
@@ -36,7 +33,7 @@ void adamw_step(const ParamRef& param, const Tensor& m, const Tensor& v,
   DeviceGuard guard(param.value.device());
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_PARAM(param, P, C, {
-    adamw_kernel<P, C><<<blocks_for(n), kThreads, 0, stream>>>(
+    adamw_kernel<P, C><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
         param.value.data<P>(), param.grad.data<P>(), m.data<float>(), v.data<float>(),
         param.compute.defined() ? param.compute.data<C>() : nullptr, n, s);
   });

@@ -4,6 +4,10 @@
 #include "gtl/ops/global_norm.h"
 #include "gtl/tensor/dispatch.h"
 
+#ifdef GTL_WITH_CUDA
+#include "gtl/optim/detail/grad_clip_cuda.h"
+#endif
+
 namespace gtl::optim {
 
 Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm) {

@@ -1,19 +1,16 @@
 // The clip-scaling kernel: every thread reads the norm from device memory and computes the same
 // coefficient, so the host never has to copy the norm back before scaling.
-#include "gtl/optim/grad_clip.h"
+#include "gtl/optim/detail/grad_clip_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::optim::detail {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
+using launch::grid_stride_blocks;
+using launch::kThreadsPerBlock;
 
 template <typename T>
 __global__ void clip_kernel(T* g, int64_t n, const float* norm, float max_norm) {
@@ -32,8 +29,8 @@ void scale_by_clip_coef_cuda(const Tensor& grad, const Tensor& norm, float max_n
   DeviceGuard guard(grad.device());
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(grad.dtype(), T, {
-    clip_kernel<<<blocks_for(n), kThreads, 0, stream>>>(grad.data<T>(), n, norm.data<float>(),
-                                                        max_norm);
+    clip_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+        grad.data<T>(), n, norm.data<float>(), max_norm);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }

@@ -28,9 +28,4 @@ Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm);
 void scale_by_clip_coef_(const std::vector<ParamRef>& params, const Tensor& total_norm,
                          float max_norm);
 
-namespace detail {
-// grad *= min(coef(norm), 1), reading norm[0] on the device (grad_clip.cu).
-void scale_by_clip_coef_cuda(const Tensor& grad, const Tensor& norm, float max_norm);
-}  // namespace detail
-
 }  // namespace gtl::optim

@@ -6,6 +6,10 @@
 
 #include "gtl/tensor/dispatch.h"
 
+#ifdef GTL_WITH_CUDA
+#include "gtl/optim/detail/loss_scaler_cuda.h"
+#endif
+
 namespace gtl::optim {
 
 LossScaler::LossScaler(LossScalerOptions options) : options_(options) {

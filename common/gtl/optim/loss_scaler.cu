@@ -3,20 +3,17 @@
 // once, and the host reads a single flag per step.
 #include <cmath>
 
-#include "gtl/optim/loss_scaler.h"
+#include "gtl/optim/detail/loss_scaler_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::optim::detail {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
+using launch::grid_stride_blocks;
+using launch::kThreadsPerBlock;
 
 template <typename T>
 __global__ void unscale_kernel(T* g, int64_t n, float inv_scale, float* flag) {
@@ -36,8 +33,8 @@ void unscale_cuda(const Tensor& grad, float inv_scale, const Tensor& flag) {
   DeviceGuard guard(grad.device());
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(grad.dtype(), T, {
-    unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(grad.data<T>(), n, inv_scale,
-                                                           flag.data<float>());
+    unscale_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+        grad.data<T>(), n, inv_scale, flag.data<float>());
   });
   GTL_CUDA_CHECK_LAUNCH();
 }

@@ -72,9 +72,4 @@ class LossScaler {
   bool unscaled_ = false, stepped_ = false, found_inf_ = false;
 };
 
-namespace detail {
-// g *= inv_scale; flag[0] = 1 if any result is non-finite (loss_scaler.cu).
-void unscale_cuda(const Tensor& grad, float inv_scale, const Tensor& flag);
-}  // namespace detail
-
 }  // namespace gtl::optim

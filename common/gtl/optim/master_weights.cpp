@@ -6,6 +6,10 @@
 
 #include "gtl/tensor/dispatch.h"
 
+#ifdef GTL_WITH_CUDA
+#include "gtl/optim/detail/master_weights_cuda.h"
+#endif
+
 namespace gtl::optim {
 
 namespace detail {

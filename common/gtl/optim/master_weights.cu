@@ -1,19 +1,16 @@
 // The widening / rounding copy of master weights: one grid-stride kernel, dst[i] = convert(src[i]).
 // half -> float32 is exact; float32 -> half rounds to nearest even, as __float2half_rn does.
-#include "gtl/optim/master_weights.h"
+#include "gtl/optim/detail/master_weights_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::optim::detail {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
+using launch::grid_stride_blocks;
+using launch::kThreadsPerBlock;
 
 template <typename S, typename D>
 __global__ void convert_kernel(const S* src, D* dst, int64_t n) {
@@ -31,7 +28,8 @@ void convert_into_cuda(const Tensor& src, const Tensor& dst) {
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(src.dtype(), S, {
     GTL_DISPATCH_FLOATING(dst.dtype(), D, {
-      convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src.data<S>(), dst.data<D>(), n);
+      convert_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(src.data<S>(),
+                                                                             dst.data<D>(), n);
     });
   });
   GTL_CUDA_CHECK_LAUNCH();

@@ -9,11 +9,13 @@
 // to show in half precision, it shows.
 //
 // The flow per step (mixed precision, as apex's O2 / llm.c):
+// clang-format off
 //   backward              -> half gradients in the model's grad tensors
 //   grads_to_master()     -> float32 master gradients (a widening copy, exact)
 //   [LossScaler::unscale_ / clip_grad_norm_ on params(), in float32: no underflow]
 //   optimizer.step()      -> updates the float32 master and writes round(master) into the model's
 //                            half value in the same fused pass (ParamRef::compute)
+// clang-format on
 //
 // Parameters the model keeps in float32 (often norms and biases) are passed through: the model's
 // own tensors are the master.
@@ -55,9 +57,6 @@ namespace detail {
 // dst = convert(src) element by element, any floating dtypes, same shape and device. Does not
 // allocate and, on the GPU, does not synchronise (unlike Tensor::to + copy_).
 void convert_into(const Tensor& src, const Tensor& dst);
-#ifdef GTL_WITH_CUDA
-void convert_into_cuda(const Tensor& src, const Tensor& dst);  // master_weights.cu
-#endif
 }  // namespace detail
 
 }  // namespace gtl::optim

@@ -3,7 +3,7 @@
 
 #include "gtl/optim/update_rules.h"
 #ifdef GTL_WITH_CUDA
-#include "gtl/optim/sgd_cuda.h"
+#include "gtl/optim/detail/sgd_cuda.h"
 #endif
 
 namespace gtl::optim {

@@ -1,18 +1,15 @@
 // The fused SGD kernel: one grid-stride pass per parameter, each element updated by the rule of
 // update_rules.h in registers (one read of p, g, buf; one write of p, buf and the compute copy).
-#include "gtl/optim/sgd_cuda.h"
+#include "gtl/optim/detail/sgd_cuda.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 
 namespace gtl::optim::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
+using launch::grid_stride_blocks;
+using launch::kThreadsPerBlock;
 
 template <typename P, typename C>
 __global__ void sgd_kernel(P* p, const P* g, float* buf, C* compute, int64_t n,
@@ -34,7 +31,7 @@ void sgd_step(const ParamRef& param, const Tensor& momentum_buffer, const rules:
   DeviceGuard guard(param.value.device());
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_PARAM(param, P, C, {
-    sgd_kernel<P, C><<<blocks_for(n), kThreads, 0, stream>>>(
+    sgd_kernel<P, C><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
         param.value.data<P>(), param.grad.data<P>(),
         momentum_buffer.defined() ? momentum_buffer.data<float>() : nullptr,
         param.compute.defined() ? param.compute.data<C>() : nullptr, n, s);

@@ -12,7 +12,7 @@
 
 #ifdef GTL_WITH_CUDA
 #include "gtl/runtime/cuda_check.h"
-#include "gtl/tensor/tensor_kernels.h"
+#include "gtl/tensor/detail/tensor_kernels_cuda.h"
 #endif
 
 namespace gtl {

@@ -1,20 +1,17 @@
 // GPU kernels for tensor creation and dtype conversion. Each is a grid-stride loop: any n,
 // any grid size, one element per thread per iteration.
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
+#include "gtl/tensor/detail/tensor_kernels_cuda.h"
 #include "gtl/tensor/dispatch.h"
 #include "gtl/tensor/philox.h"
-#include "gtl/tensor/tensor_kernels.h"
 
 namespace gtl::tensor_kernels {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
-}
+using launch::grid_stride_blocks;
+using launch::kThreadsPerBlock;
 
 template <typename T>
 __global__ void fill_kernel(T* p, int64_t n, T value) {
@@ -57,15 +54,15 @@ __global__ void normal_kernel(T* p, int64_t n, uint64_t seed, uint64_t offset, f
 
 void fill(void* data, DType dtype, int64_t n, double value, cudaStream_t stream) {
   GTL_DISPATCH_ALL(dtype, T, {
-    fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(data), n,
-                                                        convert<T>(value));
+    fill_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n,
+                                                                        convert<T>(value));
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
 
 void arange(void* data, DType dtype, int64_t n, cudaStream_t stream) {
   GTL_DISPATCH_ALL(dtype, T, {
-    arange_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(data), n);
+    arange_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -75,8 +72,8 @@ void cast(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t 
   if (n == 0) return;
   GTL_DISPATCH_ALL(src_dtype, S, {
     GTL_DISPATCH_ALL(dst_dtype, D, {
-      cast_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const S*>(src),
-                                                          static_cast<D*>(dst), n);
+      cast_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+          static_cast<const S*>(src), static_cast<D*>(dst), n);
     });
   });
   GTL_CUDA_CHECK_LAUNCH();
@@ -86,8 +83,8 @@ void uniform(void* data, DType dtype, int64_t n, uint64_t seed, uint64_t offset,
              float high, cudaStream_t stream) {
   if (n == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    uniform_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(data), n, seed, offset,
-                                                           low, high);
+    uniform_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n,
+                                                                           seed, offset, low, high);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -96,8 +93,8 @@ void normal(void* data, DType dtype, int64_t n, uint64_t seed, uint64_t offset, 
             float std, cudaStream_t stream) {
   if (n == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    normal_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(data), n, seed, offset,
-                                                          mean, std);
+    normal_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n,
+                                                                          seed, offset, mean, std);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }

@@ -1,4 +1,4 @@
-// The training step and evaluation (see trainer.h); saving and loading are in checkpointing.cpp.
+// The training step and evaluation (see trainer.h); saving and loading are in training_state.cpp.
 #include "gtl/train/trainer.h"
 
 #include "gtl/nn/cross_entropy.h"

@@ -7,6 +7,7 @@
 //   trainer.save("ckpt.bin");  ...  trainer.load("ckpt.bin");  // continues bit for bit
 //
 // A step (docs/core.md follows it file by file):
+// clang-format off
 //   batch    data::DataLoader (shuffled by (seed, epoch), prefetched, on the device)
 //   forward  the model (nn/) under the precision policy; cross-entropy in float32
 //   backward dloss = the loss scale (1 unless fp16), gradients OVERWRITE the flat gradient
@@ -16,6 +17,7 @@
 //   unscale  LossScaler (fp16): gradients / scale, inf/NaN check -> skip the step
 //   clip     clip_grad_norm_ on the one flat gradient
 //   update   AdamW on the one flat parameter (one fused pass; it rewrites the half compute copy)
+// clang-format on
 //
 // Ranks (data parallelism). With world_size W each rank builds the same model from the same seed
 // (so all start identical, no broadcast needed) and its loader reads its own disjoint shard

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtl/nn/activation.h"
-#include "gtl/nn/checkpointed.h"
+#include "gtl/nn/activation_checkpoint.h"
 #include "gtl/nn/conv2d.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/models.h"
@@ -59,7 +59,7 @@ TEST(ComputeCost, ContainersCostNothingLeavesAreLeaves) {
   Generator gen(3);
   nn::Sequential seq;
   seq.add(std::make_unique<nn::Linear>(4, 4, gen));
-  nn::Checkpointed ckpt(std::make_unique<nn::ReLU>());
+  nn::ActivationCheckpoint ckpt(std::make_unique<nn::ReLU>());
   for (const nn::Module* m : std::vector<const nn::Module*>{&seq, &ckpt}) {
     const nn::ComputeCost f = m->forward_cost({2, 4}), b = m->backward_cost({2, 4});
     EXPECT_EQ(f.flops, 0.0) << m->kind() << ": a container's own forward flops must be 0";

@@ -15,7 +15,7 @@
 #include <numeric>
 
 #include "gtl/nn/activation.h"
-#include "gtl/nn/checkpointed.h"
+#include "gtl/nn/activation_checkpoint.h"
 #include "gtl/nn/conv2d.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flatten.h"
@@ -207,8 +207,8 @@ TEST(GradCheck, CheckpointedSegment) {
   auto seq = std::make_unique<nn::Sequential>();
   seq->add(std::make_unique<nn::ResidualMLP>(4, gen));
   seq->add(std::make_unique<nn::ResidualMLP>(4, gen));
-  nn::Checkpointed layer(std::move(seq));
-  check_layer(layer, Tensor::normal({3, 4}, gen), "Checkpointed(2 residual blocks)");
+  nn::ActivationCheckpoint layer(std::move(seq));
+  check_layer(layer, Tensor::normal({3, 4}, gen), "ActivationCheckpoint(2 residual blocks)");
 }
 
 // The classifier head: Linear -> cross-entropy (mean over the batch). L is the loss itself.

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "gtl/nn/checkpointed.h"
+#include "gtl/nn/activation_checkpoint.h"
 #include "gtl/nn/models.h"
 #include "gtl/nn/residual_mlp.h"
 #include "gtl_test.h"
@@ -89,7 +89,7 @@ TEST(Hooks, LayerCallbacksFireAroundEachModuleInOrder) {
 // again there (FSDP must gather the segment's weights for the recomputation too).
 TEST(Hooks, CheckpointedSegmentFiresForwardHooksAgainInBackward) {
   Generator gen(3);
-  nn::Checkpointed layer(std::make_unique<nn::ResidualMLP>(4, gen));
+  nn::ActivationCheckpoint layer(std::make_unique<nn::ResidualMLP>(4, gen));
   int forwards = 0, backwards = 0;
   int recomputed = 0;
   nn::Hooks hooks;

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "gtl/nn/activation.h"
-#include "gtl/nn/checkpointed.h"
+#include "gtl/nn/activation_checkpoint.h"
 #include "gtl/nn/conv2d.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flatten.h"
@@ -83,14 +83,14 @@ TEST(LayersGpu, ResidualMLP) {
       {8, 32}, "ResidualMLP");
 }
 
-TEST(LayersGpu, Checkpointed) {
+TEST(LayersGpu, ActivationCheckpoint) {
   GTL_REQUIRE_GPU();
   compare_layer(
       [] {
         Generator g(3);
-        return std::make_unique<nn::Checkpointed>(std::make_unique<nn::ResidualMLP>(16, g));
+        return std::make_unique<nn::ActivationCheckpoint>(std::make_unique<nn::ResidualMLP>(16, g));
       },
-      {5, 16}, "Checkpointed(ResidualMLP)");
+      {5, 16}, "ActivationCheckpoint(ResidualMLP)");
 }
 
 TEST(LayersGpu, Conv2dPoolFlatten) {
