@@ -68,7 +68,9 @@ std::vector<Trajectory> train_ranks(int world_size) {
     train::Trainer t(o, data);
     Trajectory& mine = out[static_cast<std::size_t>(comm.rank())];
     for (int s = 0; s < kSteps; ++s) {
-      mine.losses.push_back(t.step().loss);
+      const train::StepStats stats = t.step();
+      mine.losses.push_back(stats.loss);
+      mine.grad_norms.push_back(stats.grad_norm);
       mine.weights.push_back(t.parameters().values().to_vector());
       mine.grads.push_back(t.parameters().grads().to_vector());
     }
@@ -93,8 +95,8 @@ std::vector<Trajectory> train_ranks(int world_size) {
 // to lr (measured: a weight of the first Linear with gradient 1e-9 moved 1.1e-4 = 0.05 lr; with
 // one BLAS thread, another with |g| ~ 2e-4 x max moved 3.8e-6). So the weights must match to atol
 // 2e-6, rtol 1e-5, except those whose gradient fell below 1e-3 x max |g| at some step so far,
-// which may differ by lr per such step. A mis-sharded sample, a gradient not averaged (off by N) or clipped before
-// the sync (another norm) misses these bounds by whole steps across most weights.
+// which may differ by lr per such step. A mis-sharded sample, a gradient not averaged (off by N) or
+// clipped before the sync (another norm) misses these bounds by whole steps across most weights.
 // The losses are means over the same 24 samples: the mean of the ranks' means equals the global
 // mean up to float32 rounding (and the tiny weight differences): rtol 1e-5.
 constexpr double kGradAtolOfMax = 1e-4;
@@ -121,6 +123,13 @@ TEST(TrainerRanks, RanksReproduceOneProcessOnTheGlobalBatch) {
           << "N=" << world << " step " << s << ": the mean of the ranks' losses " << mean_loss
           << " must equal the single process's loss on the global batch " << expected
           << " (each rank must see its disjoint shard of the same global batch)";
+      // The norm clipping saw: AdamW and clipping both hide a gradient off by a constant factor
+      // (a sum instead of a mean scales every update alike), but the pre-clipping norm shows it.
+      EXPECT_TRUE(std::fabs(ranks[0].grad_norms[s] - single.grad_norms[s]) <=
+                  kGradAtolOfMax * single.grad_norms[s])
+          << "N=" << world << " step " << s << ": the global gradient norm before clipping is "
+          << ranks[0].grad_norms[s] << ", one process has " << single.grad_norms[s]
+          << ": grad_sync must AVERAGE the ranks' gradients (a sum is N times too large)";
       const std::vector<float>& g = single.grads[s];
       double max_g = 0;
       for (float v : g) max_g = std::max(max_g, static_cast<double>(std::fabs(v)));
