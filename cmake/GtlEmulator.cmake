@@ -82,7 +82,8 @@ function(gtl_add_emulated_test)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
   endforeach()
 
-  add_executable(${E_NAME} ${E_SOURCES} ${kernel_sources})
+  add_executable(${E_NAME} ${E_SOURCES} ${kernel_sources}
+                            ${PROJECT_SOURCE_DIR}/grader/channel/verdict_listener.cpp)
   # The emulator's cuda_runtime.h comes first, before any CUDA toolkit on the system.
   target_include_directories(${E_NAME} BEFORE PRIVATE ${GTL_EMULATOR_DIR} ${out_dir} ${E_INCLUDES})
   # Kernel files get nvcc's warnings in the CUDA build; as host C++ (unsigned threadIdx, unknown

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "modes.h"
+#include "process.h"
 #include "report.h"
 
 namespace fs = std::filesystem;
@@ -29,7 +30,7 @@ static void write_failure_reports(const fs::path& out, const std::string& why, i
   }
 }
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   // `gtl-grade` and `gtl-grade --lab 01` mean `gtl-grade grade ...`.
   std::vector<std::string> args(argv, argv + argc);
   static const std::vector<std::string> commands = {"grade",          "verify", "batch",
@@ -121,4 +122,12 @@ int main(int argc, char** argv) {
     if (grade->parsed()) write_failure_reports(o.out, e.what(), exit_codes::kInternal);
     return exit_codes::kInternal;
   }
+}
+
+int main(int argc, char** argv) {
+  const int code = run_main(argc, argv);
+  // run_process already kills what each program leaves; this is the last guard: the grader never
+  // exits while a process it started (or an orphan re-parented to it) is alive.
+  kill_all_descendants();
+  return code;
 }

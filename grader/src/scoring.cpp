@@ -161,6 +161,18 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
     }
   }
   const int total = static_cast<int>(run.tests.size());
+  if (!run.warning.empty()) r.details = "note: " + run.warning + "\n" + r.details;
+  if (skipped > 0 && !check.requires_gpu && !check.requires_cuda) {
+    // Only a missing GPU or CUDA backend may take a check out of the total, and the rubric says
+    // which checks need them: a test that skips anywhere else is a test that did not pass.
+    r.status = Status::kFailed;
+    r.score = 0;
+    r.reason = std::to_string(skipped) + " of " + std::to_string(total) +
+               " tests reported skipped, but this check does not require a GPU or CUDA: a "
+               "skipped test earns nothing (" +
+               (skip_reason.empty() ? "no reason given" : one_line(skip_reason)) + ")";
+    return r;
+  }
   if (total > 0 && skipped == total) {
     // The tests themselves skipped (e.g. GTL_REQUIRE_GPU): not gradable here.
     r.status = Status::kSkipped;

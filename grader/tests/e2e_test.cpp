@@ -1,78 +1,10 @@
 // End to end: gtl-grade grades the tiny fixture course (fixtures/course, one lab "01-sum") and
 // the submissions under fixtures/submissions, each scored as it should be within a bounded time.
 // All tests share one private build folder, so only the submission's file is rebuilt each time.
-#include <gtest/gtest.h>
-
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
-#include "process.h"
+#include "e2e_support.h"
 
 namespace gtl::grader {
 namespace {
-
-namespace fs = std::filesystem;
-
-const fs::path kFixtures = GTL_GRADER_FIXTURES;
-const fs::path kCourse = kFixtures / "course";
-const fs::path kWork = fs::path(GTL_GRADER_E2E_WORK);
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Graded {
-  RunResult run;
-  nlohmann::json report;      // report.json
-  nlohmann::json gradescope;  // results.json
-  fs::path out;
-
-  // The check named `name` of lab 01 in report.json.
-  nlohmann::json check(const std::string& name) const {
-    for (const auto& lab : report["labs"])
-      for (const auto& c : lab["checks"])
-        if (c["name"] == name) return c;
-    ADD_FAILURE() << "no check " << name << " in " << report.dump(2).substr(0, 2000);
-    return {};
-  }
-  double score(const std::string& name) const { return check(name)["score"].get<double>(); }
-  std::string status(const std::string& name) const { return check(name)["status"]; }
-  std::string reason(const std::string& name) const { return check(name)["reason"]; }
-};
-
-// Runs gtl-grade with `args` plus the fixture course and the shared work folder.
-Graded gtl_grade(std::vector<std::string> args, const std::string& out_name, double limit_s = 240) {
-  Graded g;
-  g.out = kWork / "out" / out_name;
-  fs::remove_all(g.out);
-  std::vector<std::string> argv = {GTL_GRADE_EXE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  for (const std::string& a :
-       std::vector<std::string>{"--course", kCourse.string(), "--work", (kWork / "work").string(),
-                                "--out", g.out.string(), "--cpu-only"})
-    argv.push_back(a);
-  RunLimits limits;
-  limits.timeout_s = limit_s;
-  limits.output_bytes = 1 << 20;
-  g.run = run_process(argv, limits);
-  EXPECT_FALSE(g.run.timed_out) << "grading must finish within " << limit_s << " s";
-  if (fs::exists(g.out / "report.json"))
-    g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
-  if (fs::exists(g.out / "results.json"))
-    g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
-  return g;
-}
-
-Graded grade_submission_named(const std::string& name) {
-  return gtl_grade({"grade", "--submission", (kFixtures / "submissions" / name).string()}, name);
-}
 
 TEST(GraderE2E, CorrectSubmissionEarnsEveryRunnablePoint) {
   const Graded g = grade_submission_named("correct");

@@ -59,15 +59,34 @@ TEST(TestCheck, PartialCreditPerTest) {
   EXPECT_NE(r.details.find("S.T2 (timeout)"), std::string::npos) << r.details;
 }
 
-TEST(TestCheck, AllSkippedIsSkippedNotPassed) {
+TEST(TestCheck, AllSkippedIsSkippedOnlyWhereTheRubricNeedsAGpu) {
   GtestRun run = run_of({TestOutcome::kSkipped, TestOutcome::kSkipped});
   run.tests[0].message = "no GPU: cudaGetDeviceCount failed";
-  const CheckResult r = score_test_check(test_check(false), run);
-  EXPECT_EQ(r.status, Status::kSkipped);
+  Check gpu = test_check(false);
+  gpu.requires_gpu = true;
+  const CheckResult r = score_test_check(gpu, run);
+  EXPECT_EQ(r.status, Status::kSkipped) << "a requires: gpu check whose tests skip is not graded";
   EXPECT_NE(r.reason.find("no GPU"), std::string::npos) << r.reason;
+  Check cuda = test_check(false);
+  cuda.requires_cuda = true;
+  EXPECT_EQ(score_test_check(cuda, run).status, Status::kSkipped);
   const CheckResult some =
-      score_test_check(test_check(false), run_of({TestOutcome::kPassed, TestOutcome::kSkipped}));
+      score_test_check(gpu, run_of({TestOutcome::kPassed, TestOutcome::kSkipped}));
   EXPECT_EQ(some.status, Status::kFailed) << "a skipped test among run ones is not a pass";
+}
+
+TEST(TestCheck, ASkipInACheckThatNeedsNoGpuScoresZero) {
+  // Forging class: the student's code makes its own tests report "skipped", hoping the points
+  // leave the total. Only the rubric decides what may be skipped.
+  const CheckResult all =
+      score_test_check(test_check(true), run_of({TestOutcome::kSkipped, TestOutcome::kSkipped}));
+  EXPECT_EQ(all.status, Status::kFailed) << "skips in a cpu check are not 'not gradable here'";
+  EXPECT_EQ(all.score, 0);
+  EXPECT_NE(all.reason.find("does not require a GPU or CUDA"), std::string::npos) << all.reason;
+  const CheckResult some =
+      score_test_check(test_check(true),
+                       run_of({TestOutcome::kPassed, TestOutcome::kPassed, TestOutcome::kSkipped}));
+  EXPECT_EQ(some.score, 0) << "one skip voids the check, even with partial credit";
 }
 
 TEST(TestCheck, RunErrorFails) {

@@ -1,0 +1,101 @@
+// The grader's verdict channel, linked into every GoogleTest program of the course.
+//
+// Why: a student's file is linked into the test program, so anything the program prints or
+// writes where the student's code can reach it (GoogleTest's "[       OK ]" lines on stdout, the
+// --gtest_output JSON rewritten at exit, a test reported as skipped) can be forged. gtl-grade
+// therefore never takes a verdict from stdout or from the JSON report. It opens a pipe before
+// exec, hands its write end to the program at a file descriptor named in
+// GTL_GRADER_VERDICT_FD, and a per-run random key in GTL_GRADER_VERDICT_KEY. This listener,
+// compiled from the pristine course only, reads both during static initialisation, wipes them
+// from the environment (also from the memory /proc/self/environ shows), marks the descriptor
+// close-on-exec, and writes one record per event, each prefixed with the key:
+//
+//   <key> plan <Suite.Name>      every test this run will run (sent at program start)
+//   <key> run <Suite.Name>       a test starts
+//   <key> passed|failed|skipped <Suite.Name>
+//   <key> end                    RUN_ALL_TESTS returned normally
+//
+// The grader rejects the whole run when a record does not carry the key (forged), and counts a
+// test that has no outcome record as not run. What this cannot stop (docs/grader.md, "Trust
+// model"): code in the same process that reads the key from this file's memory and writes
+// records itself. Outside the grader (no GTL_GRADER_VERDICT_FD) it does nothing.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+extern char** environ;
+
+namespace {
+
+constexpr const char* kFdVar = "GTL_GRADER_VERDICT_FD";
+constexpr const char* kKeyVar = "GTL_GRADER_VERDICT_KEY";
+
+// The marker lets the grader tell a program that carries this listener (and must report through
+// it) from one that does not: it is searched for in the executable.
+volatile const char kMarker[] = "gtl-grader-verdict-channel-v1";
+
+class VerdictListener : public testing::EmptyTestEventListener {
+ public:
+  VerdictListener(int fd, std::string key) : fd_(fd), key_(std::move(key)) {}
+
+  void OnTestProgramStart(const testing::UnitTest& unit) override {
+    send("hello", const_cast<const char*>(kMarker));
+    for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+      const testing::TestSuite* suite = unit.GetTestSuite(i);
+      for (int j = 0; j < suite->total_test_count(); ++j) {
+        const testing::TestInfo* t = suite->GetTestInfo(j);
+        if (t->should_run()) send("plan", name(*t));
+      }
+    }
+  }
+  void OnTestStart(const testing::TestInfo& t) override { send("run", name(t)); }
+  void OnTestEnd(const testing::TestInfo& t) override {
+    const testing::TestResult* r = t.result();
+    const char* outcome = r->Failed() ? "failed" : r->Skipped() ? "skipped" : "passed";
+    send(outcome, name(t));
+  }
+  void OnTestProgramEnd(const testing::UnitTest&) override { send("end", ""); }
+
+ private:
+  static std::string name(const testing::TestInfo& t) {
+    return std::string(t.test_suite_name()) + "." + t.name();
+  }
+  // One write per record: a pipe write of at most PIPE_BUF bytes is atomic.
+  void send(const char* event, const std::string& what) {
+    std::string record = key_ + " " + event + (what.empty() ? "" : " " + what) + "\n";
+    if (record.size() > 4000) record = key_ + " " + event + " <name too long>\n";
+    (void)!write(fd_, record.data(), record.size());
+  }
+
+  int fd_;
+  std::string key_;
+};
+
+// Reads and wipes one variable: the characters are overwritten where the kernel keeps them, so
+// neither getenv() nor /proc/self/environ shows them afterwards.
+std::string take_env(const char* var) {
+  char* value = std::getenv(var);
+  if (value == nullptr) return "";
+  std::string copy = value;
+  std::memset(value, 0, copy.size());
+  unsetenv(var);
+  return copy;
+}
+
+bool install() {
+  const std::string fd_text = take_env(kFdVar);
+  const std::string key = take_env(kKeyVar);
+  if (fd_text.empty() || key.empty()) return false;
+  const int fd = std::atoi(fd_text.c_str());
+  if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return false;  // programs it starts do not inherit it
+  testing::UnitTest::GetInstance()->listeners().Append(new VerdictListener(fd, key));
+  return true;
+}
+
+[[maybe_unused]] const bool installed = install();
+
+}  // namespace

@@ -1,0 +1,54 @@
+// Hostile submissions (issue 13): code that does not solve a TODO and tries to earn its points
+// anyway. Each fixture under fixtures/submissions/forge_* (and the others named below) leaves the
+// sum TODO open and solves prefix_sums: every sum check must score 0 and every prefix check full
+// marks, whatever the forgery. docs/grader.md, "Trust model", says what each one proves.
+#include "e2e_support.h"
+
+namespace gtl::grader {
+namespace {
+
+// The sum TODO is open: these checks must score 0. The prefix TODO is solved: full marks.
+void expect_sum_zero_prefix_full(const Graded& g) {
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  for (const char* name : {"sum-correct", "sum-speed", "sum-memory", "sum-hidden"}) {
+    EXPECT_EQ(g.score(name), 0.0) << name
+                                  << " covers the open sum TODO, yet scored: " << g.reason(name);
+    EXPECT_EQ(g.status(name), "failed") << name << ": " << g.reason(name);
+  }
+  EXPECT_EQ(g.score("prefix-correct"), 3.0)
+      << "prefix_sums is solved: " << g.reason("prefix-correct");
+  EXPECT_EQ(g.score("prefix-memory"), 1.0) << g.reason("prefix-memory");
+  EXPECT_EQ(g.report["score"], 4.0) << "3 + 1 for prefix sums, nothing for sum";
+  EXPECT_EQ(g.report["max_score"], 13.0) << "no forged skip takes points out of the total";
+  EXPECT_EQ(g.report["skipped_points"], 3.0) << "only the requires: gpu check is counted apart";
+  EXPECT_EQ(g.gradescope["score"], 4.0);
+}
+
+TEST(HostileSubmission, PrintedGoogleTestLinesEarnNothing) {
+  const Graded g = grade_submission_named("forge_stdout");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("in the middle of this test"), std::string::npos)
+      << "the test that exited early is blamed, whatever it printed: " << g.reason("sum-correct");
+}
+
+TEST(HostileSubmission, ARewrittenJsonReportEarnsNothing) {
+  const Graded g = grade_submission_named("forge_json");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("Sum.Small failed"), std::string::npos)
+      << "the failures come from the verdict channel, not the JSON: " << g.reason("sum-correct");
+}
+
+TEST(HostileSubmission, SelfReportedSkipsScoreZero) {
+  const Graded g = grade_submission_named("forge_skip");
+  expect_sum_zero_prefix_full(g);
+}
+
+TEST(HostileSubmission, AForgedListingCannotDropExpectedTests) {
+  const Graded g = grade_submission_named("forge_listing");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("every expected test must run"), std::string::npos)
+      << g.reason("sum-correct");
+}
+
+}  // namespace
+}  // namespace gtl::grader
