@@ -50,5 +50,28 @@ TEST(HostileSubmission, AForgedListingCannotDropExpectedTests) {
       << g.reason("sum-correct");
 }
 
+TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
+  Graded g;
+  g.out = kWork / "out" / "daemon";
+  fs::remove_all(g.out);
+  // gtl-grade runs under a shell that waits 3 s after it exits: a daemon that escaped the grader
+  // rewrites results.json then. (This test's own run_process is a subreaper too: run directly, it
+  // would kill such a daemon the moment gtl-grade exits and hide the escape.)
+  const std::string grade = std::string("'") + GTL_GRADE_EXE + "' grade --submission '" +
+                            (kFixtures / "submissions/daemon").string() + "' --course '" +
+                            kCourse.string() + "' --work '" + (kWork / "work").string() +
+                            "' --out '" + g.out.string() + "' --cpu-only -q";
+  RunLimits limits;
+  limits.timeout_s = 240;
+  limits.output_bytes = 1 << 20;
+  g.run = run_process({"sh", "-c", grade + "; code=$?; sleep 3; exit $code"}, limits);
+  ASSERT_TRUE(fs::exists(g.out / "results.json")) << g.run.output;
+  g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
+  g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
+  EXPECT_EQ(g.run.stray_processes, 0)
+      << "gtl-grade must kill and reap every process it started before it exits";
+  expect_sum_zero_prefix_full(g);
+}
+
 }  // namespace
 }  // namespace gtl::grader
