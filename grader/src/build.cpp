@@ -118,7 +118,7 @@ void configure_course(const BuildSettings& s) {
   RunLimits limits;
   limits.timeout_s = 600;
   limits.output_bytes = 256 * 1024;
-  const RunResult r = run_process(argv, limits);
+  const RunResult r = run_process(argv, limits, {}, {}, {{}, false, s.sandbox});
   if (!r.ok()) {
     throw GradeError(exit_codes::kEnvironment, "configuring the course failed (" +
                                                    r.describe(limits.timeout_s) + "):\n" +
@@ -134,7 +134,7 @@ BuildOutcome build_targets(const BuildSettings& s, const std::vector<std::string
   RunLimits limits;
   limits.timeout_s = timeout_s;
   limits.output_bytes = 256 * 1024;
-  const RunResult r = run_process(argv, limits);
+  const RunResult r = run_process(argv, limits, {}, {}, {{}, false, s.sandbox});
   BuildOutcome out;
   out.ok = r.ok();
   out.log = r.output;

@@ -7,6 +7,9 @@
 
 #include "bench_runner.h"
 #include "gtest_runner.h"
+#include "include_check.h"
+#include "process.h"
+#include "sandbox.h"
 
 namespace gtl::grader {
 namespace {
@@ -38,6 +41,36 @@ std::string why_not_here(const Check& check, const GradeOptions& o, const Machin
   return "";
 }
 
+// Where ccache keeps its cache, when the course is built through it: builds must write there.
+fs::path ccache_dir() {
+  if (const char* d = std::getenv("CCACHE_DIR")) return d;
+  if (!program_available("ccache")) return {};
+  RunLimits limits;
+  limits.timeout_s = 10;
+  const RunResult r = run_process({"ccache", "-k", "cache_dir"}, limits);
+  std::string dir = r.ok() ? r.output : "";
+  while (!dir.empty() && (dir.back() == '\n' || dir.back() == ' ')) dir.pop_back();
+  return dir;
+}
+
+// The sandboxes of one grading (sandbox.h): builds write only their build folder (and ccache's);
+// programs write only their scratch folder; none sees the solution, the reports or the
+// submission's own folder (its listed files were copied into <work>/impl).
+struct Sandboxes {
+  std::vector<std::string> build, run;
+};
+Sandboxes sandboxes_for(const GradeOptions& o) {
+  SandboxPolicy base;
+  base.readable = {o.course, o.work / "impl", o.work / "build"};
+  base.hidden = {o.course / "solution", o.out, o.submission};
+  base.hidden.insert(base.hidden.end(), o.hidden.begin(), o.hidden.end());
+  SandboxPolicy build = base, run = base;
+  build.writable = {o.work / "build"};
+  if (const fs::path cache = ccache_dir(); !cache.empty()) build.writable.push_back(cache);
+  run.writable = {o.work / "scratch"};
+  return {sandbox_wrapper(build), sandbox_wrapper(run)};
+}
+
 LabResult empty_lab(const Rubric& rubric) {
   LabResult lab;
   lab.lab = rubric.lab;
@@ -47,7 +80,10 @@ LabResult empty_lab(const Rubric& rubric) {
 }
 
 LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
-                    const Machine& machine, const BuildSettings& build) {
+                    const Machine& machine, const BuildSettings& build,
+                    const std::vector<std::string>& run_sandbox) {
+  RunExtras extras;
+  extras.wrapper = run_sandbox;
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
   };
@@ -90,6 +126,23 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     }
   }
 
+  // A student file that includes what it must not (the solution, a test, a hidden file, a file
+  // outside the course) costs every check of the lab; the report names the file.
+  std::string forbidden;
+  if (lab.built) {
+    for (const auto& f :
+         forbidden_includes(build.work / "build", build.work / "impl", build.course, rubric))
+      forbidden += (forbidden.empty() ? "" : "; ") + f.object + " includes " + f.included;
+    if (!forbidden.empty()) {
+      forbidden =
+          "student code includes files outside the student's folder and the lab's "
+          "public headers: " +
+          forbidden;
+      lab.error = forbidden;
+      say(forbidden + ": every check of this lab gets 0 points");
+    }
+  }
+
   for (const Check* c : selected) {
     if (!runnable(*c)) {
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
@@ -97,6 +150,10 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     }
     const bool broken = std::find(lab.failed_targets.begin(), lab.failed_targets.end(),
                                   c->binary) != lab.failed_targets.end();
+    if (!forbidden.empty()) {
+      lab.checks.push_back(failed_check(*c, forbidden));
+      continue;
+    }
     if (broken) {
       // The errors are shown once, with the lab, not repeated under every check.
       lab.checks.push_back(failed_check(
@@ -106,9 +163,10 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     }
     if (c->kind == CheckKind::kTest) {
       say("running check '" + c->name + "' (" + c->binary + ")");
-      const GtestRun run = run_gtest(find_executable(build.work / "build", c->binary), c->tests,
-                                     limits_for(rubric.limits, rubric.limits.test_timeout_s),
-                                     build.work / "scratch", [&](const std::string& s) { say(s); });
+      const GtestRun run = run_gtest(
+          find_executable(build.work / "build", c->binary), c->tests,
+          limits_for(rubric.limits, rubric.limits.test_timeout_s), build.work / "scratch",
+          [&](const std::string& s) { say(s); }, extras);
       lab.checks.push_back(score_test_check(*c, run));
     } else {
       // One process per check, holding both benchmarks it compares: a ratio compares medians
@@ -120,7 +178,7 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
       const BenchRun run = run_benchmarks(find_executable(build.work / "build", c->binary), names,
                                           {rubric.limits.repetitions, rubric.limits.min_time_s},
                                           limits_for(rubric.limits, rubric.limits.bench_timeout_s),
-                                          build.work / "scratch");
+                                          build.work / "scratch", extras);
       lab.checks.push_back(c->kind == CheckKind::kSpeed ? score_speed_check(*c, run)
                                                         : score_memory_check(*c, run));
     }
@@ -177,7 +235,13 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
       missing[r.dir] = missing_files(submission, r);
       if (missing[r.dir].empty()) complete.push_back(&r);
     }
-    BuildSettings build{o.course, o.work, o.cmake_args, o.progress};
+    const Sandboxes sandbox = sandboxes_for(o);
+    result.sandbox =
+        sandbox_support().available ? "bubblewrap" : "none: " + sandbox_support().why_not;
+    if (!sandbox_support().available && o.progress)
+      o.progress("WARNING: no sandbox (" + sandbox_support().why_not +
+                 "): student code runs with the grader's rights");
+    BuildSettings build{o.course, o.work, o.cmake_args, o.progress, sandbox.build};
     // GTL_CUDA is a cache variable: always pass it, or an earlier configure's choice would stick.
     // --cpu-only compiles no CUDA; otherwise AUTO builds the backend wherever nvcc is found, so
     // `requires: cuda` checks run even on a machine without a GPU.
@@ -206,7 +270,7 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
         if (result.error.empty()) result.error = lab.error;
         continue;
       }
-      result.labs[i] = grade_lab(o, r, submission, machine, build);
+      result.labs[i] = grade_lab(o, r, submission, machine, build, sandbox.run);
     }
   } catch (const GradeError& e) {
     return fail_all(e.exit_code(), e.what());

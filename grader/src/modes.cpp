@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "report.h"
+#include "sandbox.h"
 
 namespace gtl::grader {
 namespace {
@@ -30,6 +31,7 @@ GradeOptions grade_options(const ModeOptions& o, const fs::path& submission, con
   g.course = o.course;
   g.submission = submission;
   g.work = work;
+  g.out = o.out;
   g.checks = o.checks;
   g.cpu_only = o.cpu_only;
   g.include_hidden = o.include_hidden;
@@ -51,9 +53,40 @@ std::string failed_list(const LabResult& lab) {
   return names.empty() ? "the lab" : names;
 }
 
+// A student's grading must not reach the instructor's solution/. With the sandbox, children see
+// an empty folder in its place. Without it, the course is copied (without solution/, build/ and
+// .git/, only the files that changed) into <work>/course and graded from there, so no relative
+// path from the grading copy reaches the solution; an absolute path still can (docs/grader.md).
+ModeOptions away_from_solution(const ModeOptions& o) {
+  if (sandbox_support().available || !fs::is_directory(o.course / "solution")) return o;
+  ModeOptions copy = o;
+  copy.course = o.work / "course";
+  const fs::path course = fs::canonical(o.course);
+  if (o.progress)
+    o.progress("no sandbox: grading from a copy of the course without solution/ in " +
+               copy.course.string());
+  const fs::path work = fs::weakly_canonical(o.work), out = fs::weakly_canonical(o.out);
+  for (auto it = fs::recursive_directory_iterator(course); it != fs::recursive_directory_iterator();
+       ++it) {
+    const fs::path rel = fs::relative(it->path(), course);
+    const std::string top = rel.begin()->string();
+    if (top == "solution" || top == "build" || top == ".git" || it->path() == work ||
+        it->path() == out) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) {
+      sync_file(it->path(), copy.course / rel);
+      fs::permissions(copy.course / rel, fs::status(it->path()).permissions());
+    }
+  }
+  return copy;
+}
+
 }  // namespace
 
-int run_grade(const ModeOptions& o, const fs::path& submission) {
+int run_grade(const ModeOptions& options, const fs::path& submission) {
+  const ModeOptions o = away_from_solution(options);
   const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
   if (labs.empty())
     throw GradeError(exit_codes::kUsage, "the course " + o.course.string() + " has no labs");
@@ -197,7 +230,8 @@ std::vector<std::string> graded_submissions(const std::string& csv_text) {
   return names;  // a last line without '\n' was cut by a crash: it is graded again
 }
 
-int run_batch(const ModeOptions& o, const fs::path& submissions, const fs::path& csv) {
+int run_batch(const ModeOptions& options, const fs::path& submissions, const fs::path& csv) {
+  const ModeOptions o = away_from_solution(options);
   if (!fs::is_directory(submissions))
     throw GradeError(exit_codes::kSubmission,
                      "the submissions folder " + submissions.string() + " does not exist");
@@ -226,7 +260,9 @@ int run_batch(const ModeOptions& o, const fs::path& submissions, const fs::path&
     if (o.progress) o.progress("batch: grading " + name);
     std::string row;
     try {
-      const GradeResult r = grade_submission(grade_options(o, dir, o.work), labs);
+      GradeOptions g = grade_options(o, dir, o.work);
+      g.hidden.push_back(dir.parent_path());  // the other submissions of the batch
+      const GradeResult r = grade_submission(g, labs);
       write_reports(r, o.out / name);
       row = csv_field(name) + "," + pts(r.score()) + "," + pts(r.max_score()) + "," +
             pts(r.skipped_points());

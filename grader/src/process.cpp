@@ -322,6 +322,11 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
   result.output = captured.str();
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  if (!extras.wrapper.empty() && result.exit_code > 128 && result.exit_code < 128 + 65) {
+    // bubblewrap exits with 128 + N when the program it ran was killed by signal N.
+    result.signal = result.exit_code - 128;
+    result.exit_code = -1;
+  }
   return result;
 }
 

@@ -26,6 +26,8 @@ std::string lab_name(const LabResult& lab) {
 std::string summary_text(const GradeResult& r) {
   std::ostringstream s;
   if (!r.error.empty()) s << "GRADING PROBLEM: " << r.error << "\n\n";
+  if (r.sandbox.rfind("none", 0) == 0)
+    s << "WARNING: student code ran without a sandbox (" << r.sandbox << ")\n\n";
   s << "Score: " << pts(r.score()) << " / " << pts(r.max_score());
   if (r.skipped_points() > 0)
     s << " (+ " << pts(r.skipped_points())
@@ -148,6 +150,7 @@ nlohmann::json report_json(const GradeResult& r) {
   j["skipped_points"] = r.skipped_points();
   j["error"] = r.error;
   j["exit_code"] = r.exit_code;
+  j["sandbox"] = r.sandbox;
   j["labs"] = nlohmann::json::array();
   for (const auto& lab : r.labs) {
     nlohmann::json l = {{"lab", lab.lab},

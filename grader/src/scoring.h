@@ -57,8 +57,9 @@ struct LabResult {
 
 struct GradeResult {
   std::string submission;
-  std::string error;  // grading itself failed (the results still say so)
-  int exit_code = 0;  // 0, or the documented code of what went wrong (docs/grader.md)
+  std::string error;    // grading itself failed (the results still say so)
+  int exit_code = 0;    // 0, or the documented code of what went wrong (docs/grader.md)
+  std::string sandbox;  // "bubblewrap", or "none: <why>" (docs/grader.md, "Trust model")
   std::vector<LabResult> labs;
 
   double score() const;

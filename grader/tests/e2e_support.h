@@ -47,28 +47,37 @@ struct Graded {
   std::string reason(const std::string& name) const { return check(name)["reason"]; }
 };
 
-// Runs gtl-grade with `args` plus the fixture course and the shared work folder.
-inline Graded gtl_grade(std::vector<std::string> args, const std::string& out_name,
-                        double limit_s = 240) {
+// Runs gtl-grade with `args` plus `course`, the work folder `work` and `env` ("NAME=value").
+inline Graded gtl_grade_in(std::vector<std::string> args, const std::string& out_name,
+                           const fs::path& course, const fs::path& work,
+                           const std::vector<std::string>& env = {}, double limit_s = 240) {
   Graded g;
   g.out = kWork / "out" / out_name;
   fs::remove_all(g.out);
   std::vector<std::string> argv = {GTL_GRADE_EXE};
   argv.insert(argv.end(), args.begin(), args.end());
   for (const std::string& a :
-       std::vector<std::string>{"--course", kCourse.string(), "--work", (kWork / "work").string(),
-                                "--out", g.out.string(), "--cpu-only"})
+       std::vector<std::string>{"--course", course.string(), "--work", work.string(), "--out",
+                                g.out.string(), "--cpu-only"})
     argv.push_back(a);
   RunLimits limits;
   limits.timeout_s = limit_s;
   limits.output_bytes = 1 << 20;
-  g.run = run_process(argv, limits);
+  RunExtras extras;
+  extras.env = env;
+  g.run = run_process(argv, limits, {}, {}, extras);
   EXPECT_FALSE(g.run.timed_out) << "grading must finish within " << limit_s << " s";
   if (fs::exists(g.out / "report.json"))
     g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
   if (fs::exists(g.out / "results.json"))
     g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
   return g;
+}
+
+// Runs gtl-grade with `args` plus the fixture course and the shared work folder.
+inline Graded gtl_grade(std::vector<std::string> args, const std::string& out_name,
+                        double limit_s = 240) {
+  return gtl_grade_in(std::move(args), out_name, kCourse, kWork / "work", {}, limit_s);
 }
 
 inline Graded grade_submission_named(const std::string& name) {

@@ -2,10 +2,17 @@
 // anyway. Each fixture under fixtures/submissions/forge_* (and the others named below) leaves the
 // sum TODO open and solves prefix_sums: every sum check must score 0 and every prefix check full
 // marks, whatever the forgery. docs/grader.md, "Trust model", says what each one proves.
+#include <map>
+
 #include "e2e_support.h"
 
 namespace gtl::grader {
 namespace {
+
+// The hidden test program of the fixture lab in the build of `work`.
+fs::path find_hidden_test(const fs::path& work) {
+  return work / "build/labs/01-sum/lab01_sum_hidden_test";
+}
 
 // The sum TODO is open: these checks must score 0. The prefix TODO is solved: full marks.
 void expect_sum_zero_prefix_full(const Graded& g) {
@@ -71,6 +78,66 @@ TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
   EXPECT_EQ(g.run.stray_processes, 0)
       << "gtl-grade must kill and reap every process it started before it exits";
   expect_sum_zero_prefix_full(g);
+}
+
+// The course as it is in the repository, file by file (to tell whether grading changed it).
+std::map<std::string, std::string> snapshot(const fs::path& course) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(course))
+    if (e.is_regular_file()) files[fs::relative(e.path(), course).string()] = slurp(e.path());
+  return files;
+}
+
+bool sandboxed(const Graded& g) {
+  return g.report.value("sandbox", "") == "bubblewrap";
+}
+
+TEST(HostileSubmission, TheSolutionIsOutOfReach) {
+  // Under the sandbox solution/ is an empty folder; without it the course is graded from a copy
+  // without solution/. Either way the include finds nothing and sum stays unsolved.
+  const Graded g = grade_submission_named("include_solution");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_TRUE(sandboxed(g)) << "bubblewrap is in scripts/install-deps.sh; without it: "
+                            << g.report.value("sandbox", "");
+  const Graded copy =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/include_solution").string()},
+                   "include_solution_unsandboxed", kCourse, kWork / "work-unsandboxed",
+                   {"GTL_GRADER_NO_SANDBOX=1"});
+  EXPECT_EQ(copy.report["sandbox"], "none: GTL_GRADER_NO_SANDBOX=1");
+  EXPECT_NE(copy.gradescope["output"].get<std::string>().find("without a sandbox"),
+            std::string::npos)
+      << "the student and instructor are told that no sandbox ran";
+  expect_sum_zero_prefix_full(copy);
+}
+
+TEST(HostileSubmission, IncludingAFileOutsideTheStudentTreeIsNamedAndFailsTheLab) {
+  // Not a sandbox matter: the hidden test's header is part of the course the build reads.
+  const Graded g = grade_submission_named("include_hidden");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.report["score"], 0.0) << "every check of the lab fails";
+  const std::string why = g.reason("sum-hidden");
+  EXPECT_NE(why.find("01-sum/sum.cpp includes labs/01-sum/hidden/sum_hidden_cases.h"),
+            std::string::npos)
+      << "the reason names the student file and what it included: " << why;
+  EXPECT_EQ(g.reason("prefix-correct"), why);
+}
+
+TEST(HostileSubmission, ATestProgramCannotChangeTheCourseOrTheBuild) {
+  // Graded against a copy of the fixture course: a grader that fails this would corrupt it.
+  const fs::path course = kWork / "tamper-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  const auto before = snapshot(course);
+  const fs::path work = kWork / "tamper-work";
+  const Graded g =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/tamper_course").string()},
+                   "tamper", course, work);
+  if (!sandboxed(g)) GTEST_SKIP() << "no sandbox on this machine: " << g.report["sandbox"];
+  expect_sum_zero_prefix_full(g);
+  EXPECT_TRUE(snapshot(course) == before)
+      << "a test program changed the pristine course (its tests or rubric)";
+  EXPECT_NE(slurp(find_hidden_test(work)).substr(0, 4), "#!/b")
+      << "a test program rewrote another test program in the build";
 }
 
 }  // namespace
