@@ -7,6 +7,7 @@ function(gtl_add_test)
   # The grader's verdict channel (grader/channel/verdict_listener.cpp): inert outside gtl-grade.
   add_executable(${T_NAME} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/grader/channel/verdict_listener.cpp)
   target_link_libraries(${T_NAME} PRIVATE gtl_core gtl_test_main GTest::gtest ${T_LIBS})
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/grader/channel)  # seed
   gtl_target_warnings(${T_NAME})
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_brief=1)
   if(NOT T_TIMEOUT)

@@ -10,6 +10,8 @@
 // from the environment (also from the memory /proc/self/environ shows), marks the descriptor
 // close-on-exec, and writes one record per event, each prefixed with the key:
 //
+//   <key> hello <marker>         the listener started
+//   <key> seed <N>               the grading seed the tests use (gtl_test_seed.h)
 //   <key> plan <Suite.Name>      every test this run will run (sent at program start)
 //   <key> run <Suite.Name>       a test starts
 //   <key> passed|failed|skipped <Suite.Name>
@@ -27,7 +29,7 @@
 #include <cstring>
 #include <string>
 
-extern char** environ;
+#include "gtl_test_seed.h"
 
 namespace {
 
@@ -44,6 +46,7 @@ class VerdictListener : public testing::EmptyTestEventListener {
 
   void OnTestProgramStart(const testing::UnitTest& unit) override {
     send("hello", const_cast<const char*>(kMarker));
+    send("seed", std::to_string(gtl::test_seed::seed()));
     for (int i = 0; i < unit.total_test_suite_count(); ++i) {
       const testing::TestSuite* suite = unit.GetTestSuite(i);
       for (int j = 0; j < suite->total_test_count(); ++j) {
@@ -92,6 +95,7 @@ bool install() {
   if (fd_text.empty() || key.empty()) return false;
   const int fd = std::atoi(fd_text.c_str());
   if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return false;  // programs it starts do not inherit it
+  gtl::test_seed::seed();  // read now, before any test: the value the tests use is reported
   testing::UnitTest::GetInstance()->listeners().Append(new VerdictListener(fd, key));
   return true;
 }

@@ -94,7 +94,7 @@ void configure_course(const BuildSettings& s) {
   const fs::path impl = fs::absolute(s.work / "impl");
   const fs::path stamp = build / "gtl-grade-configured";
   std::string args_line =
-      "course=" + fs::absolute(s.course).string() + "\nlistener=" GTL_GRADER_LISTENER_SOURCE;
+      "course=" + fs::absolute(s.course).string() + "\nchannel=" GTL_GRADER_CHANNEL_DIR;
   for (const auto& a : s.cmake_args) args_line += "\n" + a;
   if (fs::exists(build / "build.ninja") && fs::exists(stamp) && slurp(stamp) == args_line) return;
   if (!program_available("cmake"))
@@ -113,7 +113,7 @@ void configure_course(const BuildSettings& s) {
                                    "-DCMAKE_BUILD_TYPE=Release",
                                    "-DGTL_LABS_IMPL=" + impl.string(),
                                    "-DGTL_WERROR=OFF",
-                                   "-DGTL_GRADER_LISTENER=" GTL_GRADER_LISTENER_SOURCE};
+                                   "-DGTL_GRADER_CHANNEL_DIR=" GTL_GRADER_CHANNEL_DIR};
   argv.insert(argv.end(), s.cmake_args.begin(), s.cmake_args.end());
   RunLimits limits;
   limits.timeout_s = 600;

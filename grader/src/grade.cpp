@@ -84,6 +84,7 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
                     const std::vector<std::string>& run_sandbox) {
   RunExtras extras;
   extras.wrapper = run_sandbox;
+  extras.env = {"GTL_TEST_SEED=" + std::to_string(o.seed)};
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
   };
@@ -212,6 +213,7 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
   GradeResult result;
   const fs::path submission = resolve_submission(o.submission);
   result.submission = submission.string();
+  result.seed = std::to_string(o.seed);
   for (const auto& r : labs) result.labs.push_back(empty_lab(r));
   auto fail_all = [&](int code, const std::string& why) {
     result.exit_code = code;

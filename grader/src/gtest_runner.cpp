@@ -198,6 +198,9 @@ GtestRun run_gtest(const fs::path& binary, const std::vector<std::string>& patte
                   "which code in the program can forge";
   RunExtras extras = base_extras;
   extras.verdict_channel = channel;
+  std::string expected_seed = "1";  // gtl_test_seed.h: 1 when GTL_TEST_SEED is not given
+  for (const auto& e : extras.env)
+    if (e.rfind("GTL_TEST_SEED=", 0) == 0) expected_seed = e.substr(14);
   while (!pending.empty()) {
     // The first run takes every selected test; after a crash each remaining test runs alone.
     const std::string run_filter = first ? filter : pending.front();
@@ -224,6 +227,11 @@ GtestRun run_gtest(const fs::path& binary, const std::vector<std::string>& patte
       if (v.forged) {
         run.error = "the test program wrote a forged record on the grader's verdict channel (" +
                     v.forged_line + "): no result of this run can be trusted";
+        return run;
+      }
+      if (v.hello && v.seed != expected_seed) {
+        run.error = "the test program's tests used the grading seed '" + v.seed +
+                    "', not the one the grader gave it ('" + expected_seed + "')";
         return run;
       }
       if (whole && v.hello) {

@@ -43,6 +43,7 @@ static int run_main(int argc, char** argv) {
   ModeOptions o;
   std::string course = GTL_GRADER_DEFAULT_COURSE, work, out;
   bool quiet = false;
+  std::optional<std::uint64_t> seed;
   auto common = [&](CLI::App* cmd) {
     cmd->add_option("--course", course, "the pristine course root")->capture_default_str();
     cmd->add_option("--work", work, "private build folder (default <course>/build/gtl-grade/work)");
@@ -53,6 +54,9 @@ static int run_main(int argc, char** argv) {
     cmd->add_flag("--cpu-only", o.cpu_only, "grade as if there were no GPU");
     cmd->add_option("--cmake-arg", o.cmake_args, "extra argument for configuring the course");
     cmd->add_flag("-q,--quiet", quiet, "no progress lines");
+    cmd->add_option("--seed", seed,
+                    "grading seed for the tests' extra shapes (default: from GTL_GRADE_SECRET, "
+                    "else random; recorded in the reports)");
   };
   std::string submission, submissions, csv, release_to;
   bool no_hidden = false;
@@ -84,6 +88,7 @@ static int run_main(int argc, char** argv) {
   o.work = work.empty() ? o.course / "build" / "gtl-grade" / "work" : fs::absolute(work);
   o.out = out.empty() ? o.course / "build" / "gtl-grade" / "results" : fs::absolute(out);
   o.include_hidden = !no_hidden;
+  o.seed = seed;
   o.colour = isatty(1) && std::getenv("NO_COLOR") == nullptr;
   const auto start = std::chrono::steady_clock::now();
   if (!quiet)

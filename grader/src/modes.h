@@ -2,8 +2,10 @@
 // Each returns the process exit code; every one that grades writes its results files first.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,13 @@ struct ModeOptions {
   bool colour = false;
   std::vector<std::string> cmake_args;
   std::function<void(const std::string&)> progress;
+  std::optional<std::uint64_t> seed;  // --seed; else from GTL_GRADE_SECRET, else random
 };
+
+// The grading seed of one submission: --seed when given; else derived from the instructor's
+// secret (GTL_GRADE_SECRET) and the submission's folder name, so a rerun repeats it and students
+// cannot compute it; else random. Every report records it.
+std::uint64_t grading_seed(const ModeOptions& o, const std::filesystem::path& submission);
 
 // Grades one submission and writes results.json, report.json, junit.xml, report.html to `out`.
 int run_grade(const ModeOptions& o, const std::filesystem::path& submission);

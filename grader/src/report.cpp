@@ -33,6 +33,9 @@ std::string summary_text(const GradeResult& r) {
     s << " (+ " << pts(r.skipped_points())
       << " points not graded on this machine: counted apart, neither zero nor full marks)";
   s << "\n";
+  if (!r.seed.empty())
+    s << "Grading seed: " << r.seed << " (the tests' extra shapes and values; run a test program "
+      << "with GTL_TEST_SEED=" << r.seed << " to repeat them)\n";
   for (const auto& lab : r.labs) {
     s << "\n" << lab_name(lab) << ": " << pts(lab.score()) << " / " << pts(lab.max_score()) << "\n";
     if (!lab.error.empty()) s << "  " << lab.error << "\n";
@@ -151,6 +154,7 @@ nlohmann::json report_json(const GradeResult& r) {
   j["error"] = r.error;
   j["exit_code"] = r.exit_code;
   j["sandbox"] = r.sandbox;
+  j["seed"] = r.seed;
   j["labs"] = nlohmann::json::array();
   for (const auto& lab : r.labs) {
     nlohmann::json l = {{"lab", lab.lab},

@@ -60,6 +60,7 @@ struct GradeResult {
   std::string error;    // grading itself failed (the results still say so)
   int exit_code = 0;    // 0, or the documented code of what went wrong (docs/grader.md)
   std::string sandbox;  // "bubblewrap", or "none: <why>" (docs/grader.md, "Trust model")
+  std::string seed;     // the grading seed the tests drew their shapes from (GTL_TEST_SEED)
   std::vector<LabResult> labs;
 
   double score() const;

@@ -25,6 +25,8 @@ Verdicts parse_verdicts(const std::string& channel, const std::string& key) {
     if (event == "hello") {
       v.hello = test == kVerdictMarker;
       if (!v.hello) forged(line);
+    } else if (event == "seed" && !test.empty()) {
+      v.seed = test;
     } else if (event == "plan" && !test.empty()) {
       v.plan.push_back(test);
     } else if (event == "run" && !test.empty()) {

@@ -26,6 +26,7 @@ struct Verdicts {
   std::vector<std::string> plan;  // tests the program said it would run
   std::map<std::string, std::string> outcomes;  // test -> "passed" | "failed" | "skipped"
   std::string running;                          // a test that started and never ended
+  std::string seed;  // the grading seed the program's tests used (gtl_test_seed.h)
 };
 
 // Parses what arrived on the channel of one run whose key was `key`.

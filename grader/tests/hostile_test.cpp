@@ -80,6 +80,19 @@ TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
   expect_sum_zero_prefix_full(g);
 }
 
+TEST(HostileSubmission, CodeRightOnlyForTheFixedShapesFailsTheSeededOnes) {
+  const Graded g = gtl_grade({"grade", "--seed", "4242", "--submission",
+                              (kFixtures / "submissions/fixed_shapes").string()},
+                             "fixed_shapes");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_EQ(g.report["seed"], "4242") << "the report records the grading seed";
+  EXPECT_NE(g.gradescope["output"].get<std::string>().find("GTL_TEST_SEED=4242"), std::string::npos)
+      << "the student is told how to repeat the seeded shapes";
+  const std::string details = g.check("sum-correct")["details"];
+  EXPECT_NE(details.find("seed 4242 (GTL_TEST_SEED=4242 repeats it)"), std::string::npos)
+      << "the failing test names the shape and the seed: " << details;
+}
+
 // The course as it is in the repository, file by file (to tell whether grading changed it).
 std::map<std::string, std::string> snapshot(const fs::path& course) {
   std::map<std::string, std::string> files;
