@@ -198,6 +198,37 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
   return r;
 }
 
+void fail_todos_with_wrong_benchmarks(const Rubric& rubric, std::vector<CheckResult>& checks) {
+  auto find = [&](const std::string& name) -> CheckResult* {
+    for (auto& c : checks)
+      if (c.name == name) return &c;
+    return nullptr;
+  };
+  for (const auto& todo : rubric.todos) {
+    std::string wrong;  // the first benchmark of this TODO that found a wrong result
+    for (const auto& name : todo.checks) {
+      const CheckResult* c = find(name);
+      if (c == nullptr || c->kind == CheckKind::kTest || c->status != Status::kFailed) continue;
+      const auto at = c->reason.find("reported an error: ");
+      if (at != std::string::npos && c->reason.find("wrong", at) != std::string::npos) {
+        wrong = c->name + " (" + c->reason + ")";
+        break;
+      }
+    }
+    if (wrong.empty()) continue;
+    for (const auto& name : todo.checks) {
+      CheckResult* c = find(name);
+      if (c == nullptr || c->kind != CheckKind::kTest || c->status == Status::kSkipped) continue;
+      if (c->score == 0 && c->status == Status::kFailed) continue;
+      c->score = 0;
+      c->status = Status::kFailed;
+      c->details = "the tests passed (" + c->reason + "), but " + c->details;
+      c->reason = "the benchmark of TODO " + todo.id + " found a wrong result: " + wrong +
+                  "; code must be right outside the tests too, so this check scores 0";
+    }
+  }
+}
+
 CheckResult score_speed_check(const Check& check, const BenchRun& run) {
   if (!run.error.empty()) return failed_check(check, run.error, run.output);
   std::string why;

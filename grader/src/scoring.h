@@ -73,6 +73,11 @@ struct GradeResult {
 double speed_credit(double speedup, double min_speedup, std::optional<double> partial_from);
 
 CheckResult score_test_check(const Check& check, const GtestRun& run);
+
+// A benchmark that found its own result wrong (it reported an error whose message says "wrong")
+// voids the correctness of the TODO it times: code right only under the test harness must not
+// keep the test points. Every test check of a TODO with such a speed or memory check scores 0.
+void fail_todos_with_wrong_benchmarks(const Rubric& rubric, std::vector<CheckResult>& checks);
 CheckResult score_speed_check(const Check& check, const BenchRun& run);
 CheckResult score_memory_check(const Check& check, const BenchRun& run);
 CheckResult skipped_check(const Check& check, const std::string& reason);

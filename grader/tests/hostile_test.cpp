@@ -93,6 +93,14 @@ TEST(HostileSubmission, CodeRightOnlyForTheFixedShapesFailsTheSeededOnes) {
       << "the failing test names the shape and the seed: " << details;
 }
 
+TEST(HostileSubmission, CodeRightOnlyUnderTheTestHarnessLosesItsTestPoints) {
+  const Graded g = grade_submission_named("harness_detect");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("found a wrong result"), std::string::npos)
+      << "the tests passed, but the benchmark of the same TODO found a wrong result: "
+      << g.reason("sum-correct");
+}
+
 // The course as it is in the repository, file by file (to tell whether grading changed it).
 std::map<std::string, std::string> snapshot(const fs::path& course) {
   std::map<std::string, std::string> files;

@@ -203,3 +203,47 @@ TEST(Totals, CompileProblemNamesWhatDoesNotCompile) {
 
 }  // namespace
 }  // namespace gtl::grader
+
+namespace gtl::grader {
+namespace {
+
+CheckResult result(const std::string& name, CheckKind kind, Status status, double score,
+                   const std::string& reason) {
+  CheckResult r;
+  r.name = name;
+  r.kind = kind;
+  r.status = status;
+  r.score = score;
+  r.max_score = 6;
+  r.reason = reason;
+  return r;
+}
+
+TEST(TodoCrossCheck, ABenchmarkThatFoundAWrongResultVoidsTheTodosTests) {
+  Rubric rubric;
+  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}}, {"2", "b.cpp", {"other"}}};
+  std::vector<CheckResult> checks = {
+      result("correct", CheckKind::kTest, Status::kPassed, 6, "3/3 tests passed"),
+      result("speed", CheckKind::kSpeed, Status::kFailed, 0,
+             "benchmark 'BM_Fast' reported an error: wrong result: sum is 7"),
+      result("other", CheckKind::kTest, Status::kPassed, 6, "1/1 tests passed")};
+  fail_todos_with_wrong_benchmarks(rubric, checks);
+  EXPECT_EQ(checks[0].score, 0) << "right only under the test harness: the tests of TODO 1 fail";
+  EXPECT_EQ(checks[0].status, Status::kFailed);
+  EXPECT_NE(checks[0].reason.find("TODO 1 found a wrong result"), std::string::npos)
+      << checks[0].reason;
+  EXPECT_EQ(checks[2].score, 6) << "another TODO's checks are not touched";
+}
+
+TEST(TodoCrossCheck, ASlowOrCrashedBenchmarkDoesNotVoidTheTests) {
+  Rubric rubric;
+  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}}};
+  std::vector<CheckResult> checks = {
+      result("correct", CheckKind::kTest, Status::kPassed, 6, "3/3 tests passed"),
+      result("speed", CheckKind::kSpeed, Status::kFailed, 0, "the benchmark program timed out")};
+  fail_todos_with_wrong_benchmarks(rubric, checks);
+  EXPECT_EQ(checks[0].score, 6) << "only a wrong result says the code is wrong";
+}
+
+}  // namespace
+}  // namespace gtl::grader
