@@ -193,6 +193,7 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a grader killed from outside takes its child along
     const int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     dup2(out_pipe[1], 1);

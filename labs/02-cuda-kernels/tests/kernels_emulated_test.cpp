@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda_runtime.h"  // the emulator's: emu::KernelOutput
 #include "gtl_test_seed.h"
 #include "kernels.h"
 
@@ -75,8 +76,9 @@ TEST(EmulatedReduce, EveryVersionSumsAnySizeAndAlignment) {
       double exact = 0, magnitude = 0;
       for (int64_t i = 0; i < n; ++i) exact += x[i], magnitude += std::fabs(x[i]);
       for (const auto& [name, fn] : versions) {
-        float out = kNaN;
-        fn(x, &out, n, nullptr);
+        emu::KernelOutput<float> result(1, kNaN, "out");  // kernel threads must write it
+        fn(x, result.data(), n, nullptr);
+        const float out = result[0];
         if (!(std::fabs(out - exact) <= 1e-5 * magnitude + 1e-6))
           ADD_FAILURE()
               << name << ", n = " << n << ", input offset " << offset << " floats ("
@@ -100,7 +102,7 @@ TEST(EmulatedTranspose, BothVersionsOnOddShapes) {
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < cols; ++c) expected[size_t(c) * rows + r] = in[size_t(r) * cols + c];
     for (bool tiled : {false, true}) {
-      std::vector<float> out(in.size(), kNaN);
+      emu::KernelOutput<float> out(in.size(), kNaN, "out");  // kernel threads must write it
       (tiled ? lab02::transpose : lab02::transpose_naive)(in.data(), out.data(), rows, cols,
                                                           nullptr);
       const std::string bad = first_mismatch(expected, out.data(), 0, 0);
@@ -134,7 +136,8 @@ TEST(EmulatedSgemm, EveryVersionOnEdgeShapes) {
         for (int j = 0; j < n; ++j)
           expected[size_t(i) * n + j] += double(a[size_t(i) * k + p]) * b[size_t(p) * n + j];
     for (const auto& [name, fn] : versions) {
-      std::vector<float> c(expected.size() + 1, kNaN);  // one guard element past the end
+      // One guard element past the end; written only by kernel threads (emu::KernelOutput).
+      emu::KernelOutput<float> c(expected.size() + 1, kNaN, "C");
       fn(a.data(), b.data(), c.data(), m, n, k, nullptr);
       const std::string bad = first_mismatch(expected, c.data(), 1e-4, 1e-5 * k);
       expect_no_mismatch(
