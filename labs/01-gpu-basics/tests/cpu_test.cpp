@@ -2,6 +2,7 @@
 // needs the CUDA runtime library but no GPU) and the CPU vector add (TODO 7).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -21,6 +22,21 @@ TEST(ChooseDevice, AutoPicksTheGpuWhenThereIsOneElseTheCpu) {
   EXPECT_EQ(d, gtl::cuda_available() ? gtl::Device::cuda(0) : gtl::Device::cpu())
       << "TODO 1a: \"auto\" must fall back to the CPU when no GPU is usable, so the same program "
          "runs on a laptop and on a GPU server";
+}
+
+// The CPU fallback, forced rather than assumed: in a child process that sees no GPU
+// (CUDA_VISIBLE_DEVICES=""), "auto" must choose the CPU. The test above checks the GPU branch on a
+// GPU machine; this one checks the fallback on every machine, GPU or not.
+TEST(ChooseDevice, AutoFallsBackToTheCpuInAProcessThatSeesNoGpu) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: the driver not yet asked
+  EXPECT_EXIT(
+      {
+        setenv("CUDA_VISIBLE_DEVICES", "", 1);
+        std::exit(lab01::choose_device("auto") == gtl::Device::cpu() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "")
+      << "TODO 1a: with no visible GPU (CUDA_VISIBLE_DEVICES=\"\"), \"auto\" must fall back to "
+         "the CPU";
 }
 
 TEST(ChooseDevice, ExplicitRequestsAreHonoured) {
