@@ -14,6 +14,7 @@
 #include "process.h"
 #include "report.h"
 #include "sandbox.h"
+#include "suspicious.h"
 
 namespace gtl::grader {
 namespace {
@@ -243,6 +244,27 @@ std::vector<std::string> graded_submissions(const std::string& csv_text) {
   return names;  // a last line without '\n' was cut by a crash: it is graded again
 }
 
+std::string suspicious_report(const fs::path& submissions, const std::vector<Rubric>& labs) {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(submissions))
+    if (e.is_directory()) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::ostringstream s;
+  for (const auto& dir : dirs) {
+    std::vector<SuspiciousLine> lines;
+    for (const auto& lab : labs) {
+      const auto found = suspicious_lines(resolve_submission(dir), lab);
+      lines.insert(lines.end(), found.begin(), found.end());
+    }
+    if (lines.empty()) continue;
+    s << dir.filename().string() << " (" << lines.size() << " line"
+      << (lines.size() == 1 ? "" : "s") << " to look at)\n";
+    for (const auto& l : lines)
+      s << "  " << l.where << ": " << l.category << ": " << l.text << "\n";
+  }
+  return s.str();
+}
+
 int run_batch(const ModeOptions& options, const fs::path& submissions, const fs::path& csv) {
   const ModeOptions o = away_from_solution(options);
   if (!fs::is_directory(submissions))
@@ -292,6 +314,14 @@ int run_batch(const ModeOptions& options, const fs::path& submissions, const fs:
   }
   std::cout << "batch: graded " << graded << ", already in " << csv.string() << ": " << skipped
             << "\n";
+  // For the instructor, never for the students: lines that use what lab code has no need of.
+  const std::string suspicious = suspicious_report(submissions, labs);
+  write_atomic(o.out / "suspicious.txt",
+               "# gtl-grade batch: student code to look at (processes, files, environment, "
+               "command line, test harness, inline assembly, includes outside the folder).\n" +
+                   (suspicious.empty() ? std::string("# none\n") : suspicious));
+  std::cout << "batch: " << (suspicious.empty() ? "no" : "some") << " submissions use what lab "
+            << "code has no need of: " << (o.out / "suspicious.txt").string() << "\n";
   return exit_codes::kOk;
 }
 

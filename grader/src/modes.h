@@ -51,6 +51,12 @@ int run_export_release(const ModeOptions& o, const std::filesystem::path& to);
 std::string csv_field(const std::string& field);
 // The first field of every data row of a gradebook CSV (the submissions already graded).
 std::vector<std::string> graded_submissions(const std::string& csv_text);
+
+// The instructor's view of a batch: for every submission under `submissions`, the lines of its
+// student files that use processes, files, the environment, the command line, the test harness,
+// inline assembly or includes outside its folder (suspicious.h). Empty when there are none.
+std::string suspicious_report(const std::filesystem::path& submissions,
+                              const std::vector<Rubric>& labs);
 // A rubric's YAML without hidden checks (and without references to them in todos).
 std::string strip_hidden_checks(const std::string& rubric_yaml);
 
