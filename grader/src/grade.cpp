@@ -2,10 +2,13 @@
 #include "grade.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "bench_runner.h"
+#include "calibration.h"
 #include "gtest_runner.h"
 #include "include_check.h"
 #include "process.h"
@@ -26,8 +29,9 @@ RunLimits limits_for(const Limits& l, double timeout_s) {
 
 // What this machine and build can run.
 struct Machine {
-  bool gpu = false;   // a GPU is visible (and no --cpu-only)
-  bool cuda = false;  // the course build has the CUDA backend
+  bool gpu = false;              // a GPU is visible (and no --cpu-only)
+  bool cuda = false;             // the course build has the CUDA backend
+  std::string gpu_name = "cpu";  // calibration.h: whose figures calibrated speed checks use
 };
 
 // Why `check` cannot run here ("" when it can); such a check is skipped, its points set apart.
@@ -82,6 +86,7 @@ LabResult empty_lab(const Rubric& rubric) {
 LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
                     const Machine& machine, const BuildSettings& build,
                     const std::vector<std::string>& run_sandbox) {
+  const Calibration calibration = load_calibration(o.course, rubric);
   RunExtras extras;
   extras.wrapper = run_sandbox;
   extras.env = {"GTL_TEST_SEED=" + std::to_string(o.seed)};
@@ -180,8 +185,22 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
                                           {rubric.limits.repetitions, rubric.limits.min_time_s},
                                           limits_for(rubric.limits, rubric.limits.bench_timeout_s),
                                           build.work / "scratch", extras);
-      lab.checks.push_back(c->kind == CheckKind::kSpeed ? score_speed_check(*c, run)
-                                                        : score_memory_check(*c, run));
+      if (c->kind == CheckKind::kSpeed) {
+        std::optional<double> solution;
+        const Check speed = calibrated(*c, calibration, machine.gpu_name, &solution);
+        CheckResult r = score_speed_check(speed, run);
+        if (solution) {
+          r.solution_figure = solution;
+          r.calibrated_on = machine.gpu_name;
+          std::ostringstream figure;
+          figure << std::setprecision(3) << *solution;
+          r.reason += " (calibrated: the solution reaches " + figure.str() + "x on " +
+                      machine.gpu_name + ")";
+        }
+        lab.checks.push_back(r);
+      } else {
+        lab.checks.push_back(score_memory_check(*c, run));
+      }
     }
     const CheckResult& r = lab.checks.back();
     say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
@@ -256,7 +275,7 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
                               o.cpu_only ? "-DGTL_CUDA=OFF" : "-DGTL_CUDA=AUTO");
     prepare_impl(o.course, submission, complete, o.work / "impl");
     if (!complete.empty()) configure_course(build);
-    const Machine machine{have_gpu, build_has_cuda(o.work / "build")};
+    const Machine machine{have_gpu, build_has_cuda(o.work / "build"), this_gpu_name(!have_gpu)};
     for (std::size_t i = 0; i < labs.size(); ++i) {
       const Rubric& r = labs[i];
       if (!missing[r.dir].empty()) {

@@ -33,8 +33,8 @@ static void write_failure_reports(const fs::path& out, const std::string& why, i
 static int run_main(int argc, char** argv) {
   // `gtl-grade` and `gtl-grade --lab 01` mean `gtl-grade grade ...`.
   std::vector<std::string> args(argv, argv + argc);
-  static const std::vector<std::string> commands = {"grade",          "verify", "batch",
-                                                    "export-release", "--help", "-h"};
+  static const std::vector<std::string> commands = {
+      "grade", "verify", "calibrate", "batch", "export-release", "--help", "-h"};
   if (args.size() == 1 || std::find(commands.begin(), commands.end(), args[1]) == commands.end())
     args.insert(args.begin() + 1, "grade");
 
@@ -66,6 +66,9 @@ static int run_main(int argc, char** argv) {
   grade->add_flag("--no-hidden", no_hidden, "leave out hidden checks");
   CLI::App* verify = app.add_subcommand("verify", "instructor: solution full marks, starter fails");
   common(verify);
+  CLI::App* calibrate =
+      app.add_subcommand("calibrate", "instructor: store the solution's speedups on this GPU");
+  common(calibrate);
   CLI::App* batch = app.add_subcommand("batch", "grade every subfolder of a folder into a CSV");
   common(batch);
   batch->add_option("--submissions", submissions, "folder of submissions")->required();
@@ -107,6 +110,11 @@ static int run_main(int argc, char** argv) {
       if (out.empty()) o.out = o.course / "build" / "gtl-grade" / "verify";
       if (work.empty()) o.work = o.course / "build" / "gtl-grade" / "verify-work";
       return run_verify(o);
+    }
+    if (calibrate->parsed()) {
+      if (out.empty()) o.out = o.course / "build" / "gtl-grade" / "calibrate";
+      if (work.empty()) o.work = o.course / "build" / "gtl-grade" / "verify-work";
+      return run_calibrate(o);
     }
     if (batch->parsed())
       return run_batch(o, fs::absolute(submissions),

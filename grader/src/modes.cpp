@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibration.h"
 #include "process.h"
 #include "report.h"
 #include "sandbox.h"
@@ -204,6 +206,40 @@ int run_verify(const ModeOptions& o) {
   std::cout << "Reports: " << (o.out / "solution").string() << ", " << (o.out / "starter").string()
             << "\n";
   return problems.empty() ? exit_codes::kOk : exit_codes::kVerifyFailed;
+}
+
+int run_calibrate(const ModeOptions& o) {
+  const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
+  const std::string gpu = this_gpu_name(o.cpu_only || !gpu_available());
+  if (o.progress) o.progress("calibrate: grading the solution on " + gpu);
+  const GradeResult sol = grade_submission(grade_options(o, o.course / "solution", o.work), labs);
+  write_reports(sol, o.out);
+  int stored = 0, missing = 0;
+  std::cout << "\ncalibrate: the solution's speedups on " << gpu << "\n";
+  for (std::size_t i = 0; i < labs.size() && i < sol.labs.size(); ++i) {
+    Calibration calibration = load_calibration(o.course, labs[i]);
+    bool changed = false;
+    for (const auto& c : sol.labs[i].checks) {
+      if (c.kind != CheckKind::kSpeed) continue;
+      const bool measured = c.status != Status::kSkipped && c.figure && std::isfinite(*c.figure) &&
+                            *c.figure > 0 &&
+                            c.reason.find("reported an error") == std::string::npos;
+      std::cout << "  " << std::left << std::setw(6) << labs[i].lab << std::setw(28) << c.name
+                << (measured ? pts(*c.figure) + "x" : "not measured: " + c.reason) << "\n";
+      if (!measured) {
+        ++missing;
+        continue;
+      }
+      calibration[gpu][c.name] = *c.figure;
+      changed = true;
+      ++stored;
+    }
+    if (changed) save_calibration(o.course, labs[i], calibration);
+  }
+  std::cout << "calibrate: " << stored << " figures stored in labs/*/calibration.json under \""
+            << gpu << "\"" << (missing ? ", " + std::to_string(missing) + " not measured" : "")
+            << "\n";
+  return missing == 0 ? exit_codes::kOk : exit_codes::kVerifyFailed;
 }
 
 std::string csv_field(const std::string& field) {

@@ -39,6 +39,11 @@ int run_grade(const ModeOptions& o, const std::filesystem::path& submission);
 // every check that covers a TODO. Nonzero when any check cannot tell them apart.
 int run_verify(const ModeOptions& o);
 
+// Instructor: grades solution/ on this machine and stores each speed check's figure, for this
+// machine's GPU, in labs/NN-name/calibration.json (calibration.h). Exit 1 when a speed check
+// could not be measured (failed or skipped), 0 otherwise.
+int run_calibrate(const ModeOptions& o);
+
 // Every subfolder of `submissions` is graded into `out/<name>/`; one CSV row each in `csv`.
 // Rows already in the CSV are skipped, so an interrupted batch resumes where it stopped.
 int run_batch(const ModeOptions& o, const std::filesystem::path& submissions,

@@ -185,6 +185,10 @@ nlohmann::json report_json(const GradeResult& r) {
       if (c.threshold) cj["threshold"] = *c.threshold;
       if (c.partial_from) cj["partial_from"] = *c.partial_from;
       if (!c.figure_label.empty()) cj["figure_label"] = c.figure_label;
+      if (c.solution_figure) {
+        cj["solution_figure"] = *c.solution_figure;
+        cj["calibrated_on"] = c.calibrated_on;
+      }
       for (const auto& t : c.tests)
         cj["tests"].push_back(
             {{"name", t.name}, {"outcome", to_string(t.outcome)}, {"message", t.message}});

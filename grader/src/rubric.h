@@ -46,6 +46,11 @@ struct Check {
   std::string metric = "real_time";  // kSpeed: real_time | cpu_time
   double min_speedup = 0;
   std::optional<double> partial_from;
+  // kSpeed, calibrated (`gtl-grade calibrate`): where the lab's calibration.json has the
+  // solution's speedup on this machine's GPU, full points at min_fraction_of_solution × that
+  // figure, partial credit from partial_from_fraction × it; elsewhere min_speedup/partial_from.
+  std::optional<double> min_fraction_of_solution;
+  std::optional<double> partial_from_fraction;
   std::string counter;  // kMemory
   std::optional<double> max_value;
   std::optional<double> max_ratio;

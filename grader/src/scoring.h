@@ -34,7 +34,9 @@ struct CheckResult {
   std::optional<double> figure;     // speedup, or counter value/ratio
   std::optional<double> threshold;  // min_speedup, max_value or max_ratio
   std::optional<double> partial_from;
-  std::string figure_label;  // "speedup", "peak_allocated_bytes", ...
+  std::string figure_label;               // "speedup", "peak_allocated_bytes", ...
+  std::optional<double> solution_figure;  // speed: the solution's speedup on this GPU (calibrated)
+  std::string calibrated_on;              // ... and the GPU it was measured on
   bool higher_is_better = true;
 };
 

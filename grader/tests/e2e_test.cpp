@@ -201,6 +201,44 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
       << r.output;
 }
 
+TEST(GraderE2E, CalibrateStoresTheSolutionsFigureAndSpeedChecksUseIt) {
+  // A copy of the fixture whose speed check asks for a fraction of the solution's own speedup.
+  const fs::path course = kWork / "calibrated-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  std::string rubric = slurp(course / "labs/01-sum/rubric.yaml");
+  const std::string line = "    partial_from: 2\n";
+  rubric.replace(rubric.find(line), line.size(),
+                 line + "    min_fraction_of_solution: 0.25\n    partial_from_fraction: 0.1\n");
+  std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
+  const fs::path work = kWork / "calibrated-work";
+  RunLimits limits;
+  limits.timeout_s = 240;
+  const auto r =
+      run_process({GTL_GRADE_EXE, "calibrate", "--course", course.string(), "--work", work.string(),
+                   "--out", (kWork / "out/calibrate").string(), "--cpu-only", "-q"},
+                  limits);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto calibration = nlohmann::json::parse(slurp(course / "labs/01-sum/calibration.json"));
+  ASSERT_TRUE(calibration["cpu"]["sum-speed"].is_number())
+      << "calibrate stores the solution's speedup under this machine's GPU ('cpu' with "
+         "--cpu-only): "
+      << calibration.dump();
+  const double solution = calibration["cpu"]["sum-speed"];
+
+  const Graded g =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/correct").string()},
+                   "calibrated", course, work);
+  const nlohmann::json speed = g.check("sum-speed");
+  EXPECT_EQ(speed["solution_figure"].get<double>(), solution);
+  EXPECT_EQ(speed["calibrated_on"], "cpu");
+  EXPECT_DOUBLE_EQ(speed["threshold"].get<double>(), 0.25 * solution)
+      << "full points at min_fraction_of_solution x the solution's figure";
+  EXPECT_DOUBLE_EQ(speed["partial_from"].get<double>(), 0.1 * solution);
+  EXPECT_NE(slurp(g.out / "report.html").find("the solution: "), std::string::npos)
+      << "the HTML plot marks the solution's figure beside the bar and the threshold";
+}
+
 TEST(GraderE2E, BatchWritesAGradebookAndResumes) {
   const fs::path subs = kWork / "batch-subs";
   fs::remove_all(subs);
