@@ -27,6 +27,8 @@ const std::vector<Pattern>& patterns() {
         p("test harness",
           R"(gtest|GTEST_|testing::|benchmark::|UnitTest|GTL_GRADER|GTL_TEST_SEED)"),
         p("inline assembly", R"(\b(asm|__asm__|__asm)\b)"),
+        p("startup code",
+          R"(__attribute__\s*\(\(\s*(constructor|destructor)|init_priority|\.init_array|\.fini_array)"),
         p("include", R"(#\s*include\s*["<](/|\.\./|[^">]*/\.\./))"),
     };
   }();

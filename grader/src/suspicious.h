@@ -19,7 +19,7 @@ namespace gtl::grader {
 struct SuspiciousLine {
   std::string where;     // "01-sum/sum.cpp:12"
   std::string category;  // process, file, environment, arguments, test harness, inline
-                         // assembly, include
+                         // assembly, startup code, include
   std::string text;      // the line, trimmed and cut at 160 characters
 };
 

@@ -57,6 +57,15 @@ TEST(HostileSubmission, AForgedListingCannotDropExpectedTests) {
       << g.reason("sum-correct");
 }
 
+TEST(HostileSubmission, RecordsWrittenWithoutTheKeyVoidTheRun) {
+  const Graded g = grade_submission_named("forge_channel");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("forged record on the grader's verdict channel"),
+            std::string::npos)
+      << "the channel's key was gone before the student's initialiser ran: "
+      << g.reason("sum-correct");
+}
+
 TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
   Graded g;
   g.out = kWork / "out" / "daemon";
