@@ -11,6 +11,7 @@
 #include "calibration.h"
 #include "gtest_runner.h"
 #include "include_check.h"
+#include "judge.h"
 #include "process.h"
 #include "sandbox.h"
 
@@ -107,8 +108,10 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
 
   std::vector<std::string> targets;
   for (const Check* c : selected)
-    if (runnable(*c) && std::find(targets.begin(), targets.end(), c->binary) == targets.end())
-      targets.push_back(c->binary);
+    for (const std::string& t : {c->binary, c->judge})
+      if (runnable(*c) && !t.empty() &&
+          std::find(targets.begin(), targets.end(), t) == targets.end())
+        targets.push_back(t);
   if (!targets.empty()) {
     std::string names;
     for (const auto& t : targets) names += " " + t;
@@ -116,7 +119,11 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     const BuildOutcome b = build_each_target(build, targets, rubric.limits.build_timeout_s,
                                              [&](const std::string& s) { say(s); });
     lab.failed_targets = b.failed;
-    lab.built = b.failed.size() < targets.size();
+    // Built: at least one program of a check (a judge, built from the course alone, is not one).
+    lab.built = std::any_of(selected.begin(), selected.end(), [&](const Check* c) {
+      return runnable(*c) &&
+             std::find(b.failed.begin(), b.failed.end(), c->binary) == b.failed.end();
+    });
     // Name the student's files as they know them ("01-sum/sum.cpp"), not by the private copy.
     lab.build_errors = b.errors;
     const std::string impl = fs::absolute(build.work / "impl").string() + "/";
@@ -154,8 +161,10 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
       continue;
     }
-    const bool broken = std::find(lab.failed_targets.begin(), lab.failed_targets.end(),
-                                  c->binary) != lab.failed_targets.end();
+    const bool broken = std::find_if(lab.failed_targets.begin(), lab.failed_targets.end(),
+                                     [&](const std::string& t) {
+                                       return t == c->binary || t == c->judge;
+                                     }) != lab.failed_targets.end();
     if (!forbidden.empty()) {
       lab.checks.push_back(failed_check(*c, forbidden));
       continue;
@@ -169,11 +178,22 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     }
     if (c->kind == CheckKind::kTest) {
       say("running check '" + c->name + "' (" + c->binary + ")");
+      // The tests record their outputs for the judge in a folder emptied for each check.
+      const fs::path judged = build.work / "scratch" / "judged";
+      fs::remove_all(judged);
+      fs::create_directories(judged);
+      RunExtras test_extras = extras;
+      test_extras.env.push_back("GTL_JUDGE_OUTPUTS=" + judged.string());
       const GtestRun run = run_gtest(
           find_executable(build.work / "build", c->binary), c->tests,
           limits_for(rubric.limits, rubric.limits.test_timeout_s), build.work / "scratch",
-          [&](const std::string& s) { say(s); }, extras);
+          [&](const std::string& s) { say(s); }, test_extras);
       lab.checks.push_back(score_test_check(*c, run));
+      if (!c->judge.empty()) {
+        say("judging check '" + c->name + "' (" + c->judge + ")");
+        apply_judge(lab.checks.back(), find_executable(build.work / "build", c->judge),
+                    limits_for(rubric.limits, rubric.limits.test_timeout_s), test_extras);
+      }
     } else {
       // One process per check, holding both benchmarks it compares: a ratio compares medians
       // of the same run, and a crashing benchmark costs only the checks that run it.

@@ -135,6 +135,7 @@ Check parse_check(const YAML::Node& node, const std::string& where, const fs::pa
     c.tests = r.strings("tests", true);
     if (c.tests.empty()) r.fail(node, where + ".tests: list at least one test pattern");
     c.partial = r.boolean("partial", false);
+    c.judge = r.str("judge", false);
   } else if (type == "speed") {
     c.kind = CheckKind::kSpeed;
     c.benchmark = r.str("benchmark", true);

@@ -36,6 +36,10 @@ struct Check {
   // kTest: GoogleTest filter patterns ("Suite.*", "Suite.Name"); `partial` scores passed/total.
   std::vector<std::string> tests;
   bool partial = false;
+  // kTest, optional: a program built from the course alone (no student code) that recomputes
+  // the references from the grading seed and checks the outputs the tests recorded
+  // (gtl_judge_output.h); the check scores 0 unless it accepts them (docs/grader.md, "Judge").
+  std::string judge;
 
   // kSpeed: speedup = metric(baseline) / metric(benchmark), medians of one run.
   // Full points at speedup >= min_speedup; with partial_from, linear credit between the two.

@@ -66,6 +66,20 @@ TEST(HostileSubmission, RecordsWrittenWithoutTheKeyVoidTheRun) {
       << g.reason("sum-correct");
 }
 
+TEST(HostileSubmission, AForgedChannelStillFailsTheJudge) {
+  // The one forgery the channel cannot see: code that steals its key before the listener. The
+  // sum check's judge recomputes the seeded sums without the student's code.
+  const Graded g = grade_submission_named("forge_key");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct")
+                .find("the judge lab01_sum_judge (built from the course alone) "
+                      "rejects the outputs"),
+            std::string::npos)
+      << g.reason("sum-correct");
+  EXPECT_NE(g.reason("sum-correct").find("4/4 tests passed"), std::string::npos)
+      << "the forged channel did claim every test passed: " << g.reason("sum-correct");
+}
+
 TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
   Graded g;
   g.out = kWork / "out" / "daemon";
