@@ -33,9 +33,11 @@ function(gtl_add_emulated_test)
   endforeach()
 
   # Every copy (headers included) is a source of the test, so all exist before any compiles.
-  add_executable(${E_NAME} ${E_SOURCES} ${copies})
+  add_executable(${E_NAME} ${E_SOURCES} ${copies}
+                            ${PROJECT_SOURCE_DIR}/grader/channel/verdict_listener.cpp)
   # The emulator's cuda_runtime.h comes first, before any CUDA toolkit on the system.
   target_include_directories(${E_NAME} BEFORE PRIVATE ${GTL_EMULATOR_DIR} ${out_dir} ${E_INCLUDES})
+  target_include_directories(${E_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/grader/channel)  # the seed
   # Kernel files get nvcc's warnings in the CUDA build; as host C++ (unsigned threadIdx, unknown
   # pragmas) they would get others that say nothing about the kernel, so none are shown here.
   set_source_files_properties(${kernel_sources} PROPERTIES COMPILE_OPTIONS

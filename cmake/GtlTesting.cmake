@@ -4,8 +4,10 @@
 #   which CTest shows as skipped (SKIP_REGULAR_EXPRESSION on GoogleTest's "[  SKIPPED ]").
 function(gtl_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LABELS;LIBS" ${ARGN})
-  add_executable(${T_NAME} ${T_SOURCES})
+  # The grader's verdict channel (grader/channel/verdict_listener.cpp): inert outside gtl-grade.
+  add_executable(${T_NAME} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/grader/channel/verdict_listener.cpp)
   target_link_libraries(${T_NAME} PRIVATE gtl_core gtl_test_main GTest::gtest ${T_LIBS})
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/grader/channel)  # seed
   gtl_target_warnings(${T_NAME})
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_brief=1)
   if(NOT T_TIMEOUT)

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
   libopenmpi-dev openmpi-bin
+  bubblewrap
 )
 
 missing=()

@@ -15,9 +15,11 @@
 // __syncthreads some threads never reach or a shuffle over lanes that have exited (a GPU would hang
 // or give undefined results). Emulated tests are built with -fsanitize=address,alignment, so a read
 // or write outside an array, or a float4 load from a misaligned address, stops the test with the
-// kernel's line, as compute-sanitizer or the GPU itself would. It does not model timing,
-// coalescing, bank conflicts, the memory model between blocks, or partial-warp masks: speed is
-// measured on a GPU (the lab's benchmarks).
+// kernel's line, as compute-sanitizer or the GPU itself would. A test's result buffers can be
+// emu::KernelOutput: writable only while a kernel runs (and by cudaMemset or a copy from device
+// memory), so a "kernel" whose host code computes the result and writes it fails, saying so. It
+// does not model timing, coalescing, bank conflicts, the memory model between blocks, or
+// partial-warp masks: speed is measured on a GPU (the lab's benchmarks).
 //
 // Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
 // `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
@@ -25,14 +27,18 @@
 #pragma once
 
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
 
 // Leaks are not a kernel's fault (a GPU reports none): only out-of-bounds accesses stop a test.
+// The emulator's own SIGSEGV handler (emu::KernelOutput) must be allowed to replace ASan's.
 extern "C" inline const char* __asan_default_options() {
-  return "detect_leaks=0";
+  return "detect_leaks=0:allow_user_segv_handler=1";
 }
 #endif
 
@@ -236,18 +242,136 @@ cudaError_t cudaMallocHost(T** p, size_t n) {
 inline cudaError_t cudaFreeHost(void* p) {
   return cudaFree(p);
 }
+// ---- who wrote the output. A result buffer a test declares as emu::KernelOutput is read-only
+// to the process except while a kernel launch runs, and while cudaMemset or a copy from device
+// memory (device to device or device to host) writes it: those are how CUDA code fills a result.
+// Host code that writes it itself, or copies a host array into it, stops the test with a message
+// that says so: in an emulated check the result must be computed by kernel threads. (What it
+// does not see: a result computed on the host, copied into other device memory and from there
+// into the output; or a kernel that only copies a host-computed answer.)
+namespace emu {
+struct GuardedOutput {
+  char* base;
+  size_t bytes;
+  const char* name;
+};
+inline std::vector<GuardedOutput> g_outputs;
+
+inline void set_outputs_writable(bool writable) {
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const auto& o : g_outputs) {
+    char* first = o.base - (reinterpret_cast<uintptr_t>(o.base) % page);
+    mprotect(first, static_cast<size_t>(o.base + o.bytes - first),
+             writable ? PROT_READ | PROT_WRITE : PROT_READ);
+  }
+}
+
+// Writable for the duration of one emulator call that may legitimately write a result.
+struct OutputsWritable {
+  OutputsWritable() { set_outputs_writable(true); }
+  ~OutputsWritable() { set_outputs_writable(false); }
+};
+
+inline void on_segv(int sig, siginfo_t* info, void*) {
+  const char* at = static_cast<const char*>(info->si_addr);
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const auto& o : g_outputs) {
+    char line[512];
+    int n = 0;
+    if (at >= o.base && at < o.base + o.bytes)
+      n = std::snprintf(line, sizeof line,
+                        "CUDA emulator: host code wrote the result buffer '%s' (byte %zu of %zu) "
+                        "outside any kernel launch: in an emulated check the result must be "
+                        "computed and written by kernel threads, not by host code or a copy "
+                        "from host memory\n",
+                        o.name, static_cast<size_t>(at - o.base), o.bytes);
+    else if (at >= o.base + o.bytes && at < o.base + o.bytes + page)
+      n = std::snprintf(line, sizeof line,
+                        "CUDA emulator: a write %zu bytes past the end of the result buffer '%s' "
+                        "(%zu bytes): mask the stores (i < n)\n",
+                        static_cast<size_t>(at - o.base - o.bytes), o.name, o.bytes);
+    if (n > 0) {
+      (void)!write(2, line, static_cast<size_t>(std::min(n, int(sizeof line) - 1)));
+      _exit(3);
+    }
+  }
+  signal(sig, SIG_DFL);  // not a result buffer: the usual crash
+  raise(sig);
+}
+
+// A result buffer of `n` values of T, all `fill`, that only kernel threads may write. Its end
+// touches an inaccessible page (its start is 16-byte aligned, like cudaMalloc's), so a store past
+// the end stops the test too.
+template <typename T>
+class KernelOutput {
+ public:
+  KernelOutput(size_t n, T fill, const char* name) : n_(n) {
+    static const bool installed = [] {
+      struct sigaction sa {};
+      sa.sa_sigaction = on_segv;
+      sa.sa_flags = SA_SIGINFO;
+      return sigaction(SIGSEGV, &sa, nullptr) == 0;
+    }();
+    (void)installed;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t bytes = std::max<size_t>(n * sizeof(T), 1);
+    const size_t pages = (bytes + 16 + page - 1) / page + 1;  // + one guard page
+    map_bytes_ = pages * page;
+    map_ = static_cast<char*>(
+        mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (map_ == MAP_FAILED) {
+      std::fprintf(stderr, "CUDA emulator: emu::KernelOutput: mmap of %zu bytes failed\n",
+                   map_bytes_);
+      std::abort();
+    }
+    char* end = map_ + map_bytes_ - page;
+    data_ =
+        reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(end - n * sizeof(T))) & ~uintptr_t{15});
+    for (size_t i = 0; i < n; ++i) data_[i] = fill;
+    mprotect(end, page, PROT_NONE);
+    g_outputs.push_back({reinterpret_cast<char*>(data_), n * sizeof(T), name});
+    set_outputs_writable(false);
+  }
+  ~KernelOutput() {
+    for (size_t i = 0; i < g_outputs.size(); ++i)
+      if (g_outputs[i].base == reinterpret_cast<char*>(data_))
+        g_outputs.erase(g_outputs.begin() + i);
+    munmap(map_, map_bytes_);
+  }
+  KernelOutput(const KernelOutput&) = delete;
+  KernelOutput& operator=(const KernelOutput&) = delete;
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return n_; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  const T& back() const { return data_[n_ - 1]; }
+
+ private:
+  size_t n_;
+  char* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  T* data_ = nullptr;
+};
+}  // namespace emu
+
 inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
   if (n >= emu::kImpossibleBytes) return emu::error(cudaErrorInvalidValue);
+  const emu::OutputsWritable writable;
   std::memset(p, v, n);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void* p, int v, size_t n) {
   return cudaMemsetAsync(p, v, n);
 }
-inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind,
+inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind kind,
                                    cudaStream_t = nullptr) {
   if (n >= emu::kImpossibleBytes) return emu::error(cudaErrorInvalidValue);
+  // A copy out of device memory may fill a result; a copy of a host array may not.
+  const bool from_device = kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDeviceToHost;
+  if (from_device) emu::set_outputs_writable(true);
   if (n > 0) std::memmove(d, s, n);
+  if (from_device) emu::set_outputs_writable(false);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
@@ -601,6 +725,7 @@ struct Launcher {
     const Schedule schedule = schedule_for_next_launch();
     gridDim = grid;
     blockDim = block;
+    const OutputsWritable writable;  // kernel threads write the results (KernelOutput)
     for (unsigned z = 0; z < grid.z; ++z)
       for (unsigned y = 0; y < grid.y; ++y)
         for (unsigned x = 0; x < grid.x; ++x) {

@@ -137,7 +137,7 @@ std::optional<std::map<std::string, BenchStat>> parse_benchmark_json(const std::
 
 BenchRun run_benchmarks(const fs::path& binary, const std::vector<std::string>& names,
                         const BenchSettings& settings, const RunLimits& limits,
-                        const fs::path& scratch) {
+                        const fs::path& scratch, const RunExtras& extras) {
   BenchRun run;
   if (!fs::exists(binary)) {
     run.error = "benchmark program " + binary.filename().string() + " was not built";
@@ -154,7 +154,7 @@ BenchRun run_benchmarks(const fs::path& binary, const std::vector<std::string>& 
        "--benchmark_report_aggregates_only=true", "--benchmark_min_time=" + min_time.str(),
        "--benchmark_format=console", "--benchmark_color=false", "--benchmark_out_format=json",
        "--benchmark_out=" + out.string()},
-      limits);
+      limits, scratch, {}, extras);
   run.output = r.output;
   if (!r.ok()) {
     run.error = "the benchmark program " + r.describe(limits.timeout_s);

@@ -47,6 +47,6 @@ struct BenchSettings {
 
 BenchRun run_benchmarks(const std::filesystem::path& binary, const std::vector<std::string>& names,
                         const BenchSettings& settings, const RunLimits& limits,
-                        const std::filesystem::path& scratch);
+                        const std::filesystem::path& scratch, const RunExtras& extras = {});
 
 }  // namespace gtl::grader

@@ -93,7 +93,8 @@ void configure_course(const BuildSettings& s) {
   const fs::path build = s.work / "build";
   const fs::path impl = fs::absolute(s.work / "impl");
   const fs::path stamp = build / "gtl-grade-configured";
-  std::string args_line = "course=" + fs::absolute(s.course).string();
+  std::string args_line =
+      "course=" + fs::absolute(s.course).string() + "\nchannel=" GTL_GRADER_CHANNEL_DIR;
   for (const auto& a : s.cmake_args) args_line += "\n" + a;
   if (fs::exists(build / "build.ninja") && fs::exists(build / "compile_commands.json") &&
       fs::exists(stamp) && slurp(stamp) == args_line)
@@ -107,13 +108,14 @@ void configure_course(const BuildSettings& s) {
   std::vector<std::string> argv = {"cmake", "-S", fs::absolute(s.course).string(), "-B",
                                    build.string(), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                                    "-DGTL_LABS_IMPL=" + impl.string(), "-DGTL_WERROR=OFF",
+                                   "-DGTL_GRADER_CHANNEL_DIR=" GTL_GRADER_CHANNEL_DIR,
                                    // forbidden_symbols.cpp recompiles student files from it
                                    "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"};
   argv.insert(argv.end(), s.cmake_args.begin(), s.cmake_args.end());
   RunLimits limits;
   limits.timeout_s = 600;
   limits.output_bytes = 256 * 1024;
-  const RunResult r = run_process(argv, limits);
+  const RunResult r = run_process(argv, limits, {}, {}, {{}, false, s.sandbox});
   if (!r.ok()) {
     throw GradeError(exit_codes::kEnvironment, "configuring the course failed (" +
                                                    r.describe(limits.timeout_s) + "):\n" +
@@ -129,7 +131,7 @@ BuildOutcome build_targets(const BuildSettings& s, const std::vector<std::string
   RunLimits limits;
   limits.timeout_s = timeout_s;
   limits.output_bytes = 256 * 1024;
-  const RunResult r = run_process(argv, limits);
+  const RunResult r = run_process(argv, limits, {}, {}, {{}, false, s.sandbox});
   BuildOutcome out;
   out.ok = r.ok();
   out.log = r.output;

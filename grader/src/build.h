@@ -57,6 +57,7 @@ struct BuildSettings {
   std::filesystem::path work;  // holds impl/ and build/
   std::vector<std::string> cmake_args;
   std::function<void(const std::string&)> progress;
+  std::vector<std::string> sandbox;  // wraps configure and build commands (sandbox.h)
 };
 
 // Configures <work>/build if it is not configured yet; throws GradeError(kEnvironment) on failure.

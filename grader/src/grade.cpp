@@ -2,12 +2,19 @@
 #include "grade.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "bench_runner.h"
+#include "calibration.h"
 #include "forbidden_symbols.h"
 #include "gtest_runner.h"
+#include "include_check.h"
+#include "judge.h"
+#include "process.h"
+#include "sandbox.h"
 
 namespace gtl::grader {
 namespace {
@@ -24,8 +31,9 @@ RunLimits limits_for(const Limits& l, double timeout_s) {
 
 // What this machine and build can run.
 struct Machine {
-  bool gpu = false;   // a GPU is visible (and no --cpu-only)
-  bool cuda = false;  // the course build has the CUDA backend
+  bool gpu = false;              // a GPU is visible (and no --cpu-only)
+  bool cuda = false;             // the course build has the CUDA backend
+  std::string gpu_name = "cpu";  // calibration.h: whose figures calibrated speed checks use
 };
 
 // Why `check` cannot run here ("" when it can); such a check is skipped, its points set apart.
@@ -37,6 +45,36 @@ std::string why_not_here(const Check& check, const GradeOptions& o, const Machin
     return o.cpu_only ? "requires the CUDA backend and --cpu-only was given"
                       : "requires the CUDA backend and this build has none (no nvcc found)";
   return "";
+}
+
+// Where ccache keeps its cache, when the course is built through it: builds must write there.
+fs::path ccache_dir() {
+  if (const char* d = std::getenv("CCACHE_DIR")) return d;
+  if (!program_available("ccache")) return {};
+  RunLimits limits;
+  limits.timeout_s = 10;
+  const RunResult r = run_process({"ccache", "-k", "cache_dir"}, limits);
+  std::string dir = r.ok() ? r.output : "";
+  while (!dir.empty() && (dir.back() == '\n' || dir.back() == ' ')) dir.pop_back();
+  return dir;
+}
+
+// The sandboxes of one grading (sandbox.h): builds write only their build folder (and ccache's);
+// programs write only their scratch folder; none sees the solution, the reports or the
+// submission's own folder (its listed files were copied into <work>/impl).
+struct Sandboxes {
+  std::vector<std::string> build, run;
+};
+Sandboxes sandboxes_for(const GradeOptions& o) {
+  SandboxPolicy base;
+  base.readable = {o.course, o.work / "impl", o.work / "build"};
+  base.hidden = {o.course / "solution", o.out, o.submission};
+  base.hidden.insert(base.hidden.end(), o.hidden.begin(), o.hidden.end());
+  SandboxPolicy build = base, run = base;
+  build.writable = {o.work / "build"};
+  if (const fs::path cache = ccache_dir(); !cache.empty()) build.writable.push_back(cache);
+  run.writable = {o.work / "scratch"};
+  return {sandbox_wrapper(build), sandbox_wrapper(run)};
 }
 
 LabResult empty_lab(const Rubric& rubric) {
@@ -72,7 +110,12 @@ void apply_forbidden_uses(const Rubric& rubric, const BuildSettings& build, LabR
 }
 
 LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
-                    const Machine& machine, const BuildSettings& build) {
+                    const Machine& machine, const BuildSettings& build,
+                    const std::vector<std::string>& run_sandbox) {
+  const Calibration calibration = load_calibration(o.course, rubric);
+  RunExtras extras;
+  extras.wrapper = run_sandbox;
+  extras.env = {"GTL_TEST_SEED=" + std::to_string(o.seed)};
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
   };
@@ -90,8 +133,10 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
 
   std::vector<std::string> targets;
   for (const Check* c : selected)
-    if (runnable(*c) && std::find(targets.begin(), targets.end(), c->binary) == targets.end())
-      targets.push_back(c->binary);
+    for (const std::string& t : {c->binary, c->judge})
+      if (runnable(*c) && !t.empty() &&
+          std::find(targets.begin(), targets.end(), t) == targets.end())
+        targets.push_back(t);
   if (!targets.empty()) {
     std::string names;
     for (const auto& t : targets) names += " " + t;
@@ -99,7 +144,11 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     const BuildOutcome b = build_each_target(build, targets, rubric.limits.build_timeout_s,
                                              [&](const std::string& s) { say(s); });
     lab.failed_targets = b.failed;
-    lab.built = b.failed.size() < targets.size();
+    // Built: at least one program of a check (a judge, built from the course alone, is not one).
+    lab.built = std::any_of(selected.begin(), selected.end(), [&](const Check* c) {
+      return runnable(*c) &&
+             std::find(b.failed.begin(), b.failed.end(), c->binary) == b.failed.end();
+    });
     // Name the student's files as they know them ("01-sum/sum.cpp"), not by the private copy.
     lab.build_errors = b.errors;
     const std::string impl = fs::absolute(build.work / "impl").string() + "/";
@@ -115,13 +164,36 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     }
   }
 
+  // A student file that includes what it must not (the solution, a test, a hidden file, a file
+  // outside the course) costs every check of the lab; the report names the file.
+  std::string forbidden;
+  if (lab.built) {
+    for (const auto& f :
+         forbidden_includes(build.work / "build", build.work / "impl", build.course, rubric))
+      forbidden += (forbidden.empty() ? "" : "; ") + f.object + " includes " + f.included;
+    if (!forbidden.empty()) {
+      forbidden =
+          "student code includes files outside the student's folder and the lab's "
+          "public headers: " +
+          forbidden;
+      lab.error = forbidden;
+      say(forbidden + ": every check of this lab gets 0 points");
+    }
+  }
+
   for (const Check* c : selected) {
     if (!runnable(*c)) {
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
       continue;
     }
-    const bool broken = std::find(lab.failed_targets.begin(), lab.failed_targets.end(),
-                                  c->binary) != lab.failed_targets.end();
+    const bool broken = std::find_if(lab.failed_targets.begin(), lab.failed_targets.end(),
+                                     [&](const std::string& t) {
+                                       return t == c->binary || t == c->judge;
+                                     }) != lab.failed_targets.end();
+    if (!forbidden.empty()) {
+      lab.checks.push_back(failed_check(*c, forbidden));
+      continue;
+    }
     if (broken) {
       // The errors are shown once, with the lab, not repeated under every check.
       lab.checks.push_back(failed_check(
@@ -131,10 +203,22 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     }
     if (c->kind == CheckKind::kTest) {
       say("running check '" + c->name + "' (" + c->binary + ")");
-      const GtestRun run = run_gtest(find_executable(build.work / "build", c->binary), c->tests,
-                                     limits_for(rubric.limits, rubric.limits.test_timeout_s),
-                                     build.work / "scratch", [&](const std::string& s) { say(s); });
+      // The tests record their outputs for the judge in a folder emptied for each check.
+      const fs::path judged = build.work / "scratch" / "judged";
+      fs::remove_all(judged);
+      fs::create_directories(judged);
+      RunExtras test_extras = extras;
+      test_extras.env.push_back("GTL_JUDGE_OUTPUTS=" + judged.string());
+      const GtestRun run = run_gtest(
+          find_executable(build.work / "build", c->binary), c->tests,
+          limits_for(rubric.limits, rubric.limits.test_timeout_s), build.work / "scratch",
+          [&](const std::string& s) { say(s); }, test_extras);
       lab.checks.push_back(score_test_check(*c, run));
+      if (!c->judge.empty()) {
+        say("judging check '" + c->name + "' (" + c->judge + ")");
+        apply_judge(lab.checks.back(), find_executable(build.work / "build", c->judge),
+                    limits_for(rubric.limits, rubric.limits.test_timeout_s), test_extras);
+      }
     } else {
       // One process per check, holding both benchmarks it compares: a ratio compares medians
       // of the same run, and a crashing benchmark costs only the checks that run it.
@@ -145,13 +229,28 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
       const BenchRun run = run_benchmarks(find_executable(build.work / "build", c->binary), names,
                                           {rubric.limits.repetitions, rubric.limits.min_time_s},
                                           limits_for(rubric.limits, rubric.limits.bench_timeout_s),
-                                          build.work / "scratch");
-      lab.checks.push_back(c->kind == CheckKind::kSpeed ? score_speed_check(*c, run)
-                                                        : score_memory_check(*c, run));
+                                          build.work / "scratch", extras);
+      if (c->kind == CheckKind::kSpeed) {
+        std::optional<double> solution;
+        const Check speed = calibrated(*c, calibration, machine.gpu_name, &solution);
+        CheckResult r = score_speed_check(speed, run);
+        if (solution) {
+          r.solution_figure = solution;
+          r.calibrated_on = machine.gpu_name;
+          std::ostringstream figure;
+          figure << std::setprecision(3) << *solution;
+          r.reason += " (calibrated: the solution reaches " + figure.str() + "x on " +
+                      machine.gpu_name + ")";
+        }
+        lab.checks.push_back(r);
+      } else {
+        lab.checks.push_back(score_memory_check(*c, run));
+      }
     }
     const CheckResult& r = lab.checks.back();
     say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
   }
+  fail_todos_with_wrong_benchmarks(rubric, lab.checks);
   if (lab.built) apply_forbidden_uses(rubric, build, lab, say);
   return lab;
 }
@@ -180,6 +279,7 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
   GradeResult result;
   const fs::path submission = resolve_submission(o.submission);
   result.submission = submission.string();
+  result.seed = std::to_string(o.seed);
   for (const auto& r : labs) result.labs.push_back(empty_lab(r));
   auto fail_all = [&](int code, const std::string& why) {
     result.exit_code = code;
@@ -203,7 +303,13 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
       missing[r.dir] = missing_files(submission, r);
       if (missing[r.dir].empty()) complete.push_back(&r);
     }
-    BuildSettings build{o.course, o.work, o.cmake_args, o.progress};
+    const Sandboxes sandbox = sandboxes_for(o);
+    result.sandbox =
+        sandbox_support().available ? "bubblewrap" : "none: " + sandbox_support().why_not;
+    if (!sandbox_support().available && o.progress)
+      o.progress("WARNING: no sandbox (" + sandbox_support().why_not +
+                 "): student code runs with the grader's rights");
+    BuildSettings build{o.course, o.work, o.cmake_args, o.progress, sandbox.build};
     // GTL_CUDA is a cache variable: always pass it, or an earlier configure's choice would stick.
     // --cpu-only compiles no CUDA; otherwise AUTO builds the backend wherever nvcc is found, so
     // `requires: cuda` checks run even on a machine without a GPU.
@@ -215,7 +321,7 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
                               o.cpu_only ? "-DGTL_CUDA=OFF" : "-DGTL_CUDA=AUTO");
     prepare_impl(o.course, submission, complete, o.work / "impl");
     if (!complete.empty()) configure_course(build);
-    const Machine machine{have_gpu, build_has_cuda(o.work / "build")};
+    const Machine machine{have_gpu, build_has_cuda(o.work / "build"), this_gpu_name(!have_gpu)};
     for (std::size_t i = 0; i < labs.size(); ++i) {
       const Rubric& r = labs[i];
       if (!missing[r.dir].empty()) {
@@ -232,7 +338,7 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
         if (result.error.empty()) result.error = lab.error;
         continue;
       }
-      result.labs[i] = grade_lab(o, r, submission, machine, build);
+      result.labs[i] = grade_lab(o, r, submission, machine, build, sandbox.run);
     }
   } catch (const GradeError& e) {
     return fail_all(e.exit_code(), e.what());

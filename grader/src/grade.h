@@ -1,6 +1,7 @@
 // Grades one submission: copy its student files, build the lab's targets, run every check.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -13,11 +14,14 @@
 namespace gtl::grader {
 
 struct GradeOptions {
-  std::filesystem::path course;      // the pristine course
-  std::filesystem::path submission;  // a starter-shaped tree (or a course clone)
-  std::filesystem::path work;        // private impl/ and build/ folders
-  std::vector<std::string> checks;   // only these check names (empty: all)
-  bool cpu_only = false;             // treat the machine as having no GPU
+  std::filesystem::path course;               // the pristine course
+  std::filesystem::path submission;           // a starter-shaped tree (or a course clone)
+  std::filesystem::path work;                 // private impl/ and build/ folders
+  std::filesystem::path out;                  // the reports: no child process may see or write them
+  std::vector<std::filesystem::path> hidden;  // more folders no child process may see
+  std::uint64_t seed = 1;           // the grading seed, passed to every program as GTL_TEST_SEED
+  std::vector<std::string> checks;  // only these check names (empty: all)
+  bool cpu_only = false;            // treat the machine as having no GPU
   bool include_hidden = true;
   std::vector<std::string> cmake_args;
   std::function<void(const std::string&)> progress;

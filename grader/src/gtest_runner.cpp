@@ -1,8 +1,11 @@
 // GoogleTest listing, JSON parsing, stream following and crash-isolating reruns.
 #include "gtest_runner.h"
 
+#include "verdict_channel.h"
+
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -158,15 +161,18 @@ std::string GtestStream::skip_reason(const std::string& test) const {
 }
 
 GtestRun run_gtest(const fs::path& binary, const std::vector<std::string>& patterns,
-                   const RunLimits& limits, const fs::path& scratch, const Progress& progress) {
+                   const RunLimits& limits, const fs::path& scratch, const Progress& progress,
+                   const RunExtras& base_extras) {
   GtestRun run;
   if (!fs::exists(binary)) {
     run.error = "test program " + binary.filename().string() + " was not built";
     return run;
   }
   const std::string filter = join_patterns(patterns);
+  fs::create_directories(scratch);  // the programs run there (their working directory)
   const RunResult listed =
-      run_process({binary.string(), "--gtest_list_tests", "--gtest_filter=" + filter}, limits);
+      run_process({binary.string(), "--gtest_list_tests", "--gtest_filter=" + filter}, limits,
+                  scratch, {}, base_extras);
   if (!listed.ok()) {
     run.error = "could not list the tests of " + binary.filename().string() + ": " +
                 listed.describe(limits.timeout_s);
@@ -182,65 +188,129 @@ GtestRun run_gtest(const fs::path& binary, const std::vector<std::string>& patte
   std::map<std::string, TestResult> results;
   std::vector<std::string> pending = listed_tests;
   bool first = true;
-  fs::create_directories(scratch);
   const fs::path json_path = scratch / (binary.filename().string() + ".gtest.json");
+  // A program built with the verdict listener must report through it; one without (a course
+  // not set up for it) is read the old way, from its JSON and output, and the report says so.
+  const bool channel = has_verdict_listener(binary);
+  if (!channel)
+    run.warning = binary.filename().string() +
+                  " has no verdict channel: its results come from its own output and JSON, "
+                  "which code in the program can forge";
+  RunExtras extras = base_extras;
+  extras.verdict_channel = channel;
+  std::string expected_seed = "1";  // gtl_test_seed.h: 1 when GTL_TEST_SEED is not given
+  for (const auto& e : extras.env)
+    if (e.rfind("GTL_TEST_SEED=", 0) == 0) expected_seed = e.substr(14);
   while (!pending.empty()) {
     // The first run takes every selected test; after a crash each remaining test runs alone.
     const std::string run_filter = first ? filter : pending.front();
+    const bool whole = first;
     first = false;
     fs::remove(json_path);
     GtestStream stream;
     if (progress && run_filter != filter) progress("rerunning " + run_filter + " alone");
-    const RunResult r =
-        run_process({binary.string(), "--gtest_filter=" + run_filter, "--gtest_color=no",
-                     "--gtest_output=json:" + json_path.string()},
-                    limits, {}, [&](const std::string& l) { stream.line(l); });
+    const RunResult r = run_process(
+        {binary.string(), "--gtest_filter=" + run_filter, "--gtest_color=no",
+         "--gtest_output=json:" + json_path.string()},
+        limits, scratch, [&](const std::string& l) { stream.line(l); }, extras);
     run.output += r.output;
+    const std::string how = r.describe(limits.timeout_s);
+    const TestOutcome dead_outcome = r.timed_out ? TestOutcome::kTimedOut : TestOutcome::kCrashed;
 
+    // What finished, and which test was running when the program stopped.
+    std::vector<TestResult> finished;
+    std::string culprit;
+    bool died_before_tests = false;
     std::string json_error;
-    const bool exited = !r.timed_out && !r.memory_exceeded && r.signal == 0 &&
-                        (r.exit_code == 0 || r.exit_code == 1);
-    std::optional<std::vector<TestResult>> parsed;
-    if (exited && fs::exists(json_path))
-      parsed = parse_gtest_json(read_file(json_path), &json_error);
-    if (parsed) {
-      for (auto& t : *parsed) {
-        if (t.outcome == TestOutcome::kSkipped) t.message = stream.skip_reason(t.name);
-        results[t.name] = t;
+    if (channel) {
+      const Verdicts v = parse_verdicts(r.verdicts, r.verdict_key);
+      if (v.forged) {
+        run.error = "the test program wrote a forged record on the grader's verdict channel (" +
+                    v.forged_line + "): no result of this run can be trusted";
+        return run;
+      }
+      if (v.hello && v.seed != expected_seed) {
+        run.error = "the test program's tests used the grading seed '" + v.seed +
+                    "', not the one the grader gave it ('" + expected_seed + "')";
+        return run;
+      }
+      if (whole && v.hello) {
+        // The plan must be exactly the listing: a program that lists one set of tests and runs
+        // another (or fewer) does not get the tests it left out counted.
+        std::vector<std::string> plan = v.plan, expected = listed_tests;
+        std::sort(plan.begin(), plan.end());
+        std::sort(expected.begin(), expected.end());
+        if (plan != expected) {
+          run.error = "the test program listed " + std::to_string(expected.size()) +
+                      " tests but planned to run " + std::to_string(plan.size()) +
+                      ": every expected test must run";
+          return run;
+        }
+      }
+      for (const auto& [name, outcome] : v.outcomes) {
+        TestResult t{name, TestOutcome::kPassed, ""};
+        if (outcome == "failed") t = {name, TestOutcome::kFailed, trim(stream.output_of(name))};
+        if (outcome == "skipped") t = {name, TestOutcome::kSkipped, stream.skip_reason(name)};
+        finished.push_back(t);
+      }
+      culprit = v.running;
+      died_before_tests = !v.hello || (v.outcomes.empty() && v.running.empty() && !v.ended);
+      if (v.ended && culprit.empty() && v.hello) {
+        // RUN_ALL_TESTS returned, yet a selected test has no outcome: it did not run.
+        for (const auto& name : pending) {
+          const bool selected = whole || name == run_filter;
+          if (selected && !v.outcomes.count(name)) {
+            run.error = "test " + name + " was expected to run and did not: every expected " +
+                        "test must run";
+            return run;
+          }
+        }
       }
     } else {
-      for (const auto& t : stream.finished()) {
-        TestResult done = t;
-        if (t.outcome == TestOutcome::kSkipped) done.message = stream.skip_reason(t.name);
-        results[t.name] = done;
+      const bool exited = !r.timed_out && !r.memory_exceeded && r.signal == 0 &&
+                          (r.exit_code == 0 || r.exit_code == 1);
+      std::optional<std::vector<TestResult>> parsed;
+      if (exited && fs::exists(json_path))
+        parsed = parse_gtest_json(read_file(json_path), &json_error);
+      if (parsed) {
+        for (auto& t : *parsed) {
+          if (t.outcome == TestOutcome::kSkipped) t.message = stream.skip_reason(t.name);
+          finished.push_back(t);
+        }
+      } else {
+        for (const auto& t : stream.finished()) {
+          TestResult done = t;
+          if (t.outcome == TestOutcome::kSkipped) done.message = stream.skip_reason(t.name);
+          finished.push_back(done);
+        }
+        culprit = stream.running();
+        died_before_tests = stream.finished().empty();
       }
-      std::string culprit = stream.running();
-      if (culprit.empty() && run_filter != filter) culprit = run_filter;
-      const std::string how = r.describe(limits.timeout_s);
-      if (!culprit.empty()) {
-        TestResult dead{culprit, r.timed_out ? TestOutcome::kTimedOut : TestOutcome::kCrashed, ""};
-        dead.message = "while this test ran, the test program " + how;
-        if (exited)
-          dead.message = "the test program ended (" + how + ") in the middle of this test";
-        const std::string said = trim(stream.output_of(culprit));
-        if (!said.empty()) dead.message += "; its last output:\n" + said;
-        results[culprit] = dead;
-      } else if (stream.finished().empty()) {
-        // It died before the first test: running the tests one by one would only repeat it.
-        for (const auto& name : pending)
-          results[name] = {name, r.timed_out ? TestOutcome::kTimedOut : TestOutcome::kCrashed,
-                           "the test program " + how + " before any test ran" +
-                               (json_error.empty() ? "" : " (" + json_error + ")")};
-      }
+    }
+    for (const auto& t : finished)
+      if (std::find(pending.begin(), pending.end(), t.name) != pending.end()) results[t.name] = t;
+    if (culprit.empty() && run_filter != filter) culprit = run_filter;
+    if (!culprit.empty() && !results.count(culprit)) {
+      const bool exited = !r.timed_out && !r.memory_exceeded && r.signal == 0;
+      TestResult dead{culprit, dead_outcome, "while this test ran, the test program " + how};
+      if (exited) dead.message = "the test program ended (" + how + ") in the middle of this test";
+      const std::string said = trim(stream.output_of(culprit));
+      if (!said.empty()) dead.message += "; its last output:\n" + said;
+      results[culprit] = dead;
+    } else if (culprit.empty() && died_before_tests && finished.empty()) {
+      // It died before the first test: running the tests one by one would only repeat it.
+      for (const auto& name : pending)
+        results[name] = {name, dead_outcome,
+                         "the test program " + how + " before any test ran" +
+                             (json_error.empty() ? "" : " (" + json_error + ")")};
     }
     std::vector<std::string> still;
     for (const auto& name : pending)
       if (!results.count(name)) still.push_back(name);
     if (still.size() == pending.size() && run_filter != filter) {
       // A rerun that explains nothing: give up on that test rather than loop.
-      results[still.front()] = {
-          still.front(), TestOutcome::kCrashed,
-          "the test program gave no result for this test (" + r.describe(limits.timeout_s) + ")"};
+      results[still.front()] = {still.front(), TestOutcome::kCrashed,
+                                "the test program gave no result for this test (" + how + ")"};
       still.erase(still.begin());
     }
     pending = std::move(still);

@@ -1,5 +1,10 @@
 // Runs the GoogleTest tests of one check, one segfault costing one test.
 //
+// Verdicts come from the grader's verdict channel (verdict_channel.h), never from what the
+// program prints or the JSON it writes: the student's code runs in the same process. The stream
+// and the JSON give only the messages (failure text, skip reasons). A forged record, or a test
+// that the program listed but did not run, voids the whole run (run.error).
+//
 // GoogleTest writes its JSON report only when the program exits, so a crash or a timeout leaves
 // nothing. The runner therefore (1) lists the tests the patterns select (--gtest_list_tests),
 // (2) runs them in one process with --gtest_output=json while following the streamed
@@ -32,6 +37,7 @@ struct GtestRun {
   std::vector<TestResult> tests;  // in listing order
   std::string error;              // set when the program could not be run or listed at all
   std::string output;             // captured output of the runs (capped), for the report
+  std::string warning;            // set when the results could not be read from the channel
 };
 
 // "Suite.\n  Name\n  Other  # GetParam() = 3\n" -> {"Suite.Name", "Suite.Other"}.
@@ -63,6 +69,6 @@ using Progress = std::function<void(const std::string&)>;
 
 GtestRun run_gtest(const std::filesystem::path& binary, const std::vector<std::string>& patterns,
                    const RunLimits& limits, const std::filesystem::path& scratch,
-                   const Progress& progress = {});
+                   const Progress& progress = {}, const RunExtras& extras = {});
 
 }  // namespace gtl::grader

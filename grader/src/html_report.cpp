@@ -46,12 +46,14 @@ details summary{cursor:pointer;color:#2f5fb3;font-size:13px}
 }
 
 // A horizontal bar of the measured figure against its threshold (a solid line, labelled above
-// the bar) and the partial-credit start (a dashed line). The axis spans twice the threshold; a
+// the bar), the partial-credit start (a dashed line) and, for a calibrated speed check, the
+// solution's own figure on this GPU (a blue diamond). The axis spans twice the largest of them; a
 // figure beyond it fills the bar and its exact value is in the label below.
 std::string figure_svg(const CheckResult& c) {
   const double value = *c.figure, threshold = *c.threshold;
   const bool finite = std::isfinite(value);
   double scale = 2 * std::max(threshold, c.partial_from.value_or(0));
+  if (c.solution_figure) scale = std::max(scale, 1.15 * *c.solution_figure);
   if (!(scale > 0)) scale = finite && value > 0 ? value * 1.25 : 1;
   const double w = 460, x0 = 4, len = w - 2 * x0;
   auto at = [&](double v) { return x0 + len * std::min(std::max(v, 0.0), scale) / scale; };
@@ -72,6 +74,12 @@ std::string figure_svg(const CheckResult& c) {
       << "' y1='13' y2='33' stroke='#d69a18' stroke-width='2' stroke-dasharray='3,2'/>";
   s << "<line x1='" << at(threshold) << "' x2='" << at(threshold)
     << "' y1='12' y2='34' stroke='#1d2430' stroke-width='2'/>";
+  if (c.solution_figure) {
+    const double x = at(*c.solution_figure);
+    s << "<path d='M" << x
+      << " 17 l5 6 l-5 6 l-5 -6 z' fill='#2f6fd6'><title>the solution: " << num(*c.solution_figure)
+      << " on " << esc(c.calibrated_on) << "</title></path>";
+  }
   s << "<text x='" << label_x(at(threshold)) << "' y='10' font-size='11' text-anchor='middle' "
     << "fill='#1d2430'>" << (c.higher_is_better ? "needs &#8805; " : "limit &#8804; ")
     << num(threshold)
@@ -79,6 +87,9 @@ std::string figure_svg(const CheckResult& c) {
     << "</text>";
   s << "<text x='" << x0 << "' y='47' font-size='11' fill='#5b6475'>" << esc(c.figure_label)
     << ": <tspan font-weight='600' fill='#1d2430'>" << (finite ? num(value) : "n/a") << "</tspan>"
+    << (c.solution_figure ? " &#183; <tspan fill='#2f6fd6'>&#9670;</tspan> the solution: " +
+                                num(*c.solution_figure)
+                          : std::string())
     << (c.higher_is_better ? " (higher is better)" : " (lower is better)")
     << (finite && value > scale ? " &#8594; off the scale" : "") << "</text>";
   s << "</svg>";

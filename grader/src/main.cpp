@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "modes.h"
+#include "process.h"
 #include "report.h"
 
 namespace fs = std::filesystem;
@@ -29,11 +30,11 @@ static void write_failure_reports(const fs::path& out, const std::string& why, i
   }
 }
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   // `gtl-grade` and `gtl-grade --lab 01` mean `gtl-grade grade ...`.
   std::vector<std::string> args(argv, argv + argc);
-  static const std::vector<std::string> commands = {"grade",          "verify", "batch",
-                                                    "export-release", "--help", "-h"};
+  static const std::vector<std::string> commands = {
+      "grade", "verify", "calibrate", "batch", "export-release", "--help", "-h"};
   if (args.size() == 1 || std::find(commands.begin(), commands.end(), args[1]) == commands.end())
     args.insert(args.begin() + 1, "grade");
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   ModeOptions o;
   std::string course = GTL_GRADER_DEFAULT_COURSE, work, out;
   bool quiet = false;
+  std::optional<std::uint64_t> seed;
   auto common = [&](CLI::App* cmd) {
     cmd->add_option("--course", course, "the pristine course root")->capture_default_str();
     cmd->add_option("--work", work, "private build folder (default <course>/build/gtl-grade/work)");
@@ -52,6 +54,9 @@ int main(int argc, char** argv) {
     cmd->add_flag("--cpu-only", o.cpu_only, "grade as if there were no GPU");
     cmd->add_option("--cmake-arg", o.cmake_args, "extra argument for configuring the course");
     cmd->add_flag("-q,--quiet", quiet, "no progress lines");
+    cmd->add_option("--seed", seed,
+                    "grading seed for the tests' extra shapes (default: from GTL_GRADE_SECRET, "
+                    "else random; recorded in the reports)");
   };
   std::string submission, submissions, csv, release_to;
   bool no_hidden = false;
@@ -61,6 +66,9 @@ int main(int argc, char** argv) {
   grade->add_flag("--no-hidden", no_hidden, "leave out hidden checks");
   CLI::App* verify = app.add_subcommand("verify", "instructor: solution full marks, starter fails");
   common(verify);
+  CLI::App* calibrate =
+      app.add_subcommand("calibrate", "instructor: store the solution's speedups on this GPU");
+  common(calibrate);
   CLI::App* batch = app.add_subcommand("batch", "grade every subfolder of a folder into a CSV");
   common(batch);
   batch->add_option("--submissions", submissions, "folder of submissions")->required();
@@ -83,6 +91,7 @@ int main(int argc, char** argv) {
   o.work = work.empty() ? o.course / "build" / "gtl-grade" / "work" : fs::absolute(work);
   o.out = out.empty() ? o.course / "build" / "gtl-grade" / "results" : fs::absolute(out);
   o.include_hidden = !no_hidden;
+  o.seed = seed;
   o.colour = isatty(1) && std::getenv("NO_COLOR") == nullptr;
   const auto start = std::chrono::steady_clock::now();
   if (!quiet)
@@ -101,6 +110,11 @@ int main(int argc, char** argv) {
       if (out.empty()) o.out = o.course / "build" / "gtl-grade" / "verify";
       if (work.empty()) o.work = o.course / "build" / "gtl-grade" / "verify-work";
       return run_verify(o);
+    }
+    if (calibrate->parsed()) {
+      if (out.empty()) o.out = o.course / "build" / "gtl-grade" / "calibrate";
+      if (work.empty()) o.work = o.course / "build" / "gtl-grade" / "verify-work";
+      return run_calibrate(o);
     }
     if (batch->parsed())
       return run_batch(o, fs::absolute(submissions),
@@ -121,4 +135,12 @@ int main(int argc, char** argv) {
     if (grade->parsed()) write_failure_reports(o.out, e.what(), exit_codes::kInternal);
     return exit_codes::kInternal;
   }
+}
+
+int main(int argc, char** argv) {
+  const int code = run_main(argc, argv);
+  // run_process already kills what each program leaves; this is the last guard: the grader never
+  // exits while a process it started (or an orphan re-parented to it) is alive.
+  kill_all_descendants();
+  return code;
 }

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -11,7 +12,11 @@
 #include <set>
 #include <sstream>
 
+#include "calibration.h"
+#include "process.h"
 #include "report.h"
+#include "sandbox.h"
+#include "suspicious.h"
 
 namespace gtl::grader {
 namespace {
@@ -30,6 +35,8 @@ GradeOptions grade_options(const ModeOptions& o, const fs::path& submission, con
   g.course = o.course;
   g.submission = submission;
   g.work = work;
+  g.out = o.out;
+  g.seed = grading_seed(o, submission);
   g.checks = o.checks;
   g.cpu_only = o.cpu_only;
   g.include_hidden = o.include_hidden;
@@ -51,9 +58,51 @@ std::string failed_list(const LabResult& lab) {
   return names.empty() ? "the lab" : names;
 }
 
+// A student's grading must not reach the instructor's solution/. With the sandbox, children see
+// an empty folder in its place. Without it, the course is copied (without solution/, build/ and
+// .git/, only the files that changed) into <work>/course and graded from there, so no relative
+// path from the grading copy reaches the solution; an absolute path still can (docs/grader.md).
+ModeOptions away_from_solution(const ModeOptions& o) {
+  if (sandbox_support().available || !fs::is_directory(o.course / "solution")) return o;
+  ModeOptions copy = o;
+  copy.course = o.work / "course";
+  const fs::path course = fs::canonical(o.course);
+  if (o.progress)
+    o.progress("no sandbox: grading from a copy of the course without solution/ in " +
+               copy.course.string());
+  const fs::path work = fs::weakly_canonical(o.work), out = fs::weakly_canonical(o.out);
+  for (auto it = fs::recursive_directory_iterator(course); it != fs::recursive_directory_iterator();
+       ++it) {
+    const fs::path rel = fs::relative(it->path(), course);
+    const std::string top = rel.begin()->string();
+    if (top == "solution" || top == "build" || top == ".git" || it->path() == work ||
+        it->path() == out) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) {
+      sync_file(it->path(), copy.course / rel);
+      fs::permissions(copy.course / rel, fs::status(it->path()).permissions());
+    }
+  }
+  return copy;
+}
+
 }  // namespace
 
-int run_grade(const ModeOptions& o, const fs::path& submission) {
+std::uint64_t grading_seed(const ModeOptions& o, const fs::path& submission) {
+  if (o.seed) return *o.seed;
+  if (const char* secret = std::getenv("GTL_GRADE_SECRET"); secret != nullptr && *secret) {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a of "<secret>/<submission folder name>"
+    for (unsigned char c : std::string(secret) + "/" + submission.filename().string())
+      h = (h ^ c) * 1099511628211ull;
+    return h % 1000000000000ull;
+  }
+  return std::stoull(random_hex(10), nullptr, 16) % 1000000000000ull;
+}
+
+int run_grade(const ModeOptions& options, const fs::path& submission) {
+  const ModeOptions o = away_from_solution(options);
   const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
   if (labs.empty())
     throw GradeError(exit_codes::kUsage, "the course " + o.course.string() + " has no labs");
@@ -159,6 +208,40 @@ int run_verify(const ModeOptions& o) {
   return problems.empty() ? exit_codes::kOk : exit_codes::kVerifyFailed;
 }
 
+int run_calibrate(const ModeOptions& o) {
+  const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
+  const std::string gpu = this_gpu_name(o.cpu_only || !gpu_available());
+  if (o.progress) o.progress("calibrate: grading the solution on " + gpu);
+  const GradeResult sol = grade_submission(grade_options(o, o.course / "solution", o.work), labs);
+  write_reports(sol, o.out);
+  int stored = 0, missing = 0;
+  std::cout << "\ncalibrate: the solution's speedups on " << gpu << "\n";
+  for (std::size_t i = 0; i < labs.size() && i < sol.labs.size(); ++i) {
+    Calibration calibration = load_calibration(o.course, labs[i]);
+    bool changed = false;
+    for (const auto& c : sol.labs[i].checks) {
+      if (c.kind != CheckKind::kSpeed) continue;
+      const bool measured = c.status != Status::kSkipped && c.figure && std::isfinite(*c.figure) &&
+                            *c.figure > 0 &&
+                            c.reason.find("reported an error") == std::string::npos;
+      std::cout << "  " << std::left << std::setw(6) << labs[i].lab << std::setw(28) << c.name
+                << (measured ? pts(*c.figure) + "x" : "not measured: " + c.reason) << "\n";
+      if (!measured) {
+        ++missing;
+        continue;
+      }
+      calibration[gpu][c.name] = *c.figure;
+      changed = true;
+      ++stored;
+    }
+    if (changed) save_calibration(o.course, labs[i], calibration);
+  }
+  std::cout << "calibrate: " << stored << " figures stored in labs/*/calibration.json under \""
+            << gpu << "\"" << (missing ? ", " + std::to_string(missing) + " not measured" : "")
+            << "\n";
+  return missing == 0 ? exit_codes::kOk : exit_codes::kVerifyFailed;
+}
+
 std::string csv_field(const std::string& field) {
   if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
   std::string out = "\"";
@@ -197,7 +280,29 @@ std::vector<std::string> graded_submissions(const std::string& csv_text) {
   return names;  // a last line without '\n' was cut by a crash: it is graded again
 }
 
-int run_batch(const ModeOptions& o, const fs::path& submissions, const fs::path& csv) {
+std::string suspicious_report(const fs::path& submissions, const std::vector<Rubric>& labs) {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(submissions))
+    if (e.is_directory()) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::ostringstream s;
+  for (const auto& dir : dirs) {
+    std::vector<SuspiciousLine> lines;
+    for (const auto& lab : labs) {
+      const auto found = suspicious_lines(resolve_submission(dir), lab);
+      lines.insert(lines.end(), found.begin(), found.end());
+    }
+    if (lines.empty()) continue;
+    s << dir.filename().string() << " (" << lines.size() << " line"
+      << (lines.size() == 1 ? "" : "s") << " to look at)\n";
+    for (const auto& l : lines)
+      s << "  " << l.where << ": " << l.category << ": " << l.text << "\n";
+  }
+  return s.str();
+}
+
+int run_batch(const ModeOptions& options, const fs::path& submissions, const fs::path& csv) {
+  const ModeOptions o = away_from_solution(options);
   if (!fs::is_directory(submissions))
     throw GradeError(exit_codes::kSubmission,
                      "the submissions folder " + submissions.string() + " does not exist");
@@ -226,7 +331,9 @@ int run_batch(const ModeOptions& o, const fs::path& submissions, const fs::path&
     if (o.progress) o.progress("batch: grading " + name);
     std::string row;
     try {
-      const GradeResult r = grade_submission(grade_options(o, dir, o.work), labs);
+      GradeOptions g = grade_options(o, dir, o.work);
+      g.hidden.push_back(dir.parent_path());  // the other submissions of the batch
+      const GradeResult r = grade_submission(g, labs);
       write_reports(r, o.out / name);
       row = csv_field(name) + "," + pts(r.score()) + "," + pts(r.max_score()) + "," +
             pts(r.skipped_points());
@@ -243,6 +350,14 @@ int run_batch(const ModeOptions& o, const fs::path& submissions, const fs::path&
   }
   std::cout << "batch: graded " << graded << ", already in " << csv.string() << ": " << skipped
             << "\n";
+  // For the instructor, never for the students: lines that use what lab code has no need of.
+  const std::string suspicious = suspicious_report(submissions, labs);
+  write_atomic(o.out / "suspicious.txt",
+               "# gtl-grade batch: student code to look at (processes, files, environment, "
+               "command line, test harness, inline assembly, includes outside the folder).\n" +
+                   (suspicious.empty() ? std::string("# none\n") : suspicious));
+  std::cout << "batch: " << (suspicious.empty() ? "no" : "some") << " submissions use what lab "
+            << "code has no need of: " << (o.out / "suspicious.txt").string() << "\n";
   return exit_codes::kOk;
 }
 

@@ -2,8 +2,10 @@
 // Each returns the process exit code; every one that grades writes its results files first.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,13 @@ struct ModeOptions {
   bool colour = false;
   std::vector<std::string> cmake_args;
   std::function<void(const std::string&)> progress;
+  std::optional<std::uint64_t> seed;  // --seed; else from GTL_GRADE_SECRET, else random
 };
+
+// The grading seed of one submission: --seed when given; else derived from the instructor's
+// secret (GTL_GRADE_SECRET) and the submission's folder name, so a rerun repeats it and students
+// cannot compute it; else random. Every report records it.
+std::uint64_t grading_seed(const ModeOptions& o, const std::filesystem::path& submission);
 
 // Grades one submission and writes results.json, report.json, junit.xml, report.html to `out`.
 int run_grade(const ModeOptions& o, const std::filesystem::path& submission);
@@ -30,6 +38,11 @@ int run_grade(const ModeOptions& o, const std::filesystem::path& submission);
 // Instructor: the solution earns full marks on every check runnable here and the starter fails
 // every check that covers a TODO. Nonzero when any check cannot tell them apart.
 int run_verify(const ModeOptions& o);
+
+// Instructor: grades solution/ on this machine and stores each speed check's figure, for this
+// machine's GPU, in labs/NN-name/calibration.json (calibration.h). Exit 1 when a speed check
+// could not be measured (failed or skipped), 0 otherwise.
+int run_calibrate(const ModeOptions& o);
 
 // Every subfolder of `submissions` is graded into `out/<name>/`; one CSV row each in `csv`.
 // Rows already in the CSV are skipped, so an interrupted batch resumes where it stopped.
@@ -43,6 +56,12 @@ int run_export_release(const ModeOptions& o, const std::filesystem::path& to);
 std::string csv_field(const std::string& field);
 // The first field of every data row of a gradebook CSV (the submissions already graded).
 std::vector<std::string> graded_submissions(const std::string& csv_text);
+
+// The instructor's view of a batch: for every submission under `submissions`, the lines of its
+// student files that use processes, files, the environment, the command line, the test harness,
+// inline assembly or includes outside its folder (suspicious.h). Empty when there are none.
+std::string suspicious_report(const std::filesystem::path& submissions,
+                              const std::vector<Rubric>& labs);
 // A rubric's YAML without hidden checks (and without references to them in todos).
 std::string strip_hidden_checks(const std::string& rubric_yaml);
 

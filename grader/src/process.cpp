@@ -4,14 +4,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+extern char** environ;
 
 namespace gtl::grader {
 namespace {
@@ -50,10 +54,14 @@ class CappedBuffer {
   std::string head_, tail_;
 };
 
-// Sum of the resident sets of every process whose process group is `pgid`, in MiB.
-double group_rss_mb(pid_t pgid) {
-  static const long page = sysconf(_SC_PAGESIZE);
-  double bytes = 0;
+struct ProcInfo {
+  pid_t pid = 0, ppid = 0;
+  long rss_pages = 0;
+};
+
+// Every process in /proc with its parent and resident set.
+std::vector<ProcInfo> all_processes() {
+  std::vector<ProcInfo> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
@@ -65,15 +73,70 @@ double group_rss_mb(pid_t pgid) {
     if (close == std::string::npos) continue;
     std::istringstream rest(stat.substr(close + 2));
     std::string field;
-    long pgrp = 0, rss = 0;
+    ProcInfo p;
+    p.pid = std::atoi(name.c_str());
     // Fields after the name: state(3) ppid(4) pgrp(5) ... rss(24).
     for (int i = 3; i <= 24 && rest >> field; ++i) {
-      if (i == 5) pgrp = std::atol(field.c_str());
-      if (i == 24) rss = std::atol(field.c_str());
+      if (i == 4) p.ppid = std::atoi(field.c_str());
+      if (i == 24) p.rss_pages = std::atol(field.c_str());
     }
-    if (pgrp == pgid) bytes += double(rss) * double(page);
+    out.push_back(p);
   }
+  return out;
+}
+
+// The processes below `root` in the parent tree (not `root` itself).
+std::vector<ProcInfo> descendants_of(pid_t root, const std::vector<ProcInfo>& all) {
+  std::vector<ProcInfo> out;
+  std::vector<pid_t> frontier = {root};
+  while (!frontier.empty()) {
+    const pid_t parent = frontier.back();
+    frontier.pop_back();
+    for (const auto& p : all) {
+      if (p.ppid != parent || p.pid == root) continue;
+      out.push_back(p);
+      frontier.push_back(p.pid);
+    }
+  }
+  return out;
+}
+
+// Sum of the resident sets of every descendant of the grader, in MiB. The grader runs one
+// program at a time, so these are that program and everything it started, daemons included
+// (they are re-parented to the grader, a child subreaper).
+double descendants_rss_mb() {
+  static const long page = sysconf(_SC_PAGESIZE);
+  double bytes = 0;
+  for (const auto& p : descendants_of(getpid(), all_processes()))
+    bytes += double(p.rss_pages) * double(page);
   return bytes / (1024.0 * 1024.0);
+}
+
+// Orphans of the programs the grader starts become its children, not init's.
+void become_subreaper() {
+  static const bool done = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  (void)done;
+}
+
+// Kills the program's process group and every descendant of the grader.
+void kill_everything(pid_t pgid) {
+  kill(-pgid, SIGKILL);
+  for (const auto& p : descendants_of(getpid(), all_processes())) kill(p.pid, SIGKILL);
+}
+
+// The environment of the child: the grader's, with `extra` ("NAME=value") added or replacing.
+std::vector<std::string> child_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  auto name_of = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const bool replaced = std::any_of(extra.begin(), extra.end(), [&](const std::string& x) {
+      return name_of(x) == name_of(kv);
+    });
+    if (!replaced) env.push_back(kv);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
 }
 
 }  // namespace
@@ -96,17 +159,33 @@ std::string RunResult::describe(double timeout_s) const {
 }
 
 RunResult run_process(const std::vector<std::string>& argv, const RunLimits& limits,
-                      const fs::path& cwd, const LineHandler& on_line) {
+                      const fs::path& cwd, const LineHandler& on_line, const RunExtras& extras) {
   RunResult result;
-  int out_pipe[2], err_pipe[2];
-  if (argv.empty() || pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+  become_subreaper();
+  int out_pipe[2], err_pipe[2], chan_pipe[2] = {-1, -1};
+  if (argv.empty() || pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      (extras.verdict_channel && pipe2(chan_pipe, O_CLOEXEC) != 0)) {
     result.failed_to_start = true;
     result.output = "cannot create a pipe: " + std::string(strerror(errno));
     return result;
   }
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  // Everything the child needs is built before fork: only async-signal-safe calls after it.
+  std::vector<std::string> full_argv = extras.wrapper;
+  full_argv.insert(full_argv.end(), argv.begin(), argv.end());
+  std::vector<std::string> env_extra = extras.env;
+  // A descriptor number the program cannot assume: it is told it, in a variable it must read.
+  const int chan_fd = 100 + static_cast<int>(std::stoul(random_hex(4), nullptr, 16) % 800);
+  if (extras.verdict_channel) {
+    result.verdict_key = random_hex(32);
+    env_extra.push_back("GTL_GRADER_VERDICT_FD=" + std::to_string(chan_fd));
+    env_extra.push_back("GTL_GRADER_VERDICT_KEY=" + result.verdict_key);
+  }
+  const std::vector<std::string> env = child_environment(env_extra);
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : full_argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
   const std::string dir = cwd.string();
 
   const auto start = Clock::now();
@@ -114,25 +193,29 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a grader killed from outside takes its child along
     const int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
     dup2(out_pipe[1], 1);
     dup2(out_pipe[1], 2);
+    if (chan_pipe[1] >= 0) dup2(chan_pipe[1], chan_fd);  // dup2 clears close-on-exec
     if (!dir.empty() && chdir(dir.c_str()) != 0) {
       const int e = errno;
       (void)!write(err_pipe[1], &e, sizeof e);
       _exit(127);
     }
-    execvp(cargv[0], cargv.data());
+    execvpe(cargv[0], cargv.data(), cenv.data());
     const int e = errno;
     (void)!write(err_pipe[1], &e, sizeof e);
     _exit(127);
   }
   close(out_pipe[1]);
   close(err_pipe[1]);
+  if (chan_pipe[1] >= 0) close(chan_pipe[1]);
   if (pid < 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
+    if (chan_pipe[0] >= 0) close(chan_pipe[0]);
     result.failed_to_start = true;
     result.output = "fork failed: " + std::string(strerror(errno));
     return result;
@@ -143,14 +226,16 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
   if (read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
     close(err_pipe[0]);
     close(out_pipe[0]);
+    if (chan_pipe[0] >= 0) close(chan_pipe[0]);
     waitpid(pid, nullptr, 0);
     result.failed_to_start = true;
-    result.output = "cannot run '" + argv[0] + "'" + (dir.empty() ? "" : " in " + dir) + ": " +
+    result.output = "cannot run '" + full_argv[0] + "'" + (dir.empty() ? "" : " in " + dir) + ": " +
                     strerror(exec_errno);
     return result;
   }
   close(err_pipe[0]);
   fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  if (chan_pipe[0] >= 0) fcntl(chan_pipe[0], F_SETFL, O_NONBLOCK);
 
   CappedBuffer captured(limits.output_bytes);
   std::string line;
@@ -165,15 +250,30 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
       }
     }
   };
+  constexpr std::size_t kMaxVerdicts = 1 << 20;
+  bool chan_eof = chan_pipe[0] < 0;
+  std::vector<char> buf(1 << 16);
+  auto drain_channel = [&] {
+    while (!chan_eof) {
+      const ssize_t n = read(chan_pipe[0], buf.data(), buf.size());
+      if (n > 0) {
+        const std::size_t room = kMaxVerdicts - std::min(kMaxVerdicts, result.verdicts.size());
+        result.verdicts.append(buf.data(), std::min(room, std::size_t(n)));
+      } else if (n == 0) {
+        chan_eof = true;
+      } else {
+        break;
+      }
+    }
+  };
 
   bool eof = false, reaped = false;
   int status = 0;
   Clock::time_point reaped_at{};
   auto last_rss_check = start - std::chrono::seconds(1);
-  std::vector<char> buf(1 << 16);
   while (true) {
-    pollfd p{out_pipe[0], POLLIN, 0};
-    if (!eof) poll(&p, 1, 50);
+    pollfd p[2] = {{out_pipe[0], POLLIN, 0}, {chan_pipe[0], POLLIN, 0}};
+    if (!eof) poll(p, chan_eof ? 1 : 2, 50);
     while (!eof) {
       const ssize_t n = read(out_pipe[0], buf.data(), buf.size());
       if (n > 0) {
@@ -185,6 +285,7 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
         break;  // EAGAIN: nothing more now
       }
     }
+    drain_channel();
     const auto now = Clock::now();
     if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
       reaped = true;
@@ -196,20 +297,25 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
     const double elapsed = std::chrono::duration<double>(now - start).count();
     if (elapsed > limits.timeout_s) {
       result.timed_out = true;
-      kill(-pid, SIGKILL);
+      kill_everything(pid);
     }
     if (now - last_rss_check >= std::chrono::milliseconds(100)) {
       last_rss_check = now;
-      const double rss = group_rss_mb(pid);
+      const double rss = descendants_rss_mb();
       result.peak_rss_mb = std::max(result.peak_rss_mb, rss);
       if (rss > limits.memory_mb) {
         result.memory_exceeded = true;
-        kill(-pid, SIGKILL);
+        kill_everything(pid);
       }
     }
     if (eof) poll(nullptr, 0, 50);  // output closed but the program runs: keep timing it
   }
+  // Whatever the program left behind (a daemon that left its group included) dies now, before
+  // the grader reads a result or writes a report.
+  result.stray_processes = kill_all_descendants();
+  drain_channel();
   close(out_pipe[0]);
+  if (chan_pipe[0] >= 0) close(chan_pipe[0]);
   if (on_line && !line.empty()) on_line(line);
 
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -217,7 +323,43 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
   result.output = captured.str();
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  if (!extras.wrapper.empty() && result.exit_code > 128 && result.exit_code < 128 + 65) {
+    // bubblewrap exits with 128 + N when the program it ran was killed by signal N.
+    result.signal = result.exit_code - 128;
+    result.exit_code = -1;
+  }
   return result;
+}
+
+int kill_all_descendants() {
+  std::vector<pid_t> seen;
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < give_up) {
+    const std::vector<ProcInfo> left = descendants_of(getpid(), all_processes());
+    // Zombies are children not yet reaped: reaping them is all they need.
+    for (const auto& p : left) {
+      kill(p.pid, SIGKILL);
+      if (std::find(seen.begin(), seen.end(), p.pid) == seen.end()) seen.push_back(p.pid);
+    }
+    int status = 0;
+    while (waitpid(-1, &status, WNOHANG) > 0) {
+    }
+    if (left.empty()) break;
+    poll(nullptr, 0, 5);
+  }
+  return static_cast<int>(seen.size());
+}
+
+std::string random_hex(std::size_t n) {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    char c = 0;
+    urandom.get(c);
+    out += digits[static_cast<unsigned char>(c) % 16];
+  }
+  return out;
 }
 
 bool program_available(const std::string& program) {

@@ -6,6 +6,13 @@
 // for large PROT_NONE reservations on some kernels. Instead the parent samples the resident set
 // (RSS, /proc/<pid>/stat) of every process in the child's group ten times a second and kills the
 // group when the sum passes the bound: RSS counts memory actually touched, not reservations.
+//
+// Every descendant is contained, not only the process group: a program can setsid() and fork a
+// daemon that leaves the group. The grader makes itself a child subreaper
+// (PR_SET_CHILD_SUBREAPER), so every orphan of a program it started is re-parented to it and
+// stays its descendant; the memory bound sums the resident sets of all descendants, a timeout
+// kills all of them, and when the program ends every descendant left is killed and reaped before
+// run_process returns. The grader therefore never outlives a process it started.
 #pragma once
 
 #include <chrono>
@@ -33,6 +40,9 @@ struct RunResult {
   double peak_rss_mb = 0;
   std::size_t output_total = 0;  // bytes the program printed, kept or not
   std::string output;            // stdout and stderr interleaved, capped
+  std::string verdict_key;       // RunExtras::verdict_channel: the key records must carry
+  std::string verdicts;          // ... and what arrived on the channel (capped at 1 MiB)
+  int stray_processes = 0;       // descendants still alive when the program ended (all killed)
 
   bool ok() const { return exit_code == 0 && !timed_out && !memory_exceeded && signal == 0; }
   // "exit code 1", "killed by SIGSEGV (segmentation fault)", "timed out after 5 s", ...
@@ -42,9 +52,27 @@ struct RunResult {
 // Called for every line the program prints (each line cut at 4 KiB), in order, kept or not.
 using LineHandler = std::function<void(const std::string& line)>;
 
+// What a grading run adds around a program.
+struct RunExtras {
+  std::vector<std::string> env;  // "NAME=value", added to (or replacing in) the environment
+  // Open the verdict channel (grader/channel/verdict_listener.cpp): a pipe whose write end the
+  // program gets at the descriptor named in GTL_GRADER_VERDICT_FD, and a fresh random key in
+  // GTL_GRADER_VERDICT_KEY; what arrives is returned in RunResult::verdicts.
+  bool verdict_channel = false;
+  std::vector<std::string> wrapper;  // runs `wrapper... argv...` (a sandbox: sandbox.h)
+};
+
 // Runs argv[0] (found through PATH if it has no '/') with argv in `cwd`, stdin from /dev/null.
 RunResult run_process(const std::vector<std::string>& argv, const RunLimits& limits,
-                      const std::filesystem::path& cwd = {}, const LineHandler& on_line = {});
+                      const std::filesystem::path& cwd = {}, const LineHandler& on_line = {},
+                      const RunExtras& extras = {});
+
+// Kills (SIGKILL) and reaps every descendant of this process; returns how many there were.
+// run_process calls it after each program; main() calls it before the grader exits.
+int kill_all_descendants();
+
+// A random hexadecimal string of `n` characters from /dev/urandom.
+std::string random_hex(std::size_t n);
 
 // True when `program` is found on PATH (or is an executable path).
 bool program_available(const std::string& program);

@@ -26,11 +26,16 @@ std::string lab_name(const LabResult& lab) {
 std::string summary_text(const GradeResult& r) {
   std::ostringstream s;
   if (!r.error.empty()) s << "GRADING PROBLEM: " << r.error << "\n\n";
+  if (r.sandbox.rfind("none", 0) == 0)
+    s << "WARNING: student code ran without a sandbox (" << r.sandbox << ")\n\n";
   s << "Score: " << pts(r.score()) << " / " << pts(r.max_score());
   if (r.skipped_points() > 0)
     s << " (+ " << pts(r.skipped_points())
       << " points not graded on this machine: counted apart, neither zero nor full marks)";
   s << "\n";
+  if (!r.seed.empty())
+    s << "Grading seed: " << r.seed << " (the tests' extra shapes and values; run a test program "
+      << "with GTL_TEST_SEED=" << r.seed << " to repeat them)\n";
   for (const auto& lab : r.labs) {
     s << "\n" << lab_name(lab) << ": " << pts(lab.score()) << " / " << pts(lab.max_score()) << "\n";
     if (!lab.error.empty()) s << "  " << lab.error << "\n";
@@ -148,6 +153,8 @@ nlohmann::json report_json(const GradeResult& r) {
   j["skipped_points"] = r.skipped_points();
   j["error"] = r.error;
   j["exit_code"] = r.exit_code;
+  j["sandbox"] = r.sandbox;
+  j["seed"] = r.seed;
   j["labs"] = nlohmann::json::array();
   for (const auto& lab : r.labs) {
     nlohmann::json l = {{"lab", lab.lab},
@@ -178,6 +185,10 @@ nlohmann::json report_json(const GradeResult& r) {
       if (c.threshold) cj["threshold"] = *c.threshold;
       if (c.partial_from) cj["partial_from"] = *c.partial_from;
       if (!c.figure_label.empty()) cj["figure_label"] = c.figure_label;
+      if (c.solution_figure) {
+        cj["solution_figure"] = *c.solution_figure;
+        cj["calibrated_on"] = c.calibrated_on;
+      }
       for (const auto& t : c.tests)
         cj["tests"].push_back(
             {{"name", t.name}, {"outcome", to_string(t.outcome)}, {"message", t.message}});

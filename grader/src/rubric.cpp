@@ -135,6 +135,7 @@ Check parse_check(const YAML::Node& node, const std::string& where, const fs::pa
     c.tests = r.strings("tests", true);
     if (c.tests.empty()) r.fail(node, where + ".tests: list at least one test pattern");
     c.partial = r.boolean("partial", false);
+    c.judge = r.str("judge", false);
   } else if (type == "speed") {
     c.kind = CheckKind::kSpeed;
     c.benchmark = r.str("benchmark", true);
@@ -146,6 +147,14 @@ Check parse_check(const YAML::Node& node, const std::string& where, const fs::pa
     c.partial_from = r.opt_number("partial_from", 0);
     if (c.partial_from && *c.partial_from >= c.min_speedup)
       r.fail(node["partial_from"], where + ".partial_from: must be below min_speedup");
+    c.min_fraction_of_solution = r.opt_number("min_fraction_of_solution", 0);
+    c.partial_from_fraction = r.opt_number("partial_from_fraction", 0);
+    if (c.partial_from_fraction && !c.min_fraction_of_solution)
+      r.fail(node["partial_from_fraction"],
+             where + ".partial_from_fraction: needs min_fraction_of_solution");
+    if (c.partial_from_fraction && *c.partial_from_fraction >= *c.min_fraction_of_solution)
+      r.fail(node["partial_from_fraction"],
+             where + ".partial_from_fraction: must be below min_fraction_of_solution");
   } else if (type == "memory") {
     c.kind = CheckKind::kMemory;
     c.benchmark = r.str("benchmark", true);

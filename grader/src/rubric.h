@@ -36,6 +36,10 @@ struct Check {
   // kTest: GoogleTest filter patterns ("Suite.*", "Suite.Name"); `partial` scores passed/total.
   std::vector<std::string> tests;
   bool partial = false;
+  // kTest, optional: a program built from the course alone (no student code) that recomputes
+  // the references from the grading seed and checks the outputs the tests recorded
+  // (gtl_judge_output.h); the check scores 0 unless it accepts them (docs/grader.md, "Judge").
+  std::string judge;
 
   // kSpeed: speedup = metric(baseline) / metric(benchmark), medians of one run.
   // Full points at speedup >= min_speedup; with partial_from, linear credit between the two.
@@ -46,6 +50,11 @@ struct Check {
   std::string metric = "real_time";  // kSpeed: real_time | cpu_time
   double min_speedup = 0;
   std::optional<double> partial_from;
+  // kSpeed, calibrated (`gtl-grade calibrate`): where the lab's calibration.json has the
+  // solution's speedup on this machine's GPU, full points at min_fraction_of_solution × that
+  // figure, partial credit from partial_from_fraction × it; elsewhere min_speedup/partial_from.
+  std::optional<double> min_fraction_of_solution;
+  std::optional<double> partial_from_fraction;
   std::string counter;  // kMemory
   std::optional<double> max_value;
   std::optional<double> max_ratio;

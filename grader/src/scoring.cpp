@@ -161,6 +161,18 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
     }
   }
   const int total = static_cast<int>(run.tests.size());
+  if (!run.warning.empty()) r.details = "note: " + run.warning + "\n" + r.details;
+  if (skipped > 0 && !check.requires_gpu && !check.requires_cuda) {
+    // Only a missing GPU or CUDA backend may take a check out of the total, and the rubric says
+    // which checks need them: a test that skips anywhere else is a test that did not pass.
+    r.status = Status::kFailed;
+    r.score = 0;
+    r.reason = std::to_string(skipped) + " of " + std::to_string(total) +
+               " tests reported skipped, but this check does not require a GPU or CUDA: a "
+               "skipped test earns nothing (" +
+               (skip_reason.empty() ? "no reason given" : one_line(skip_reason)) + ")";
+    return r;
+  }
   if (total > 0 && skipped == total) {
     // The tests themselves skipped (e.g. GTL_REQUIRE_GPU): not gradable here.
     r.status = Status::kSkipped;
@@ -184,6 +196,37 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
   r.reason = std::to_string(passed) + "/" + std::to_string(total) + " tests passed; " +
              (first_bad.empty() ? "some were skipped" : first_bad);
   return r;
+}
+
+void fail_todos_with_wrong_benchmarks(const Rubric& rubric, std::vector<CheckResult>& checks) {
+  auto find = [&](const std::string& name) -> CheckResult* {
+    for (auto& c : checks)
+      if (c.name == name) return &c;
+    return nullptr;
+  };
+  for (const auto& todo : rubric.todos) {
+    std::string wrong;  // the first benchmark of this TODO that found a wrong result
+    for (const auto& name : todo.checks) {
+      const CheckResult* c = find(name);
+      if (c == nullptr || c->kind == CheckKind::kTest || c->status != Status::kFailed) continue;
+      const auto at = c->reason.find("reported an error: ");
+      if (at != std::string::npos && c->reason.find("wrong", at) != std::string::npos) {
+        wrong = c->name + " (" + c->reason + ")";
+        break;
+      }
+    }
+    if (wrong.empty()) continue;
+    for (const auto& name : todo.checks) {
+      CheckResult* c = find(name);
+      if (c == nullptr || c->kind != CheckKind::kTest || c->status == Status::kSkipped) continue;
+      if (c->score == 0 && c->status == Status::kFailed) continue;
+      c->score = 0;
+      c->status = Status::kFailed;
+      c->details = "the tests passed (" + c->reason + "), but " + c->details;
+      c->reason = "the benchmark of TODO " + todo.id + " found a wrong result: " + wrong +
+                  "; code must be right outside the tests too, so this check scores 0";
+    }
+  }
 }
 
 CheckResult score_speed_check(const Check& check, const BenchRun& run) {

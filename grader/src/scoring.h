@@ -34,7 +34,9 @@ struct CheckResult {
   std::optional<double> figure;     // speedup, or counter value/ratio
   std::optional<double> threshold;  // min_speedup, max_value or max_ratio
   std::optional<double> partial_from;
-  std::string figure_label;  // "speedup", "peak_allocated_bytes", ...
+  std::string figure_label;               // "speedup", "peak_allocated_bytes", ...
+  std::optional<double> solution_figure;  // speed: the solution's speedup on this GPU (calibrated)
+  std::string calibrated_on;              // ... and the GPU it was measured on
   bool higher_is_better = true;
 };
 
@@ -57,8 +59,10 @@ struct LabResult {
 
 struct GradeResult {
   std::string submission;
-  std::string error;  // grading itself failed (the results still say so)
-  int exit_code = 0;  // 0, or the documented code of what went wrong (docs/grader.md)
+  std::string error;    // grading itself failed (the results still say so)
+  int exit_code = 0;    // 0, or the documented code of what went wrong (docs/grader.md)
+  std::string sandbox;  // "bubblewrap", or "none: <why>" (docs/grader.md, "Trust model")
+  std::string seed;     // the grading seed the tests drew their shapes from (GTL_TEST_SEED)
   std::vector<LabResult> labs;
 
   double score() const;
@@ -71,6 +75,11 @@ struct GradeResult {
 double speed_credit(double speedup, double min_speedup, std::optional<double> partial_from);
 
 CheckResult score_test_check(const Check& check, const GtestRun& run);
+
+// A benchmark that found its own result wrong (it reported an error whose message says "wrong")
+// voids the correctness of the TODO it times: code right only under the test harness must not
+// keep the test points. Every test check of a TODO with such a speed or memory check scores 0.
+void fail_todos_with_wrong_benchmarks(const Rubric& rubric, std::vector<CheckResult>& checks);
 CheckResult score_speed_check(const Check& check, const BenchRun& run);
 CheckResult score_memory_check(const Check& check, const BenchRun& run);
 CheckResult skipped_check(const Check& check, const std::string& reason);

@@ -1,78 +1,10 @@
 // End to end: gtl-grade grades the tiny fixture course (fixtures/course, one lab "01-sum") and
 // the submissions under fixtures/submissions, each scored as it should be within a bounded time.
 // All tests share one private build folder, so only the submission's file is rebuilt each time.
-#include <gtest/gtest.h>
-
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
-#include "process.h"
+#include "e2e_support.h"
 
 namespace gtl::grader {
 namespace {
-
-namespace fs = std::filesystem;
-
-const fs::path kFixtures = GTL_GRADER_FIXTURES;
-const fs::path kCourse = kFixtures / "course";
-const fs::path kWork = fs::path(GTL_GRADER_E2E_WORK);
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Graded {
-  RunResult run;
-  nlohmann::json report;      // report.json
-  nlohmann::json gradescope;  // results.json
-  fs::path out;
-
-  // The check named `name` of lab 01 in report.json.
-  nlohmann::json check(const std::string& name) const {
-    for (const auto& lab : report["labs"])
-      for (const auto& c : lab["checks"])
-        if (c["name"] == name) return c;
-    ADD_FAILURE() << "no check " << name << " in " << report.dump(2).substr(0, 2000);
-    return {};
-  }
-  double score(const std::string& name) const { return check(name)["score"].get<double>(); }
-  std::string status(const std::string& name) const { return check(name)["status"]; }
-  std::string reason(const std::string& name) const { return check(name)["reason"]; }
-};
-
-// Runs gtl-grade with `args` plus the fixture course and the shared work folder.
-Graded gtl_grade(std::vector<std::string> args, const std::string& out_name, double limit_s = 240) {
-  Graded g;
-  g.out = kWork / "out" / out_name;
-  fs::remove_all(g.out);
-  std::vector<std::string> argv = {GTL_GRADE_EXE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  for (const std::string& a :
-       std::vector<std::string>{"--course", kCourse.string(), "--work", (kWork / "work").string(),
-                                "--out", g.out.string(), "--cpu-only"})
-    argv.push_back(a);
-  RunLimits limits;
-  limits.timeout_s = limit_s;
-  limits.output_bytes = 1 << 20;
-  g.run = run_process(argv, limits);
-  EXPECT_FALSE(g.run.timed_out) << "grading must finish within " << limit_s << " s";
-  if (fs::exists(g.out / "report.json"))
-    g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
-  if (fs::exists(g.out / "results.json"))
-    g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
-  return g;
-}
-
-Graded grade_submission_named(const std::string& name) {
-  return gtl_grade({"grade", "--submission", (kFixtures / "submissions" / name).string()}, name);
-}
 
 TEST(GraderE2E, CorrectSubmissionEarnsEveryRunnablePoint) {
   const Graded g = grade_submission_named("correct");
@@ -283,6 +215,44 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
   EXPECT_NE(r.output.find("'prefix-correct' cannot tell the starter from the solution"),
             std::string::npos)
       << r.output;
+}
+
+TEST(GraderE2E, CalibrateStoresTheSolutionsFigureAndSpeedChecksUseIt) {
+  // A copy of the fixture whose speed check asks for a fraction of the solution's own speedup.
+  const fs::path course = kWork / "calibrated-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  std::string rubric = slurp(course / "labs/01-sum/rubric.yaml");
+  const std::string line = "    partial_from: 2\n";
+  rubric.replace(rubric.find(line), line.size(),
+                 line + "    min_fraction_of_solution: 0.25\n    partial_from_fraction: 0.1\n");
+  std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
+  const fs::path work = kWork / "calibrated-work";
+  RunLimits limits;
+  limits.timeout_s = 240;
+  const auto r =
+      run_process({GTL_GRADE_EXE, "calibrate", "--course", course.string(), "--work", work.string(),
+                   "--out", (kWork / "out/calibrate").string(), "--cpu-only", "-q"},
+                  limits);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto calibration = nlohmann::json::parse(slurp(course / "labs/01-sum/calibration.json"));
+  ASSERT_TRUE(calibration["cpu"]["sum-speed"].is_number())
+      << "calibrate stores the solution's speedup under this machine's GPU ('cpu' with "
+         "--cpu-only): "
+      << calibration.dump();
+  const double solution = calibration["cpu"]["sum-speed"];
+
+  const Graded g =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/correct").string()},
+                   "calibrated", course, work);
+  const nlohmann::json speed = g.check("sum-speed");
+  EXPECT_EQ(speed["solution_figure"].get<double>(), solution);
+  EXPECT_EQ(speed["calibrated_on"], "cpu");
+  EXPECT_DOUBLE_EQ(speed["threshold"].get<double>(), 0.25 * solution)
+      << "full points at min_fraction_of_solution x the solution's figure";
+  EXPECT_DOUBLE_EQ(speed["partial_from"].get<double>(), 0.1 * solution);
+  EXPECT_NE(slurp(g.out / "report.html").find("the solution: "), std::string::npos)
+      << "the HTML plot marks the solution's figure beside the bar and the threshold";
 }
 
 TEST(GraderE2E, BatchWritesAGradebookAndResumes) {

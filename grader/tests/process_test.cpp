@@ -60,6 +60,40 @@ namespace {
     std::fflush(stdout);
     std::_Exit(0);
   }
+  if (m == "daemon") {
+    // Leaves its process group (setsid) and forks a daemon with stdout closed: the group kill
+    // cannot reach it and the output pipe does not wait for it. It writes its pid for the test.
+    if (fork() == 0) {
+      setsid();
+      if (fork() == 0) {
+        std::fclose(stdout);
+        std::FILE* f = std::fopen(std::getenv("GTL_GRADER_DAEMON_PID"), "w");
+        std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+        std::fclose(f);
+        for (;;) std::this_thread::yield();  // uses CPU and memory until something kills it
+      }
+      std::_Exit(0);
+    }
+    usleep(300000);  // the daemon has written its pid
+    std::_Exit(0);
+  }
+  if (m == "daemon_memory") {
+    // A daemon outside the group that touches 2 GiB: the memory bound covers it too.
+    if (fork() == 0) {
+      setsid();
+      std::fclose(stdout);
+      std::vector<char*> blocks;
+      for (int i = 0; i < 32; ++i) {
+        char* p = static_cast<char*>(std::malloc(64 << 20));
+        std::memset(p, 1, 64 << 20);
+        blocks.push_back(p);
+        usleep(20000);
+      }
+      std::_Exit(0);
+    }
+    sleep(600);
+    std::_Exit(0);
+  }
   std::_Exit(99);
 }();
 
@@ -141,6 +175,37 @@ TEST(Process, StrayGrandchildDoesNotHoldTheRunner) {
   EXPECT_TRUE(r.ok());
   EXPECT_NE(r.output.find("parent done"), std::string::npos);
   EXPECT_LT(r.wall_s, 5.0) << "the grandchild is killed with the group";
+}
+
+TEST(Process, ADaemonOutsideTheGroupIsKilledWhenTheProgramEnds) {
+  const std::string pid_file = ::testing::TempDir() + "/gtl_grader_daemon.pid";
+  std::remove(pid_file.c_str());
+  RunLimits limits;
+  limits.timeout_s = 30;
+  std::vector<std::string> argv = helper("daemon");
+  argv.insert(argv.begin() + 1, "GTL_GRADER_DAEMON_PID=" + pid_file);
+  const auto r = run_process(argv, limits);
+  EXPECT_TRUE(r.ok()) << r.describe(30) << "\n" << r.output;
+  EXPECT_LT(r.wall_s, 5.0);
+  std::FILE* f = std::fopen(pid_file.c_str(), "r");
+  ASSERT_NE(f, nullptr) << "the helper's daemon did not start";
+  int pid = 0;
+  EXPECT_EQ(std::fscanf(f, "%d", &pid), 1);
+  std::fclose(f);
+  EXPECT_GE(r.stray_processes, 1) << "the daemon outlived its parent and was found";
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(pid)))
+      << "the daemon (pid " << pid << ") that left the process group is still alive after "
+      << "run_process returned: descendants are not contained";
+}
+
+TEST(Process, TheMemoryBoundCoversADaemonOutsideTheGroup) {
+  RunLimits limits;
+  limits.timeout_s = 30;
+  limits.memory_mb = 256;
+  const auto r = run_process(helper("daemon_memory"), limits);
+  EXPECT_TRUE(r.memory_exceeded) << "2 GiB touched by a setsid() daemon must pass a 256 MiB bound: "
+                                 << r.describe(30);
+  EXPECT_LT(r.wall_s, 20.0);
 }
 
 }  // namespace

@@ -150,6 +150,27 @@ TEST(Rubric, RejectsBadValues) {
   EXPECT_NE(error_of("").find("rubric.yaml:1: the rubric is empty"), std::string::npos);
 }
 
+TEST(Rubric, CalibratedSpeedFractions) {
+  std::string text = kValid;
+  const std::string line = "    partial_from: 2\n";
+  text.replace(text.find(line), line.size(),
+               line + "    min_fraction_of_solution: 0.8\n    partial_from_fraction: 0.5\n");
+  const Rubric r = parse_rubric(text, "labs/02-matmul/rubric.yaml", "02-matmul");
+  ASSERT_TRUE(r.checks[1].min_fraction_of_solution.has_value());
+  EXPECT_EQ(*r.checks[1].min_fraction_of_solution, 0.8);
+  EXPECT_EQ(*r.checks[1].partial_from_fraction, 0.5);
+  std::string bad = text;
+  bad.replace(bad.find("partial_from_fraction: 0.5"), 26, "partial_from_fraction: 0.9");
+  EXPECT_NE(error_of(bad).find("partial_from_fraction: must be below min_fraction_of_solution"),
+            std::string::npos)
+      << error_of(bad);
+  bad = text;
+  bad.replace(bad.find("    min_fraction_of_solution: 0.8\n"), 34, "");
+  EXPECT_NE(error_of(bad).find("partial_from_fraction: needs min_fraction_of_solution"),
+            std::string::npos)
+      << error_of(bad);
+}
+
 TEST(Rubric, LabIdMustMatchItsFolder) {
   std::string text = kValid;
   text.replace(text.find("lab: \"02\""), 9, "lab: \"03\"");

@@ -59,15 +59,34 @@ TEST(TestCheck, PartialCreditPerTest) {
   EXPECT_NE(r.details.find("S.T2 (timeout)"), std::string::npos) << r.details;
 }
 
-TEST(TestCheck, AllSkippedIsSkippedNotPassed) {
+TEST(TestCheck, AllSkippedIsSkippedOnlyWhereTheRubricNeedsAGpu) {
   GtestRun run = run_of({TestOutcome::kSkipped, TestOutcome::kSkipped});
   run.tests[0].message = "no GPU: cudaGetDeviceCount failed";
-  const CheckResult r = score_test_check(test_check(false), run);
-  EXPECT_EQ(r.status, Status::kSkipped);
+  Check gpu = test_check(false);
+  gpu.requires_gpu = true;
+  const CheckResult r = score_test_check(gpu, run);
+  EXPECT_EQ(r.status, Status::kSkipped) << "a requires: gpu check whose tests skip is not graded";
   EXPECT_NE(r.reason.find("no GPU"), std::string::npos) << r.reason;
+  Check cuda = test_check(false);
+  cuda.requires_cuda = true;
+  EXPECT_EQ(score_test_check(cuda, run).status, Status::kSkipped);
   const CheckResult some =
-      score_test_check(test_check(false), run_of({TestOutcome::kPassed, TestOutcome::kSkipped}));
+      score_test_check(gpu, run_of({TestOutcome::kPassed, TestOutcome::kSkipped}));
   EXPECT_EQ(some.status, Status::kFailed) << "a skipped test among run ones is not a pass";
+}
+
+TEST(TestCheck, ASkipInACheckThatNeedsNoGpuScoresZero) {
+  // Forging class: the student's code makes its own tests report "skipped", hoping the points
+  // leave the total. Only the rubric decides what may be skipped.
+  const CheckResult all =
+      score_test_check(test_check(true), run_of({TestOutcome::kSkipped, TestOutcome::kSkipped}));
+  EXPECT_EQ(all.status, Status::kFailed) << "skips in a cpu check are not 'not gradable here'";
+  EXPECT_EQ(all.score, 0);
+  EXPECT_NE(all.reason.find("does not require a GPU or CUDA"), std::string::npos) << all.reason;
+  const CheckResult some =
+      score_test_check(test_check(true),
+                       run_of({TestOutcome::kPassed, TestOutcome::kPassed, TestOutcome::kSkipped}));
+  EXPECT_EQ(some.score, 0) << "one skip voids the check, even with partial credit";
 }
 
 TEST(TestCheck, RunErrorFails) {
@@ -180,6 +199,50 @@ TEST(Totals, CompileProblemNamesWhatDoesNotCompile) {
   lab.failed_targets = {"lab01_bench", "lab01_emu_test"};
   EXPECT_EQ(lab.compile_problem(),
             "lab01_bench, lab01_emu_test do not compile (only the checks that run them score 0)");
+}
+
+}  // namespace
+}  // namespace gtl::grader
+
+namespace gtl::grader {
+namespace {
+
+CheckResult result(const std::string& name, CheckKind kind, Status status, double score,
+                   const std::string& reason) {
+  CheckResult r;
+  r.name = name;
+  r.kind = kind;
+  r.status = status;
+  r.score = score;
+  r.max_score = 6;
+  r.reason = reason;
+  return r;
+}
+
+TEST(TodoCrossCheck, ABenchmarkThatFoundAWrongResultVoidsTheTodosTests) {
+  Rubric rubric;
+  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}}, {"2", "b.cpp", {"other"}}};
+  std::vector<CheckResult> checks = {
+      result("correct", CheckKind::kTest, Status::kPassed, 6, "3/3 tests passed"),
+      result("speed", CheckKind::kSpeed, Status::kFailed, 0,
+             "benchmark 'BM_Fast' reported an error: wrong result: sum is 7"),
+      result("other", CheckKind::kTest, Status::kPassed, 6, "1/1 tests passed")};
+  fail_todos_with_wrong_benchmarks(rubric, checks);
+  EXPECT_EQ(checks[0].score, 0) << "right only under the test harness: the tests of TODO 1 fail";
+  EXPECT_EQ(checks[0].status, Status::kFailed);
+  EXPECT_NE(checks[0].reason.find("TODO 1 found a wrong result"), std::string::npos)
+      << checks[0].reason;
+  EXPECT_EQ(checks[2].score, 6) << "another TODO's checks are not touched";
+}
+
+TEST(TodoCrossCheck, ASlowOrCrashedBenchmarkDoesNotVoidTheTests) {
+  Rubric rubric;
+  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}}};
+  std::vector<CheckResult> checks = {
+      result("correct", CheckKind::kTest, Status::kPassed, 6, "3/3 tests passed"),
+      result("speed", CheckKind::kSpeed, Status::kFailed, 0, "the benchmark program timed out")};
+  fail_todos_with_wrong_benchmarks(rubric, checks);
+  EXPECT_EQ(checks[0].score, 6) << "only a wrong result says the code is wrong";
 }
 
 }  // namespace

@@ -2,11 +2,14 @@
 // needs the CUDA runtime library but no GPU) and the CPU vector add (TODO 7).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <random>
 #include <vector>
 
 #include "gpu_basics.h"
 #include "gtl/tensor/philox.h"
 #include "gtl_test.h"
+#include "gtl_test_seed.h"
 
 #ifdef GTL_WITH_CUDA
 #include "check_cuda.h"
@@ -19,6 +22,21 @@ TEST(ChooseDevice, AutoPicksTheGpuWhenThereIsOneElseTheCpu) {
   EXPECT_EQ(d, gtl::cuda_available() ? gtl::Device::cuda(0) : gtl::Device::cpu())
       << "TODO 1a: \"auto\" must fall back to the CPU when no GPU is usable, so the same program "
          "runs on a laptop and on a GPU server";
+}
+
+// The CPU fallback, forced rather than assumed: in a child process that sees no GPU
+// (CUDA_VISIBLE_DEVICES=""), "auto" must choose the CPU. The test above checks the GPU branch on a
+// GPU machine; this one checks the fallback on every machine, GPU or not.
+TEST(ChooseDevice, AutoFallsBackToTheCpuInAProcessThatSeesNoGpu) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: the driver not yet asked
+  EXPECT_EXIT(
+      {
+        setenv("CUDA_VISIBLE_DEVICES", "", 1);
+        std::exit(lab01::choose_device("auto") == gtl::Device::cpu() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "")
+      << "TODO 1a: with no visible GPU (CUDA_VISIBLE_DEVICES=\"\"), \"auto\" must fall back to "
+         "the CPU";
 }
 
 TEST(ChooseDevice, ExplicitRequestsAreHonoured) {
@@ -64,6 +82,25 @@ TEST(VectorAddCpu, MatchesTheDefinitionOnOddSizes) {
     lab01::vector_add_cpu(a.data(), b.data(), c.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 7: c[" << i << "] for n = " << n;
+    }
+  }
+}
+
+// Sizes, alignments and values drawn from the grading seed (gtl_test_seed.h), on top of the fixed
+// sizes above: code right only for the sizes a test is known to use fails here.
+TEST(VectorAddCpu, SeededSizesAndAlignments) {
+  std::mt19937_64 g = gtl::test_seed::generator("VectorAddCpu.SeededSizesAndAlignments");
+  std::uniform_real_distribution<float> value(-1000.f, 1000.f);
+  for (int round = 0; round < 4; ++round) {
+    const int64_t n = gtl::test_seed::draw(g, 1, 1 << 18);
+    const int64_t offset = gtl::test_seed::draw(g, 0, 3);  // floats: not always 16-byte aligned
+    std::vector<float> a(n + offset), b(n + offset), c(n + offset, -1.f);
+    for (int64_t i = 0; i < n + offset; ++i) a[i] = value(g), b[i] = value(g);
+    lab01::vector_add_cpu(a.data() + offset, b.data() + offset, c.data() + offset, n);
+    for (int64_t i = offset; i < n + offset; ++i) {
+      ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 7: c[" << i - offset << "] for n = " << n
+                                   << ", arrays starting " << offset << " floats past an aligned "
+                                   << "address, " << gtl::test_seed::describe();
     }
   }
 }

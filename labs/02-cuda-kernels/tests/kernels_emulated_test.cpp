@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "cuda_runtime.h"  // the emulator's: emu::KernelOutput
+#include "gtl_test_seed.h"
 #include "kernels.h"
 
 namespace {
@@ -59,20 +61,28 @@ TEST(EmulatedReduce, EveryVersionSumsAnySizeAndAlignment) {
       {"TODO 1a shared-memory tree", lab02::reduce_sum_shared},
       {"TODO 1b warp shuffles", lab02::reduce_sum_warp},
       {"TODO 1c several elements per thread", lab02::reduce_sum}};
-  for (int64_t n : {1, 2, 3, 5, 31, 33, 255, 256, 257, 1000, 4097, 70001}) {
+  // Fixed edge sizes, then two drawn from the grading seed (gtl_test_seed.h) with a drawn offset.
+  std::mt19937_64 g = gtl::test_seed::generator("EmulatedReduce");
+  std::vector<std::pair<int64_t, int>> cases;
+  for (int64_t n : {1, 2, 3, 5, 31, 33, 255, 256, 257, 1000, 4097, 70001})
+    for (int offset : {0, 1}) cases.push_back({n, offset});
+  for (int i = 0; i < 2; ++i)
+    cases.push_back({gtl::test_seed::draw(g, 1, 100000), int(gtl::test_seed::draw(g, 0, 3))});
+  for (const auto& [n, offset] : cases) {
     // offset 1: the input does not start on a 16-byte boundary (vector loads need a fallback)
-    for (int offset : {0, 1}) {
+    {
       const std::vector<float> buffer = uniform(n + offset, -1.f, 1.f, unsigned(n));
       const float* x = buffer.data() + offset;
       double exact = 0, magnitude = 0;
       for (int64_t i = 0; i < n; ++i) exact += x[i], magnitude += std::fabs(x[i]);
       for (const auto& [name, fn] : versions) {
-        float out = kNaN;
-        fn(x, &out, n, nullptr);
+        emu::KernelOutput<float> result(1, kNaN, "out");  // kernel threads must write it
+        fn(x, result.data(), n, nullptr);
+        const float out = result[0];
         if (!(std::fabs(out - exact) <= 1e-5 * magnitude + 1e-6))
           ADD_FAILURE()
-              << name << ", n = " << n << ", input offset " << offset << " floats: got " << out
-              << ", expected " << exact
+              << name << ", n = " << n << ", input offset " << offset << " floats ("
+              << gtl::test_seed::describe() << "): got " << out << ", expected " << exact
               << " (0: nothing was added; far off: elements lost at block edges, a __syncthreads "
                  "missing between tree levels in 1a, or a float4 path for a misaligned input in "
                  "1c)";
@@ -82,20 +92,23 @@ TEST(EmulatedReduce, EveryVersionSumsAnySizeAndAlignment) {
 }
 
 TEST(EmulatedTranspose, BothVersionsOnOddShapes) {
-  for (auto [rows, cols] :
-       std::vector<std::pair<int, int>>{{1, 1}, {1, 37}, {37, 1}, {33, 65}, {64, 64}, {100, 37}}) {
+  std::vector<std::pair<int, int>> shapes = {{1, 1},   {1, 37},  {37, 1},
+                                             {33, 65}, {64, 64}, {100, 37}};
+  std::mt19937_64 g = gtl::test_seed::generator("EmulatedTranspose");  // one more, seeded
+  shapes.push_back({int(gtl::test_seed::draw(g, 1, 150)), int(gtl::test_seed::draw(g, 1, 150))});
+  for (auto [rows, cols] : shapes) {
     const std::vector<float> in = uniform(size_t(rows) * cols, -1.f, 1.f, rows * 7 + cols);
     std::vector<double> expected(in.size());
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < cols; ++c) expected[size_t(c) * rows + r] = in[size_t(r) * cols + c];
     for (bool tiled : {false, true}) {
-      std::vector<float> out(in.size(), kNaN);
+      emu::KernelOutput<float> out(in.size(), kNaN, "out");  // kernel threads must write it
       (tiled ? lab02::transpose : lab02::transpose_naive)(in.data(), out.data(), rows, cols,
                                                           nullptr);
       const std::string bad = first_mismatch(expected, out.data(), 0, 0);
       expect_no_mismatch(bad, ::testing::Message()
                                   << (tiled ? "TODO 2 tiled" : "naive") << " transpose of " << rows
-                                  << "x" << cols
+                                  << "x" << cols << " (" << gtl::test_seed::describe() << ")"
                                   << ": a transpose moves values exactly (check the edge tiles and "
                                   << "the __syncthreads between loading and storing the tile)");
     }
@@ -109,8 +122,12 @@ TEST(EmulatedSgemm, EveryVersionOnEdgeShapes) {
       {"naive (provided)", lab02::sgemm_naive},
       {"TODO 3a shared-memory tiles", lab02::sgemm_tiled},
       {"TODO 3b register tiles", lab02::sgemm_register_tiled}};
-  for (auto [m, n, k] : std::vector<std::tuple<int, int, int>>{
-           {1, 1, 1}, {7, 5, 3}, {33, 65, 17}, {128, 128, 8}, {129, 131, 9}, {200, 130, 70}}) {
+  std::vector<std::tuple<int, int, int>> shapes = {{1, 1, 1},     {7, 5, 3},     {33, 65, 17},
+                                                   {128, 128, 8}, {129, 131, 9}, {200, 130, 70}};
+  std::mt19937_64 g = gtl::test_seed::generator("EmulatedSgemm");  // one more, seeded
+  shapes.push_back({int(gtl::test_seed::draw(g, 1, 160)), int(gtl::test_seed::draw(g, 1, 160)),
+                    int(gtl::test_seed::draw(g, 1, 80))});
+  for (auto [m, n, k] : shapes) {
     const std::vector<float> a = uniform(size_t(m) * k, -1.f, 1.f, 1),
                              b = uniform(size_t(k) * n, -1.f, 1.f, 2);
     std::vector<double> expected(size_t(m) * n, 0.0);
@@ -119,12 +136,14 @@ TEST(EmulatedSgemm, EveryVersionOnEdgeShapes) {
         for (int j = 0; j < n; ++j)
           expected[size_t(i) * n + j] += double(a[size_t(i) * k + p]) * b[size_t(p) * n + j];
     for (const auto& [name, fn] : versions) {
-      std::vector<float> c(expected.size() + 1, kNaN);  // one guard element past the end
+      // One guard element past the end; written only by kernel threads (emu::KernelOutput).
+      emu::KernelOutput<float> c(expected.size() + 1, kNaN, "C");
       fn(a.data(), b.data(), c.data(), m, n, k, nullptr);
       const std::string bad = first_mismatch(expected, c.data(), 1e-4, 1e-5 * k);
       expect_no_mismatch(
           bad, ::testing::Message()
-                   << name << ", M N K = " << m << " " << n << " " << k
+                   << name << ", M N K = " << m << " " << n << " " << k << " ("
+                   << gtl::test_seed::describe() << ")"
                    << ": a wrong index, a missing edge (zero-fill the tiles past M, N, K), "
                    << "or a tile overwritten before every thread has used it (the "
                    << "__syncthreads at the end of each k step)");

@@ -1,0 +1,90 @@
+// Forbidden includes of student objects (see include_check.h).
+#include "include_check.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "process.h"
+
+namespace gtl::grader {
+namespace {
+
+namespace fs = std::filesystem;
+
+// True when `path` lies inside `dir` (both absolute and normal).
+bool inside(const fs::path& path, const fs::path& dir) {
+  const fs::path rel = path.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+fs::path absolute_normal(const fs::path& p, const fs::path& base) {
+  return (p.is_absolute() ? p : base / p).lexically_normal();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::vector<std::string>>> parse_ninja_deps(
+    const std::string& text) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    if (line[0] != ' ') {
+      const auto colon = line.find(": #deps");
+      if (colon != std::string::npos) out.push_back({line.substr(0, colon), {}});
+    } else if (!out.empty()) {
+      out.back().second.push_back(line.substr(line.find_first_not_of(' ')));
+    }
+  }
+  return out;
+}
+
+std::vector<ForbiddenInclude> forbidden_includes(const fs::path& build_dir, const fs::path& impl,
+                                                 const fs::path& course, const Rubric& lab) {
+  RunLimits limits;
+  limits.timeout_s = 60;
+  limits.output_bytes = 64 << 20;
+  const RunResult r = run_process({"ninja", "-C", build_dir.string(), "-t", "deps"}, limits);
+  std::vector<ForbiddenInclude> out;
+  if (!r.ok()) return out;
+  const fs::path build = fs::absolute(build_dir).lexically_normal();
+  const fs::path student = fs::absolute(impl / lab.dir).lexically_normal();
+  const fs::path all_students = fs::absolute(impl).lexically_normal();
+  const fs::path root = fs::absolute(course).lexically_normal();
+  const fs::path lab_dir = root / "labs" / lab.dir;
+  auto allowed = [&](const fs::path& dep) {
+    if (inside(dep, all_students)) return true;
+    if (inside(dep, lab_dir)) {
+      const std::string sub = dep.lexically_relative(lab_dir).begin()->string();
+      return sub != "tests" && sub != "bench" && sub != "hidden";
+    }
+    if (inside(dep, root / "common")) return true;
+    if (inside(dep, build)) return true;  // generated files, emulated copies of student files
+    return inside(dep, "/usr") || inside(dep, "/opt");
+  };
+  for (const auto& [object, deps] : parse_ninja_deps(r.output)) {
+    if (deps.empty()) continue;
+    const fs::path source = absolute_normal(deps.front(), build);
+    // A student object: compiled from the student's folder, or from the copy of a student file
+    // the emulated build makes in the build folder.
+    const bool from_student = inside(source, student);
+    const bool copy_of_student =
+        inside(source, build) && std::find(lab.student_files.begin(), lab.student_files.end(),
+                                           source.filename().string()) != lab.student_files.end();
+    if (!from_student && !copy_of_student) continue;
+    const std::string name = lab.dir + "/" + source.filename().string();
+    for (const auto& d : deps) {
+      const fs::path dep = absolute_normal(d, build);
+      if (allowed(dep)) continue;
+      const std::string shown =
+          inside(dep, root) ? dep.lexically_relative(root).string() : dep.string();
+      if (std::none_of(out.begin(), out.end(), [&](const ForbiddenInclude& f) {
+            return f.object == name && f.included == shown;
+          }))
+        out.push_back({name, shown});
+    }
+  }
+  return out;
+}
+
+}  // namespace gtl::grader

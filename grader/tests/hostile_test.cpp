@@ -1,0 +1,190 @@
+// Hostile submissions (issue 13): code that does not solve a TODO and tries to earn its points
+// anyway. Each fixture under fixtures/submissions/forge_* (and the others named below) leaves the
+// sum TODO open and solves prefix_sums: every sum check must score 0 and every prefix check full
+// marks, whatever the forgery. docs/grader.md, "Trust model", says what each one proves.
+#include <map>
+
+#include "e2e_support.h"
+
+namespace gtl::grader {
+namespace {
+
+// The hidden test program of the fixture lab in the build of `work`.
+fs::path find_hidden_test(const fs::path& work) {
+  return work / "build/labs/01-sum/lab01_sum_hidden_test";
+}
+
+// The sum TODO is open: these checks must score 0. The prefix TODO is solved: full marks.
+void expect_sum_zero_prefix_full(const Graded& g) {
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  for (const char* name : {"sum-correct", "sum-speed", "sum-memory", "sum-hidden"}) {
+    EXPECT_EQ(g.score(name), 0.0) << name
+                                  << " covers the open sum TODO, yet scored: " << g.reason(name);
+    EXPECT_EQ(g.status(name), "failed") << name << ": " << g.reason(name);
+  }
+  EXPECT_EQ(g.score("prefix-correct"), 3.0)
+      << "prefix_sums is solved: " << g.reason("prefix-correct");
+  EXPECT_EQ(g.score("prefix-memory"), 1.0) << g.reason("prefix-memory");
+  EXPECT_EQ(g.report["score"], 4.0) << "3 + 1 for prefix sums, nothing for sum";
+  EXPECT_EQ(g.report["max_score"], 13.0) << "no forged skip takes points out of the total";
+  EXPECT_EQ(g.report["skipped_points"], 3.0) << "only the requires: gpu check is counted apart";
+  EXPECT_EQ(g.gradescope["score"], 4.0);
+}
+
+TEST(HostileSubmission, PrintedGoogleTestLinesEarnNothing) {
+  const Graded g = grade_submission_named("forge_stdout");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("in the middle of this test"), std::string::npos)
+      << "the test that exited early is blamed, whatever it printed: " << g.reason("sum-correct");
+}
+
+TEST(HostileSubmission, ARewrittenJsonReportEarnsNothing) {
+  const Graded g = grade_submission_named("forge_json");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("Sum.Small failed"), std::string::npos)
+      << "the failures come from the verdict channel, not the JSON: " << g.reason("sum-correct");
+}
+
+TEST(HostileSubmission, SelfReportedSkipsScoreZero) {
+  const Graded g = grade_submission_named("forge_skip");
+  expect_sum_zero_prefix_full(g);
+}
+
+TEST(HostileSubmission, AForgedListingCannotDropExpectedTests) {
+  const Graded g = grade_submission_named("forge_listing");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("every expected test must run"), std::string::npos)
+      << g.reason("sum-correct");
+}
+
+TEST(HostileSubmission, RecordsWrittenWithoutTheKeyVoidTheRun) {
+  const Graded g = grade_submission_named("forge_channel");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("forged record on the grader's verdict channel"),
+            std::string::npos)
+      << "the channel's key was gone before the student's initialiser ran: "
+      << g.reason("sum-correct");
+}
+
+TEST(HostileSubmission, AForgedChannelStillFailsTheJudge) {
+  // The one forgery the channel cannot see: code that steals its key before the listener. The
+  // sum check's judge recomputes the seeded sums without the student's code.
+  const Graded g = grade_submission_named("forge_key");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct")
+                .find("the judge lab01_sum_judge (built from the course alone) "
+                      "rejects the outputs"),
+            std::string::npos)
+      << g.reason("sum-correct");
+  EXPECT_NE(g.reason("sum-correct").find("4/4 tests passed"), std::string::npos)
+      << "the forged channel did claim every test passed: " << g.reason("sum-correct");
+}
+
+TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
+  Graded g;
+  g.out = kWork / "out" / "daemon";
+  fs::remove_all(g.out);
+  // gtl-grade runs under a shell that waits 3 s after it exits: a daemon that escaped the grader
+  // rewrites results.json then. (This test's own run_process is a subreaper too: run directly, it
+  // would kill such a daemon the moment gtl-grade exits and hide the escape.) Without the
+  // sandbox: its PID namespace would hide the grader from the daemon, and this tests the
+  // subreaper, which holds with or without it. (work-unsandboxed: without the sandbox the
+  // course is graded from a copy, another build.)
+  const std::string grade = std::string("GTL_GRADER_NO_SANDBOX=1 '") + GTL_GRADE_EXE +
+                            "' grade --submission '" + (kFixtures / "submissions/daemon").string() +
+                            "' --course '" + kCourse.string() + "' --work '" +
+                            (kWork / "work-unsandboxed").string() + "' --out '" + g.out.string() +
+                            "' --cpu-only -q";
+  RunLimits limits;
+  limits.timeout_s = 240;
+  limits.output_bytes = 1 << 20;
+  g.run = run_process({"sh", "-c", grade + "; code=$?; sleep 3; exit $code"}, limits);
+  ASSERT_TRUE(fs::exists(g.out / "results.json")) << g.run.output;
+  g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
+  g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
+  EXPECT_EQ(g.run.stray_processes, 0)
+      << "gtl-grade must kill and reap every process it started before it exits";
+  expect_sum_zero_prefix_full(g);
+}
+
+TEST(HostileSubmission, CodeRightOnlyForTheFixedShapesFailsTheSeededOnes) {
+  const Graded g = gtl_grade({"grade", "--seed", "4242", "--submission",
+                              (kFixtures / "submissions/fixed_shapes").string()},
+                             "fixed_shapes");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_EQ(g.report["seed"], "4242") << "the report records the grading seed";
+  EXPECT_NE(g.gradescope["output"].get<std::string>().find("GTL_TEST_SEED=4242"), std::string::npos)
+      << "the student is told how to repeat the seeded shapes";
+  const std::string details = g.check("sum-correct")["details"];
+  EXPECT_NE(details.find("seed 4242 (GTL_TEST_SEED=4242 repeats it)"), std::string::npos)
+      << "the failing test names the shape and the seed: " << details;
+}
+
+TEST(HostileSubmission, CodeRightOnlyUnderTheTestHarnessLosesItsTestPoints) {
+  const Graded g = grade_submission_named("harness_detect");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-correct").find("found a wrong result"), std::string::npos)
+      << "the tests passed, but the benchmark of the same TODO found a wrong result: "
+      << g.reason("sum-correct");
+}
+
+// The course as it is in the repository, file by file (to tell whether grading changed it).
+std::map<std::string, std::string> snapshot(const fs::path& course) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(course))
+    if (e.is_regular_file()) files[fs::relative(e.path(), course).string()] = slurp(e.path());
+  return files;
+}
+
+bool sandboxed(const Graded& g) {
+  return g.report.value("sandbox", "") == "bubblewrap";
+}
+
+TEST(HostileSubmission, TheSolutionIsOutOfReach) {
+  // Under the sandbox solution/ is an empty folder; without it the course is graded from a copy
+  // without solution/. Either way the include finds nothing and sum stays unsolved.
+  const Graded g = grade_submission_named("include_solution");
+  expect_sum_zero_prefix_full(g);
+  const Graded copy =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/include_solution").string()},
+                   "include_solution_unsandboxed", kCourse, kWork / "work-unsandboxed",
+                   {"GTL_GRADER_NO_SANDBOX=1"});
+  EXPECT_EQ(copy.report["sandbox"], "none: GTL_GRADER_NO_SANDBOX=1");
+  EXPECT_NE(copy.gradescope["output"].get<std::string>().find("without a sandbox"),
+            std::string::npos)
+      << "the student and instructor are told that no sandbox ran";
+  expect_sum_zero_prefix_full(copy);
+}
+
+TEST(HostileSubmission, IncludingAFileOutsideTheStudentTreeIsNamedAndFailsTheLab) {
+  // Not a sandbox matter: the hidden test's header is part of the course the build reads.
+  const Graded g = grade_submission_named("include_hidden");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.report["score"], 0.0) << "every check of the lab fails";
+  const std::string why = g.reason("sum-hidden");
+  EXPECT_NE(why.find("01-sum/sum.cpp includes labs/01-sum/hidden/sum_hidden_cases.h"),
+            std::string::npos)
+      << "the reason names the student file and what it included: " << why;
+  EXPECT_EQ(g.reason("prefix-correct"), why);
+}
+
+TEST(HostileSubmission, ATestProgramCannotChangeTheCourseOrTheBuild) {
+  // Graded against a copy of the fixture course: a grader that fails this would corrupt it.
+  const fs::path course = kWork / "tamper-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  const auto before = snapshot(course);
+  const fs::path work = kWork / "tamper-work";
+  const Graded g =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/tamper_course").string()},
+                   "tamper", course, work);
+  if (!sandboxed(g)) GTEST_SKIP() << "no sandbox on this machine: " << g.report["sandbox"];
+  expect_sum_zero_prefix_full(g);
+  EXPECT_TRUE(snapshot(course) == before)
+      << "a test program changed the pristine course (its tests or rubric)";
+  EXPECT_NE(slurp(find_hidden_test(work)).substr(0, 4), "#!/b")
+      << "a test program rewrote another test program in the build";
+}
+
+}  // namespace
+}  // namespace gtl::grader
