@@ -221,7 +221,7 @@ CheckResult result(const std::string& name, CheckKind kind, Status status, doubl
 
 TEST(TodoCrossCheck, ABenchmarkThatFoundAWrongResultVoidsTheTodosTests) {
   Rubric rubric;
-  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}}, {"2", "b.cpp", {"other"}}};
+  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}, {}}, {"2", "b.cpp", {"other"}, {}}};
   std::vector<CheckResult> checks = {
       result("correct", CheckKind::kTest, Status::kPassed, 6, "3/3 tests passed"),
       result("speed", CheckKind::kSpeed, Status::kFailed, 0,
@@ -237,7 +237,7 @@ TEST(TodoCrossCheck, ABenchmarkThatFoundAWrongResultVoidsTheTodosTests) {
 
 TEST(TodoCrossCheck, ASlowOrCrashedBenchmarkDoesNotVoidTheTests) {
   Rubric rubric;
-  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}}};
+  rubric.todos = {{"1", "a.cpp", {"correct", "speed"}, {}}};
   std::vector<CheckResult> checks = {
       result("correct", CheckKind::kTest, Status::kPassed, 6, "3/3 tests passed"),
       result("speed", CheckKind::kSpeed, Status::kFailed, 0, "the benchmark program timed out")};
