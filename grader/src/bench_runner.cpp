@@ -1,5 +1,6 @@
 // Google Benchmark runs and JSON medians.
 #include "bench_runner.h"
+#include "files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -160,11 +161,8 @@ BenchRun run_benchmarks(const fs::path& binary, const std::vector<std::string>& 
     run.error = "the benchmark program " + r.describe(limits.timeout_s);
     return run;
   }
-  std::ifstream in(out, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   std::string why;
-  auto parsed = parse_benchmark_json(text.str(), &why);
+  auto parsed = parse_benchmark_json(read_file(out), &why);
   if (!parsed) {
     run.error = why;
     return run;

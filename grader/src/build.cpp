@@ -1,5 +1,6 @@
 // Private starter-shaped folder, configure, build, compiler-error trimming.
 #include "build.h"
+#include "files.h"
 
 #include <algorithm>
 #include <fstream>
@@ -9,13 +10,6 @@ namespace gtl::grader {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 }  // namespace
 
@@ -49,8 +43,8 @@ std::vector<std::string> open_todos(const fs::path& submission, const Rubric& la
 }
 
 bool sync_file(const fs::path& from, const fs::path& to) {
-  const std::string content = slurp(from);
-  if (fs::is_regular_file(to) && slurp(to) == content) return false;
+  const std::string content = read_file(from);
+  if (fs::is_regular_file(to) && read_file(to) == content) return false;
   fs::create_directories(to.parent_path());
   const fs::path tmp = to.string() + ".tmp";
   {
@@ -97,7 +91,7 @@ void configure_course(const BuildSettings& s) {
       "course=" + fs::absolute(s.course).string() + "\nchannel=" GTL_GRADER_CHANNEL_DIR;
   for (const auto& a : s.cmake_args) args_line += "\n" + a;
   if (fs::exists(build / "build.ninja") && fs::exists(build / "compile_commands.json") &&
-      fs::exists(stamp) && slurp(stamp) == args_line)
+      fs::exists(stamp) && read_file(stamp) == args_line)
     return;
   if (!program_available("cmake"))
     throw GradeError(exit_codes::kEnvironment, "cmake is not installed (apt-get install cmake)");

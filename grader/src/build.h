@@ -12,31 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "errors.h"
 #include "process.h"
 #include "rubric.h"
 
 namespace gtl::grader {
-
-// An error that ends grading with a documented exit code (docs/grader.md).
-class GradeError : public std::runtime_error {
- public:
-  GradeError(int exit_code, const std::string& what)
-      : std::runtime_error(what), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
-
- private:
-  int exit_code_;
-};
-
-namespace exit_codes {
-constexpr int kOk = 0;
-constexpr int kVerifyFailed = 1;
-constexpr int kUsage = 2;
-constexpr int kRubric = 3;
-constexpr int kSubmission = 4;
-constexpr int kEnvironment = 5;
-constexpr int kInternal = 6;
-}  // namespace exit_codes
 
 // A submission given as a course clone (has starter/ and labs/) grades its starter/.
 std::filesystem::path resolve_submission(const std::filesystem::path& submission);

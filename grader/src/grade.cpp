@@ -2,6 +2,7 @@
 #include "grade.h"
 
 #include <algorithm>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -109,19 +110,23 @@ void apply_forbidden_uses(const Rubric& rubric, const BuildSettings& build, LabR
   }
 }
 
-LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
-                    const Machine& machine, const BuildSettings& build,
-                    const std::vector<std::string>& run_sandbox) {
-  const Calibration calibration = load_calibration(o.course, rubric);
-  RunExtras extras;
-  extras.wrapper = run_sandbox;
-  extras.env = {"GTL_TEST_SEED=" + std::to_string(o.seed)};
-  auto say = [&](const std::string& s) {
-    if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
-  };
-  LabResult lab = empty_lab(rubric);
-  lab.open_todos = open_todos(submission, rubric);
+// Everything the jobs of grading one lab share.
+struct LabJob {
+  const GradeOptions& o;
+  const Rubric& rubric;
+  const Machine& machine;
+  const BuildSettings& build;
+  RunExtras extras;  // sandbox and seed of every program run
+  std::function<void(const std::string&)> say;
 
+  bool runnable(const Check& c) const { return why_not_here(c, o, machine).empty(); }
+  fs::path program(const std::string& target) const {
+    return find_executable(build.work / "build", target);
+  }
+};
+
+// The checks this run grades: all, less hidden ones unless asked, less those --check leaves out.
+std::vector<const Check*> select_checks(const GradeOptions& o, const Rubric& rubric) {
   std::vector<const Check*> selected;
   for (const auto& c : rubric.checks) {
     if (c.hidden && !o.include_hidden) continue;
@@ -129,60 +134,128 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
       continue;
     selected.push_back(&c);
   }
-  auto runnable = [&](const Check& c) { return why_not_here(c, o, machine).empty(); };
+  return selected;
+}
 
+// Builds the programs (and judges) of the runnable checks, one target at a time after a failed
+// joint build, and records in `lab` what did not compile, with the student's own file names.
+void build_programs(const LabJob& job, const std::vector<const Check*>& selected, LabResult& lab) {
   std::vector<std::string> targets;
   for (const Check* c : selected)
     for (const std::string& t : {c->binary, c->judge})
-      if (runnable(*c) && !t.empty() &&
+      if (job.runnable(*c) && !t.empty() &&
           std::find(targets.begin(), targets.end(), t) == targets.end())
         targets.push_back(t);
-  if (!targets.empty()) {
-    std::string names;
-    for (const auto& t : targets) names += " " + t;
-    say("building" + names);
-    const BuildOutcome b = build_each_target(build, targets, rubric.limits.build_timeout_s,
-                                             [&](const std::string& s) { say(s); });
-    lab.failed_targets = b.failed;
-    // Built: at least one program of a check (a judge, built from the course alone, is not one).
-    lab.built = std::any_of(selected.begin(), selected.end(), [&](const Check* c) {
-      return runnable(*c) &&
-             std::find(b.failed.begin(), b.failed.end(), c->binary) == b.failed.end();
-    });
-    // Name the student's files as they know them ("01-sum/sum.cpp"), not by the private copy.
-    lab.build_errors = b.errors;
-    const std::string impl = fs::absolute(build.work / "impl").string() + "/";
-    for (std::size_t at; (at = lab.build_errors.find(impl)) != std::string::npos;)
-      lab.build_errors.erase(at, impl.size());
-    if (!lab.built) {
-      say("does not compile: every check of this lab gets 0 points");
-    } else if (!b.failed.empty()) {
-      std::string failed;
-      for (const auto& t : b.failed) failed += " " + t;
-      say("does not compile:" + failed + ": the checks that run " +
-          (b.failed.size() == 1 ? "it" : "them") + " get 0 points, the others run");
-    }
+  if (targets.empty()) return;
+  std::string names;
+  for (const auto& t : targets) names += " " + t;
+  job.say("building" + names);
+  const BuildOutcome b =
+      build_each_target(job.build, targets, job.rubric.limits.build_timeout_s, job.say);
+  lab.failed_targets = b.failed;
+  // Built: at least one program of a check (a judge, built from the course alone, is not one).
+  lab.built = std::any_of(selected.begin(), selected.end(), [&](const Check* c) {
+    return job.runnable(*c) &&
+           std::find(b.failed.begin(), b.failed.end(), c->binary) == b.failed.end();
+  });
+  // Name the student's files as they know them ("01-sum/sum.cpp"), not by the private copy.
+  lab.build_errors = b.errors;
+  const std::string impl = fs::absolute(job.build.work / "impl").string() + "/";
+  for (std::size_t at; (at = lab.build_errors.find(impl)) != std::string::npos;)
+    lab.build_errors.erase(at, impl.size());
+  if (!lab.built) {
+    job.say("does not compile: every check of this lab gets 0 points");
+  } else if (!b.failed.empty()) {
+    std::string failed;
+    for (const auto& t : b.failed) failed += " " + t;
+    job.say("does not compile:" + failed + ": the checks that run " +
+            (b.failed.size() == 1 ? "it" : "them") + " get 0 points, the others run");
   }
+}
 
-  // A student file that includes what it must not (the solution, a test, a hidden file, a file
-  // outside the course) costs every check of the lab; the report names the file.
-  std::string forbidden;
-  if (lab.built) {
-    for (const auto& f :
-         forbidden_includes(build.work / "build", build.work / "impl", build.course, rubric))
-      forbidden += (forbidden.empty() ? "" : "; ") + f.object + " includes " + f.included;
-    if (!forbidden.empty()) {
-      forbidden =
-          "student code includes files outside the student's folder and the lab's "
-          "public headers: " +
-          forbidden;
-      lab.error = forbidden;
-      say(forbidden + ": every check of this lab gets 0 points");
-    }
+// A student file that includes what it must not (the solution, a test, a hidden file, a file
+// outside the course) costs every check of the lab; returns the reason ("" when none does).
+std::string forbidden_include_reason(const LabJob& job) {
+  std::string list;
+  for (const auto& f : forbidden_includes(job.build.work / "build", job.build.work / "impl",
+                                          job.build.course, job.rubric))
+    list += (list.empty() ? "" : "; ") + f.object + " includes " + f.included;
+  if (list.empty()) return "";
+  return "student code includes files outside the student's folder and the lab's public "
+         "headers: " +
+         list;
+}
+
+// A test check: the GoogleTest program on the check's tests, its verdicts from the grader's
+// channel, then the judge (when the rubric names one) on the outputs the tests recorded.
+CheckResult run_test_check(const LabJob& job, const Check& c) {
+  job.say("running check '" + c.name + "' (" + c.binary + ")");
+  // The tests record their outputs for the judge in a folder emptied for each check.
+  const fs::path judged = job.build.work / "scratch" / "judged";
+  fs::remove_all(judged);
+  fs::create_directories(judged);
+  RunExtras test_extras = job.extras;
+  test_extras.env.push_back("GTL_JUDGE_OUTPUTS=" + judged.string());
+  const Limits& l = job.rubric.limits;
+  const GtestRun run = run_gtest(job.program(c.binary), c.tests, limits_for(l, l.test_timeout_s),
+                                 job.build.work / "scratch", job.say, test_extras);
+  CheckResult r = score_test_check(c, run);
+  if (!c.judge.empty()) {
+    job.say("judging check '" + c.name + "' (" + c.judge + ")");
+    apply_judge(r, job.program(c.judge), limits_for(l, l.test_timeout_s), test_extras);
   }
+  return r;
+}
 
+// A speed or memory check: one process holding both benchmarks it compares (a ratio compares
+// medians of the same run, and a crashing benchmark costs only the checks that run it).
+CheckResult run_benchmark_check(const LabJob& job, const Check& c, const Calibration& calibration) {
+  std::vector<std::string> names = {c.benchmark};
+  if (!c.baseline.empty()) names.push_back(c.baseline);
+  const Limits& l = job.rubric.limits;
+  job.say("running check '" + c.name + "' (" + c.binary + ", " + std::to_string(l.repetitions) +
+          " repetitions)");
+  const BenchRun run =
+      run_benchmarks(job.program(c.binary), names, {l.repetitions, l.min_time_s},
+                     limits_for(l, l.bench_timeout_s), job.build.work / "scratch", job.extras);
+  if (c.kind != CheckKind::kSpeed) return score_memory_check(c, run);
+  std::optional<double> solution;
+  const Check speed = calibrated(c, calibration, job.machine.gpu_name, &solution);
+  CheckResult r = score_speed_check(speed, run);
+  if (solution) {
+    r.solution_figure = solution;
+    r.calibrated_on = job.machine.gpu_name;
+    std::ostringstream figure;
+    figure << std::setprecision(3) << *solution;
+    r.reason +=
+        " (calibrated: the solution reaches " + figure.str() + "x on " + job.machine.gpu_name + ")";
+  }
+  return r;
+}
+
+// One lab: build, look at the student's includes, run every selected check, then the
+// cross-checks that need all results (wrong benchmark results, forbidden core symbols).
+LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
+                    const Machine& machine, const BuildSettings& build,
+                    const std::vector<std::string>& run_sandbox) {
+  LabJob job{o, rubric, machine, build, {}, {}};
+  job.extras.wrapper = run_sandbox;
+  job.extras.env = {"GTL_TEST_SEED=" + std::to_string(o.seed)};
+  job.say = [&](const std::string& s) {
+    if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
+  };
+  LabResult lab = empty_lab(rubric);
+  lab.open_todos = open_todos(submission, rubric);
+  const std::vector<const Check*> selected = select_checks(o, rubric);
+  build_programs(job, selected, lab);
+  const std::string forbidden = lab.built ? forbidden_include_reason(job) : "";
+  if (!forbidden.empty()) {
+    lab.error = forbidden;
+    job.say(forbidden + ": every check of this lab gets 0 points");
+  }
+  const Calibration calibration = load_calibration(o.course, rubric);
   for (const Check* c : selected) {
-    if (!runnable(*c)) {
+    if (!job.runnable(*c)) {
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
       continue;
     }
@@ -201,57 +274,13 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
                         : std::string("the lab does not compile (see the compiler errors)")));
       continue;
     }
-    if (c->kind == CheckKind::kTest) {
-      say("running check '" + c->name + "' (" + c->binary + ")");
-      // The tests record their outputs for the judge in a folder emptied for each check.
-      const fs::path judged = build.work / "scratch" / "judged";
-      fs::remove_all(judged);
-      fs::create_directories(judged);
-      RunExtras test_extras = extras;
-      test_extras.env.push_back("GTL_JUDGE_OUTPUTS=" + judged.string());
-      const GtestRun run = run_gtest(
-          find_executable(build.work / "build", c->binary), c->tests,
-          limits_for(rubric.limits, rubric.limits.test_timeout_s), build.work / "scratch",
-          [&](const std::string& s) { say(s); }, test_extras);
-      lab.checks.push_back(score_test_check(*c, run));
-      if (!c->judge.empty()) {
-        say("judging check '" + c->name + "' (" + c->judge + ")");
-        apply_judge(lab.checks.back(), find_executable(build.work / "build", c->judge),
-                    limits_for(rubric.limits, rubric.limits.test_timeout_s), test_extras);
-      }
-    } else {
-      // One process per check, holding both benchmarks it compares: a ratio compares medians
-      // of the same run, and a crashing benchmark costs only the checks that run it.
-      std::vector<std::string> names = {c->benchmark};
-      if (!c->baseline.empty()) names.push_back(c->baseline);
-      say("running check '" + c->name + "' (" + c->binary + ", " +
-          std::to_string(rubric.limits.repetitions) + " repetitions)");
-      const BenchRun run = run_benchmarks(find_executable(build.work / "build", c->binary), names,
-                                          {rubric.limits.repetitions, rubric.limits.min_time_s},
-                                          limits_for(rubric.limits, rubric.limits.bench_timeout_s),
-                                          build.work / "scratch", extras);
-      if (c->kind == CheckKind::kSpeed) {
-        std::optional<double> solution;
-        const Check speed = calibrated(*c, calibration, machine.gpu_name, &solution);
-        CheckResult r = score_speed_check(speed, run);
-        if (solution) {
-          r.solution_figure = solution;
-          r.calibrated_on = machine.gpu_name;
-          std::ostringstream figure;
-          figure << std::setprecision(3) << *solution;
-          r.reason += " (calibrated: the solution reaches " + figure.str() + "x on " +
-                      machine.gpu_name + ")";
-        }
-        lab.checks.push_back(r);
-      } else {
-        lab.checks.push_back(score_memory_check(*c, run));
-      }
-    }
+    lab.checks.push_back(c->kind == CheckKind::kTest ? run_test_check(job, *c)
+                                                     : run_benchmark_check(job, *c, calibration));
     const CheckResult& r = lab.checks.back();
-    say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
+    job.say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
   }
   fail_todos_with_wrong_benchmarks(rubric, lab.checks);
-  if (lab.built) apply_forbidden_uses(rubric, build, lab, say);
+  if (lab.built) apply_forbidden_uses(rubric, build, lab, job.say);
   return lab;
 }
 

@@ -1,5 +1,6 @@
 // GoogleTest listing, JSON parsing, stream following and crash-isolating reruns.
 #include "gtest_runner.h"
+#include "files.h"
 
 #include "verdict_channel.h"
 
@@ -29,13 +30,6 @@ std::string test_name_after(const std::string& line, std::size_t tag_end) {
   std::string rest = trim(line.substr(tag_end));
   const auto cut = rest.find_first_of(" ,");
   return cut == std::string::npos ? rest : rest.substr(0, cut);
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::string join_patterns(const std::vector<std::string>& patterns) {

@@ -1,5 +1,6 @@
 // grade, verify, batch and export-release.
 #include "modes.h"
+#include "files.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -22,13 +23,6 @@ namespace gtl::grader {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 GradeOptions grade_options(const ModeOptions& o, const fs::path& submission, const fs::path& work) {
   GradeOptions g;
@@ -133,7 +127,7 @@ int run_verify(const ModeOptions& o) {
       for (const auto& f : missing_files(o.course / tree, lab))
         problems.push_back(std::string(tree) + "/" + f + " is listed in the rubric but missing");
     for (const auto& todo : lab.todos) {
-      const std::string text = slurp(o.course / "starter" / lab.dir / todo.file);
+      const std::string text = read_file(o.course / "starter" / lab.dir / todo.file);
       if (text.find("TODO(lab" + lab.lab + ")") == std::string::npos)
         problems.push_back("lab " + lab.lab + " TODO '" + todo.id + "': starter/" + lab.dir + "/" +
                            todo.file + " has no TODO(lab" + lab.lab + ") marker");
@@ -307,7 +301,7 @@ int run_batch(const ModeOptions& options, const fs::path& submissions, const fs:
     throw GradeError(exit_codes::kSubmission,
                      "the submissions folder " + submissions.string() + " does not exist");
   const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
-  std::string text = fs::exists(csv) ? slurp(csv) : "";
+  std::string text = fs::exists(csv) ? read_file(csv) : "";
   if (text.empty()) {
     text = "submission,score,max_score,skipped_points";
     for (const auto& l : labs) text += ",lab" + l.lab;
@@ -413,7 +407,7 @@ int run_export_release(const ModeOptions& o, const fs::path& to) {
     } else if (it->is_regular_file()) {
       fs::create_directories((to / rel).parent_path());
       if (rel.filename() == "rubric.yaml" && rel.begin()->string() == "labs") {
-        write_atomic(to / rel, strip_hidden_checks(slurp(it->path())));
+        write_atomic(to / rel, strip_hidden_checks(read_file(it->path())));
       } else {
         fs::copy_file(it->path(), to / rel, fs::copy_options::overwrite_existing);
         fs::permissions(to / rel, fs::status(it->path()).permissions());

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "files.h"
 #include "process.h"
 
 namespace gtl::grader {
@@ -20,13 +21,6 @@ namespace fs = std::filesystem;
 inline const fs::path kFixtures = GTL_GRADER_FIXTURES;
 inline const fs::path kCourse = kFixtures / "course";
 inline const fs::path kWork = fs::path(GTL_GRADER_E2E_WORK);
-
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct Graded {
   RunResult run;
@@ -68,9 +62,9 @@ inline Graded gtl_grade_in(std::vector<std::string> args, const std::string& out
   g.run = run_process(argv, limits, {}, {}, extras);
   EXPECT_FALSE(g.run.timed_out) << "grading must finish within " << limit_s << " s";
   if (fs::exists(g.out / "report.json"))
-    g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
+    g.report = nlohmann::json::parse(read_file(g.out / "report.json"));
   if (fs::exists(g.out / "results.json"))
-    g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
+    g.gradescope = nlohmann::json::parse(read_file(g.out / "results.json"));
   return g;
 }
 

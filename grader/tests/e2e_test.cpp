@@ -176,7 +176,7 @@ TEST(GraderE2E, BadInputsHaveClearExitCodesAndResults) {
   const fs::path broken = kWork / "broken-course";
   fs::remove_all(broken);
   fs::copy(kCourse, broken, fs::copy_options::recursive);
-  std::string rubric = slurp(broken / "labs/01-sum/rubric.yaml");
+  std::string rubric = read_file(broken / "labs/01-sum/rubric.yaml");
   rubric.replace(rubric.find("    points: 3\n"), 14, "    points: lots\n");
   std::ofstream(broken / "labs/01-sum/rubric.yaml") << rubric;
   RunLimits limits;
@@ -200,7 +200,7 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
   const fs::path weak = kWork / "weak-course";
   fs::remove_all(weak);
   fs::copy(kCourse, weak, fs::copy_options::recursive);
-  std::string starter = slurp(weak / "starter/01-sum/sum.cpp");
+  std::string starter = read_file(weak / "starter/01-sum/sum.cpp");
   starter.replace(starter.find("  return {};"), 12,
                   "  std::vector<std::int64_t> out;\n  std::int64_t r = 0;\n"
                   "  for (auto v : x) out.push_back(r += v);\n  return out;");
@@ -222,7 +222,7 @@ TEST(GraderE2E, CalibrateStoresTheSolutionsFigureAndSpeedChecksUseIt) {
   const fs::path course = kWork / "calibrated-course";
   fs::remove_all(course);
   fs::copy(kCourse, course, fs::copy_options::recursive);
-  std::string rubric = slurp(course / "labs/01-sum/rubric.yaml");
+  std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
   const std::string line = "    partial_from: 2\n";
   rubric.replace(rubric.find(line), line.size(),
                  line + "    min_fraction_of_solution: 0.25\n    partial_from_fraction: 0.1\n");
@@ -235,7 +235,8 @@ TEST(GraderE2E, CalibrateStoresTheSolutionsFigureAndSpeedChecksUseIt) {
                    "--out", (kWork / "out/calibrate").string(), "--cpu-only", "-q"},
                   limits);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto calibration = nlohmann::json::parse(slurp(course / "labs/01-sum/calibration.json"));
+  const auto calibration =
+      nlohmann::json::parse(read_file(course / "labs/01-sum/calibration.json"));
   ASSERT_TRUE(calibration["cpu"]["sum-speed"].is_number())
       << "calibrate stores the solution's speedup under this machine's GPU ('cpu' with "
          "--cpu-only): "
@@ -251,7 +252,7 @@ TEST(GraderE2E, CalibrateStoresTheSolutionsFigureAndSpeedChecksUseIt) {
   EXPECT_DOUBLE_EQ(speed["threshold"].get<double>(), 0.25 * solution)
       << "full points at min_fraction_of_solution x the solution's figure";
   EXPECT_DOUBLE_EQ(speed["partial_from"].get<double>(), 0.1 * solution);
-  EXPECT_NE(slurp(g.out / "report.html").find("the solution: "), std::string::npos)
+  EXPECT_NE(read_file(g.out / "report.html").find("the solution: "), std::string::npos)
       << "the HTML plot marks the solution's figure beside the bar and the threshold";
 }
 
@@ -267,7 +268,7 @@ TEST(GraderE2E, BatchWritesAGradebookAndResumes) {
   const Graded first =
       gtl_grade({"batch", "--submissions", subs.string(), "--csv", csv.string()}, "batch");
   ASSERT_EQ(first.run.exit_code, 0) << first.run.output;
-  const std::string text = slurp(csv);
+  const std::string text = read_file(csv);
   EXPECT_NE(text.find("submission,score,max_score,skipped_points,lab01,exit_code,error\n"),
             std::string::npos)
       << text;
@@ -280,7 +281,7 @@ TEST(GraderE2E, BatchWritesAGradebookAndResumes) {
       gtl_grade({"batch", "--submissions", subs.string(), "--csv", csv.string()}, "batch");
   EXPECT_NE(again.run.output.find("batch: graded 0, already in"), std::string::npos)
       << again.run.output;
-  EXPECT_EQ(slurp(csv), text) << "resuming changes nothing already graded";
+  EXPECT_EQ(read_file(csv), text) << "resuming changes nothing already graded";
 }
 
 TEST(GraderE2E, ExportReleaseLeavesOutSolutionAndHiddenChecks) {
@@ -294,7 +295,7 @@ TEST(GraderE2E, ExportReleaseLeavesOutSolutionAndHiddenChecks) {
   EXPECT_FALSE(fs::exists(release / "solution"));
   EXPECT_FALSE(fs::exists(release / "labs/01-sum/hidden"));
   EXPECT_TRUE(fs::exists(release / "starter/01-sum/sum.cpp"));
-  const std::string rubric = slurp(release / "labs/01-sum/rubric.yaml");
+  const std::string rubric = read_file(release / "labs/01-sum/rubric.yaml");
   EXPECT_EQ(rubric.find("sum-hidden"), std::string::npos) << rubric;
   EXPECT_NE(rubric.find("sum-speed"), std::string::npos);
 

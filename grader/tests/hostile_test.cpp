@@ -100,8 +100,8 @@ TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
   limits.output_bytes = 1 << 20;
   g.run = run_process({"sh", "-c", grade + "; code=$?; sleep 3; exit $code"}, limits);
   ASSERT_TRUE(fs::exists(g.out / "results.json")) << g.run.output;
-  g.report = nlohmann::json::parse(slurp(g.out / "report.json"));
-  g.gradescope = nlohmann::json::parse(slurp(g.out / "results.json"));
+  g.report = nlohmann::json::parse(read_file(g.out / "report.json"));
+  g.gradescope = nlohmann::json::parse(read_file(g.out / "results.json"));
   EXPECT_EQ(g.run.stray_processes, 0)
       << "gtl-grade must kill and reap every process it started before it exits";
   expect_sum_zero_prefix_full(g);
@@ -132,7 +132,7 @@ TEST(HostileSubmission, CodeRightOnlyUnderTheTestHarnessLosesItsTestPoints) {
 std::map<std::string, std::string> snapshot(const fs::path& course) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(course))
-    if (e.is_regular_file()) files[fs::relative(e.path(), course).string()] = slurp(e.path());
+    if (e.is_regular_file()) files[fs::relative(e.path(), course).string()] = read_file(e.path());
   return files;
 }
 
@@ -182,7 +182,7 @@ TEST(HostileSubmission, ATestProgramCannotChangeTheCourseOrTheBuild) {
   expect_sum_zero_prefix_full(g);
   EXPECT_TRUE(snapshot(course) == before)
       << "a test program changed the pristine course (its tests or rubric)";
-  EXPECT_NE(slurp(find_hidden_test(work)).substr(0, 4), "#!/b")
+  EXPECT_NE(read_file(find_hidden_test(work)).substr(0, 4), "#!/b")
       << "a test program rewrote another test program in the build";
 }
 
