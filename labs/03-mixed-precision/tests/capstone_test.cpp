@@ -21,7 +21,8 @@ lab03::CapstoneOptions small() {
 
 TEST(Capstone, CpuRowMatchesTheSameTrainingReplayed) {
   const lab03::CapstoneOptions o = small();
-  { const gtl::Tensor earlier = gtl::Tensor::empty({1 << 24}); }  // a 64 MiB peak from before
+  // A 64 MiB peak from before, in the default allocator: a row that reads it fails.
+  { const gtl::Tensor earlier = gtl::Tensor::empty({1 << 24}); }
   const lab03::CapstoneRow row = lab03::run_capstone_row("CPU FP32", gtl::Device::cpu(), "fp32", o);
   ASSERT_FALSE(row.skipped) << "TODO 7a: the CPU row always runs";
   EXPECT_EQ(row.name, "CPU FP32");
