@@ -76,8 +76,10 @@ HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(d
 void HalfWeightCache::refresh() const {
   // TODO(lab03) step 2c
   // compute = round(value) element by element, written into the existing copies (no
-  // allocation: Tensor::to would allocate). gtl::half(v).bits / gtl::bfloat16(v).bits round
-  // like the GPU (this step is about WHEN the copy is made, not how). About 8 lines.
+  // allocation: Tensor::to would allocate). The API you need, without opening half.h (it holds
+  // the answer to 1a/1b): gtl::half(float) and gtl::bfloat16(float) round like the GPU, and
+  // their uint16_t member `bits` is what to store (write through compute.data_ptr()). This
+  // step is about WHEN the copy is made, not how; gtl::half is allowed here. About 8 lines.
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::refresh is not implemented");
   // END TODO(lab03)
 }

@@ -26,12 +26,14 @@ uint16_t round_to_fp16(float x) {
   // (5 bits, bias 15), mantissa (10 bits). Cases: NaN -> a NaN (exponent 0x1f, mantissa != 0,
   // sign kept); +-inf and anything that rounds above 65504 -> +-inf (0x7c00); |x| < 2^-14 ->
   // a subnormal (exponent 0, value mantissa x 2^-24), rounded the same way, down to +-0.
-  // Hint: take the float's bits (bits_of), its unbiased exponent e and its 24-bit mantissa with
-  // the implicit 1. A normal fp16 keeps the top 11 of those 24 bits (shift out 13); each step of
-  // e below -14 shifts out one more. Compare the bits shifted out with half of their range. For
-  // a normal, the kept 11 bits still hold the implicit 1 at bit 10, which adds one to the
-  // exponent field: ADD (e + 14) << 10 to them (a carry out of the mantissa then bumps the
-  // exponent by itself, up to inf). Subnormals are the kept bits alone. About 20 lines.
+  // Hint: work on the float's bits (bits_of): its sign, its exponent and its mantissa with the
+  // implicit 1 made explicit. A normal fp16 keeps the top 11 bits of that mantissa, a subnormal
+  // fewer (one fewer per binade below fp16's smallest normal). Round to nearest even by looking
+  // at the bits you shift out: more than half of their range, less, or exactly half. If you
+  // build the result by ADDING the exponent field to the rounded mantissa, a carry out of the
+  // mantissa bumps the exponent by itself, which is correct by construction (even up to inf).
+  // Do not open common/gtl/tensor/half.h before finishing 1a/1b: it holds the core's answer.
+  // Stuck? The handout has a collapsed "stuck on 1a/1b?" section. About 20 lines.
   throw gtl::Error("TODO(lab03) step 1a: round_to_fp16(" + std::to_string(x) +
                    ") is not implemented");
   // END TODO(lab03)
@@ -41,7 +43,10 @@ uint16_t round_to_bf16(float x) {
   // TODO(lab03) step 1b
   // Round x to the nearest bf16 (the top 16 bits of a float32), ties to even; a NaN must stay a
   // NaN (a payload only in the low 16 bits would truncate to inf). Overflow to inf comes free.
-  // Hint: add 0x7fff plus the lowest kept bit to the float's bits, then shift. About 5 lines.
+  // Hint: round to nearest even on the low 16 bits with ONE integer addition before the shift:
+  // add just under half of the dropped range, plus the lowest bit you keep (so an exact half
+  // rounds up only to an even result). A carry into the exponent is again correct by
+  // construction. Handle NaN first. About 5 lines.
   throw gtl::Error("TODO(lab03) step 1b: round_to_bf16(" + std::to_string(x) +
                    ") is not implemented");
   // END TODO(lab03)

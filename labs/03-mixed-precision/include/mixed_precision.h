@@ -4,8 +4,9 @@
 // files are in starter/03-mixed-precision/, one per step; the map from TODO to file, test and
 // check is in the handout, labs/03-mixed-precision/README.md.
 //
-// The core (common/gtl) already has a reference for every step (the rounding in
-// tensor/half.h, nn/precision.h, optim/loss_scaler.h, optim/master_weights.h, optim/grad_clip.h).
+// The core (common/gtl) already has a reference for every step (nn/precision.h,
+// optim/loss_scaler.h, optim/master_weights.h, optim/grad_clip.h, and the rounding itself: do not
+// open common/gtl/tensor/half.h before finishing 1a/1b, it holds the core's answer).
 // You write your own here and plug it into the core's seams (a parameter's compute copy, the
 // optimizer interface, the trainer); the rubric forbids calling the reference a step asks you to
 // write. Everything runs on the CPU, which rounds fp16 and bf16 bit for bit as a GPU does.
@@ -194,10 +195,10 @@ struct CapstoneRow {
   std::string device;     // "cpu", "cuda:0"
   std::string precision;  // amp_recipe name
   bool skipped = false;
-  std::string skip_reason;       // "no GPU on this machine: <cuda_unavailable_reason()>"
+  std::string skip_reason;       // gtl::cuda_unavailable_reason(); printed after "skipped: "
   double seconds_per_epoch = 0;  // mean step time x batches per epoch
   double speedup_vs_cpu = 0;     // CPU row's seconds_per_epoch / this row's (CPU row: 1)
-  int64_t peak_bytes = 0;        // the device allocator's peak over the training steps
+  int64_t peak_bytes = 0;        // the training thread's peak over the steps (see capstone.cpp)
   float accuracy = 0;            // test accuracy after the last step (eval_samples)
   float final_loss = 0;          // training loss of the last step
   int64_t skipped_steps = 0;     // steps skipped on fp16 overflow
