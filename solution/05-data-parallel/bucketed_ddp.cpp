@@ -49,8 +49,8 @@ void BucketedDdp::on_grad_ready(const ParamRef& param) {
   --missing_[it->second];
   while (next_launch_ < static_cast<int64_t>(buckets_.size()) && missing_[next_launch_] == 0) {
     const Bucket& b = buckets_[next_launch_];
-    in_flight_.push_back(
-        comm_.all_reduce_async(grads_.slice(b.offset, b.offset + b.numel), gtl::dist::ReduceOp::Avg));
+    in_flight_.push_back(comm_.all_reduce_async(grads_.slice(b.offset, b.offset + b.numel),
+                                                gtl::dist::ReduceOp::Avg));
     ++next_launch_;
   }
   // END TODO(lab05)

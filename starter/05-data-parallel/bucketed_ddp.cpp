@@ -20,53 +20,31 @@ BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
   const std::vector<gtl::nn::ParameterBuffer::Slot>& slots = buffer.slots();
   GTL_CHECK(slots.size() == params.size(), "BucketedDdp: `buffer` is not this model's");
   // TODO(lab05) step 5a: buckets from the last parameter to the first, closed at bucket_bytes.
-  int64_t bytes = 0;
-  for (int64_t i = static_cast<int64_t>(params.size()) - 1; i >= 0; --i) {
-    if (bytes == 0) buckets_.emplace_back();
-    Bucket& b = buckets_.back();
-    b.params.push_back(i);
-    bucket_of_[params[i].name] = static_cast<int64_t>(buckets_.size()) - 1;
-    bytes += slots[i].numel * 4;
-    if (bytes >= bucket_bytes) bytes = 0;
-  }
-  for (Bucket& b : buckets_) {  // the slice from the lowest slot to the end of the highest
-    const auto& lo = slots[b.params.back()];
-    const auto& hi = slots[b.params.front()];
-    b.offset = lo.offset;
-    b.numel = hi.offset + hi.numel - lo.offset;
-    missing_.push_back(static_cast<int64_t>(b.params.size()));
-  }
-  gtl::nn::Hooks hooks;
-  hooks.grad_ready = [this](const ParamRef& p) { on_grad_ready(p); };
-  hooks_ = model.add_hooks(std::move(hooks));
+  //   Spec (data_parallel.h): walk params from the LAST index down; a parameter joins the open
+  //   bucket (Bucket::params gets its index); close the bucket as soon as its gradient bytes
+  //   (slots[i].numel * 4) reach bucket_bytes (>=). Then each bucket's slice: offset = the slot
+  //   offset of its lowest parameter, numel = up to the end of its highest parameter's slot.
+  //   Fill bucket_of_ (name -> bucket) and missing_ (parameters per bucket), and install a
+  //   grad_ready hook calling on_grad_ready: hooks_ = model.add_hooks(std::move(hooks)).
+  //   About 25 lines.
+  (void)params, (void)slots;
   // END TODO(lab05)
 }
 
 void BucketedDdp::on_grad_ready(const ParamRef& param) {
   // TODO(lab05) step 5b: count the gradient in, then launch every bucket that may go, in order.
-  auto it = bucket_of_.find(param.name);
-  GTL_CHECK(it != bucket_of_.end(), "BucketedDdp: unknown parameter '" << param.name << "'");
-  --missing_[it->second];
-  while (next_launch_ < static_cast<int64_t>(buckets_.size()) && missing_[next_launch_] == 0) {
-    const Bucket& b = buckets_[next_launch_];
-    in_flight_.push_back(
-        comm_.all_reduce_async(grads_.slice(b.offset, b.offset + b.numel), gtl::dist::ReduceOp::Avg));
-    ++next_launch_;
-  }
+  //   Spec: one fewer gradient missing in the parameter's bucket; then, while the bucket at
+  //   next_launch_ has none missing: comm_.all_reduce_async(its slice of grads_, ReduceOp::Avg),
+  //   keep the Work in in_flight_, advance next_launch_. Launch in BUCKET order, never in the
+  //   order buckets happen to become full. About 10 lines.
+  (void)param;
   // END TODO(lab05)
 }
 
 void BucketedDdp::finish() {
   // TODO(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
-  for (gtl::dist::Work& w : in_flight_) w.wait();
-  in_flight_.clear();
-  GTL_CHECK(next_launch_ == static_cast<int64_t>(buckets_.size()),
-            "BucketedDdp::finish: bucket " << next_launch_ << " was never launched (a parameter "
-                                           << "got no gradient this step)");
-  next_launch_ = 0;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    missing_[b] = static_cast<int64_t>(buckets_[b].params.size());
-  }
+  //   Spec: wait for every Work in in_flight_; throw (GTL_CHECK) naming the first bucket never
+  //   launched; reset next_launch_ and missing_ for the next backward. About 10 lines.
   // END TODO(lab05)
 }
 

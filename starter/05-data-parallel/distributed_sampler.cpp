@@ -16,24 +16,20 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
   GTL_CHECK(dataset_size > 0 && world_size > 0 && rank >= 0 && rank < world_size,
             "shard_indices: bad arguments");
   // TODO(lab05) step 2a: one permutation per (seed, epoch), padded, every world_size-th position.
-  std::vector<int64_t> order(static_cast<std::size_t>(dataset_size));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch));
-  for (int64_t i = dataset_size - 1; i > 0; --i) {  // Fisher-Yates, the same on every rank
-    std::swap(order[i], order[gen() % static_cast<uint64_t>(i + 1)]);
-  }
-  const int64_t per_rank = (dataset_size + world_size - 1) / world_size;
-  std::vector<int64_t> mine;
-  for (int64_t k = rank; k < per_rank * world_size; k += world_size) {
-    mine.push_back(order[k % dataset_size]);  // positions past the end repeat the first ones
-  }
-  return mine;
+  //   Spec (data_parallel.h): the epoch's order is a permutation of 0..dataset_size-1 that depends
+  //   only on (seed, epoch), the same on every rank; pad it by repeating its first indices up to
+  //   ceil(size/W)*W positions; rank r takes positions r, r+W, r+2W, ...
+  //   Hint: std::iota, then Fisher-Yates driven by a std::mt19937_64 seeded from seed AND epoch
+  //   (never from the rank). Position k past the end is order[k % size]. About 12 lines.
+  return {};
   // END TODO(lab05)
 }
 
 void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& params, int root) {
   // TODO(lab05) step 2b: every parameter value from `root`.
-  for (const ParamRef& p : params) comm.broadcast(p.value, root);
+  //   Hint: one collective per parameter; values only (gradients are overwritten by backward).
+  //   About 1 line.
+  (void)comm, (void)params, (void)root;
   // END TODO(lab05)
 }
 

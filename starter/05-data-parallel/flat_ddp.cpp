@@ -8,7 +8,8 @@ namespace lab05 {
 
 void flat_ddp_sync(Communicator& comm, const gtl::nn::ParameterBuffer& buffer) {
   // TODO(lab05) step 4: the average over ranks of the whole flat gradient, in one all-reduce.
-  comm.all_reduce(buffer.grads(), gtl::dist::ReduceOp::Avg);
+  //   Hint: buffer.grads() is one tensor that every layer's gradient is a view of. About 1 line.
+  (void)comm, (void)buffer;
   // END TODO(lab05)
 }
 

@@ -8,7 +8,9 @@ namespace lab05 {
 
 void naive_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params) {
   // TODO(lab05) step 3: the average of every gradient over ranks, one all-reduce each.
-  for (const ParamRef& p : params) comm.all_reduce(p.grad, gtl::dist::ReduceOp::Avg);
+  //   Spec: in the order of `params`, each p.grad becomes the mean over ranks (not the sum: the
+  //   learning rate must not grow with N). About 1 line.
+  (void)comm, (void)params;
   // END TODO(lab05)
 }
 

@@ -16,13 +16,17 @@ NoSyncAccumulator::NoSyncAccumulator(Communicator& comm, const gtl::nn::Paramete
 
 gtl::nn::GradMode NoSyncAccumulator::mode(int64_t micro_batch) const {
   // TODO(lab05) step 6a: Overwrite the first micro-batch's gradients, accumulate the others.
-  return micro_batch == 0 ? gtl::nn::GradMode::Overwrite : gtl::nn::GradMode::Accumulate;
+  //   About 1 line.
+  (void)micro_batch;
+  return gtl::nn::GradMode::Overwrite;
   // END TODO(lab05)
 }
 
 void NoSyncAccumulator::after_backward(int64_t micro_batch) {
   // TODO(lab05) step 6b: communicate after the last micro-batch only.
-  if (micro_batch == micro_batches_ - 1) comm_.all_reduce(grads_, gtl::dist::ReduceOp::Avg);
+  //   Spec: one all-reduce (Avg) of the flat gradient (grads_) after micro-batch
+  //   micro_batches_ - 1, none after the others. About 1 line.
+  (void)micro_batch;
   // END TODO(lab05)
 }
 

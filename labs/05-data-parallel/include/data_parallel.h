@@ -37,15 +37,15 @@ using gtl::optim::ParamRef;
 // 2 (N-1) c * 4 bytes = 2(N-1)/N * S_padded, and nothing deadlocks on NCCL or MPI.
 void ring_all_reduce(Communicator& comm, const Tensor& tensor);
 
-// ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp) --------------------
-// The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in order. The epoch's
-// order is a permutation of 0..dataset_size-1 that depends only on (seed, epoch): the same on
-// every rank, different from one epoch to the next. Uneven sizes are PADDED: the permutation is
-// extended by repeating its first indices up to P = ceil(dataset_size / world_size) * world_size
-// positions, and rank r takes positions r, r + world_size, r + 2 world_size, ... (P / world_size
-// indices). So every rank has the same number of samples (a rank that ran out early would leave
-// the others waiting in the all-reduce), the shards of one epoch are disjoint positions, and with
-// world_size 1 the result is the epoch's permutation itself.
+// ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp)
+// -------------------- The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in
+// order. The epoch's order is a permutation of 0..dataset_size-1 that depends only on (seed,
+// epoch): the same on every rank, different from one epoch to the next. Uneven sizes are PADDED:
+// the permutation is extended by repeating its first indices up to P = ceil(dataset_size /
+// world_size) * world_size positions, and rank r takes positions r, r + world_size, r + 2
+// world_size, ... (P / world_size indices). So every rank has the same number of samples (a rank
+// that ran out early would leave the others waiting in the all-reduce), the shards of one epoch are
+// disjoint positions, and with world_size 1 the result is the epoch's permutation itself.
 std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_size, uint64_t seed,
                                    int64_t epoch);
 
@@ -95,12 +95,12 @@ class BucketedDdp {
 
  private:
   Communicator& comm_;
-  Tensor grads_;                               // the flat gradient
-  std::vector<Bucket> buckets_;                // in launch order
-  std::map<std::string, int64_t> bucket_of_;   // parameter name -> its bucket
-  std::vector<int64_t> missing_;               // per bucket: gradients not ready yet this step
-  int64_t next_launch_ = 0;                    // the first bucket not launched yet
-  std::vector<gtl::dist::Work> in_flight_;     // launched, not waited for
+  Tensor grads_;                              // the flat gradient
+  std::vector<Bucket> buckets_;               // in launch order
+  std::map<std::string, int64_t> bucket_of_;  // parameter name -> its bucket
+  std::vector<int64_t> missing_;              // per bucket: gradients not ready yet this step
+  int64_t next_launch_ = 0;                   // the first bucket not launched yet
+  std::vector<gtl::dist::Work> in_flight_;    // launched, not waited for
   gtl::nn::HookHandle hooks_;
 };
 
@@ -123,10 +123,11 @@ class NoSyncAccumulator {
   int64_t micro_batches_;
 };
 
-// ---- 7. Real processes (ddp_main.cpp: the program lab05_ddp_train) -------------------------------
-// The program's body: this process's communicator from the launcher's environment
-// (gtl::dist::init_from_environment), deterministic reductions where the backend has them, the
-// lab's training run (ddp_training.h: train_lab_model), and rank 0 writes the result file.
+// ---- 7. Real processes (ddp_main.cpp: the program lab05_ddp_train)
+// ------------------------------- The program's body: this process's communicator from the
+// launcher's environment (gtl::dist::init_from_environment), deterministic reductions where the
+// backend has them, the lab's training run (ddp_training.h: train_lab_model), and rank 0 writes the
+// result file.
 int ddp_main(int argc, char** argv);
 
 }  // namespace lab05

@@ -45,16 +45,16 @@ constexpr int64_t kReferenceBucketBytes = 256 * 1024;
 
 struct TrainConfig {
   gtl::nn::ModelConfig model = lab_model();
-  int64_t dataset_size = 50;    // not a multiple of 3 or 4: the last shard is padded
-  int64_t batch_per_rank = 4;   // samples each rank takes per step
+  int64_t dataset_size = 50;   // not a multiple of 3 or 4: the last shard is padded
+  int64_t batch_per_rank = 4;  // samples each rank takes per step
   int64_t steps = 3;
   uint64_t data_seed = 11;
   float lr = 1e-2f;
 };
 
 struct TrainResult {
-  std::vector<float> weights;  // the flat parameter after the last step
-  std::vector<float> losses;   // this rank's batch loss at every step
+  std::vector<float> weights;             // the flat parameter after the last step
+  std::vector<float> losses;              // this rank's batch loss at every step
   std::vector<std::vector<float>> grads;  // the synced flat gradient at every step
   // train_single_process only: (|g_0| + ... + |g_N-1|) / N at every step, the scale of the
   // rounding error of a sum of N gradients taken in another order.
@@ -64,7 +64,7 @@ struct TrainResult {
 // What runs after each backward, built once per rank before the first step (e.g. a BucketedDdp's
 // finish(), or an all-reduce of the flat gradient).
 using SyncFactory = std::function<std::function<void()>(Communicator&, gtl::nn::Module&,
-                                                       gtl::nn::ParameterBuffer&)>;
+                                                        gtl::nn::ParameterBuffer&)>;
 
 // One rank's part of a data-parallel run (call it on every rank).
 TrainResult train_lab_model(Communicator& comm, const TrainConfig& config,

@@ -195,8 +195,8 @@ ResultFile read_result(const std::string& path) {
   ResultFile f;
   std::string key;
   in >> key >> f.backend;
-  GTL_CHECK(key == "backend", "lab05 result file " << path << ": expected 'backend', got '" << key
-                                                   << "'");
+  GTL_CHECK(key == "backend",
+            "lab05 result file " << path << ": expected 'backend', got '" << key << "'");
   in >> key >> f.world_size;
   f.result.weights = read_floats(in, "weights");
   f.result.losses = read_floats(in, "losses");

@@ -34,9 +34,8 @@ TEST(NaiveDdp, AllReducesEveryGradientOnceInParameterOrder) {
         const std::vector<ParamRef> params = buffer.params();
         naive_ddp_sync(comm, params);
         const auto reduces = comm.trace()->events("all_reduce");
-        ASSERT_EQ(reduces.size(), params.size())
-            << "naive DDP: one all-reduce per parameter (" << params.size() << "), got "
-            << reduces.size();
+        ASSERT_EQ(reduces.size(), params.size()) << "naive DDP: one all-reduce per parameter ("
+                                                 << params.size() << "), got " << reduces.size();
         for (std::size_t i = 0; i < params.size(); ++i) {
           EXPECT_EQ(reduces[i].bytes, int64_t(params[i].grad.nbytes()))
               << "all-reduce " << i << " must carry " << params[i].name << "'s gradient";

@@ -23,7 +23,9 @@ inline std::vector<TrainResult> run_ddp(int world, const SyncFactory& sync, bool
   std::vector<TrainResult> results(world);
   gtl::dist::run_ranks(
       world,
-      [&](Communicator& comm) { results[comm.rank()] = train_lab_model(comm, TrainConfig{}, sync); },
+      [&](Communicator& comm) {
+        results[comm.rank()] = train_lab_model(comm, TrainConfig{}, sync);
+      },
       fast(deterministic));
   return results;
 }
@@ -42,8 +44,8 @@ inline void expect_equivalent_to_single_process(const SyncFactory& sync, const s
             << "over the global batch), bit for bit in deterministic mode";
       }
       EXPECT_EQ(bitwise_diff(got[r].weights, ref.weights), "")
-          << what << ", " << world << " ranks, rank " << r
-          << ": the weights after " << ref.grads.size() << " steps must equal single-process "
+          << what << ", " << world << " ranks, rank " << r << ": the weights after "
+          << ref.grads.size() << " steps must equal single-process "
           << "training on the full batch, bit for bit";
     }
   }

@@ -3,11 +3,11 @@
 // grader like any other test; it is skipped, with the reason, in a build without OpenMPI.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "data_parallel.h"
 #include "ddp_training.h"

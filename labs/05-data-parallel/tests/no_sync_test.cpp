@@ -40,7 +40,8 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
         auto model = gtl::nn::make_model(lab_model());
         gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
         const int64_t n = buffer.grads().numel();
-        Tensor(buffer.grads()).copy_(Tensor::full({n}, 1000.0));  // last step's gradients: must vanish
+        Tensor(buffer.grads())
+            .copy_(Tensor::full({n}, 1000.0));  // last step's gradients: must vanish
         NoSyncAccumulator acc(comm, buffer, k);
         for (int64_t step = 0; step < steps; ++step) {
           for (int64_t m = 0; m < k; ++m) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <sstream>
 
 #include "data_parallel.h"
 #include "ddp_training.h"
@@ -15,9 +16,10 @@ namespace lab05 {
 namespace {
 
 std::string str(const std::vector<int64_t>& v) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size() && i < 12; ++i) s += (i ? " " : "") + std::to_string(v[i]);
-  return s + (v.size() > 12 ? " ..." : "");
+  std::ostringstream s;
+  for (std::size_t i = 0; i < v.size() && i < 12; ++i) s << (i ? " " : "") << v[i];
+  if (v.size() > 12) s << " ...";
+  return s.str();
 }
 
 TEST(DistributedSampler, OneRankVisitsAPermutationOfTheDataset) {
