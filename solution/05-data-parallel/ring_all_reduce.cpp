@@ -19,9 +19,10 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor) {
   if (n_ranks == 1 || n == 0) return;
   // TODO(lab05) step 1: pad, reduce-scatter, all-gather, copy back.
   const int64_t c = (n + n_ranks - 1) / n_ranks;  // chunk size; the last chunk is padded
-  Tensor padded = Tensor::zeros({n_ranks * c});
   Tensor flat = tensor.reshape({n});
-  padded.slice(0, n).copy_(flat);
+  // Padding needs a copy; when N divides n the tensor itself is the ring's buffer.
+  Tensor padded = n % n_ranks == 0 ? flat : Tensor::zeros({n_ranks * c});
+  if (n % n_ranks != 0) padded.slice(0, n).copy_(flat);
   auto chunk = [&](int index) {
     const int64_t i = ((index % n_ranks) + n_ranks) % n_ranks;
     return padded.slice(i * c, (i + 1) * c);
@@ -35,7 +36,7 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor) {
   for (int s = 0; s < n_ranks - 1; ++s) {  // all-gather: forward the finished chunks
     comm.send_recv(chunk(r + 1 - s), next, chunk(r - s), prev);
   }
-  flat.copy_(padded.slice(0, n));
+  if (n % n_ranks != 0) flat.copy_(padded.slice(0, n));
   // END TODO(lab05)
 }
 

@@ -118,6 +118,8 @@ TEST(BucketedDdp, EachBucketIsLaunchedDuringBackwardAsSoonAsItIsFullAndWaitedBef
         auto model = nn::make_model(lab_model());
         nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
         BucketedDdp ddp(comm, *model, buffer, bucket_bytes);
+        ASSERT_EQ(ddp.buckets().size(), expected_buckets(buffer, bucket_bytes).size())
+            << "the buckets of " << bucket_bytes << " bytes (see BucketsFollow...)";
         nn::HookHandle traced = gtl::dist::trace_modules(*model, comm.trace());
         const std::vector<ParamRef> params = model->parameters();
         for (int step = 0; step < 2; ++step) {  // the second step checks finish() re-arms
@@ -215,6 +217,8 @@ TEST(BucketedDdp, LaunchesInBucketOrderWhateverOrderGradientsArriveIn) {
         TwoBranches model(gen);
         nn::ParameterBuffer buffer(model, gtl::Device::cpu());
         BucketedDdp ddp(comm, model, buffer, /*bucket_bytes=*/1);  // one parameter per bucket
+        ASSERT_EQ(ddp.buckets().size(), model.parameters().size())
+            << "1-byte buckets: one bucket per parameter";
         nn::Context ctx;
         Tensor y = model.forward(Tensor::ones({2, 4}), ctx);
         model.backward(ctx, Tensor::ones(y.shape()));

@@ -93,7 +93,10 @@ TEST(RingAllReduce, EachRankSendsToItsRightNeighbourAndReceivesFromItsLeft) {
         Tensor t = Tensor::from_vector(testing::values(comm.rank(), 20), {20});
         ring_all_reduce(comm, t);
         const int next = (comm.rank() + 1) % world, prev = (comm.rank() + world - 1) % world;
-        for (const gtl::dist::TraceEvent& e : comm.trace()->events(TraceKind::PointToPoint)) {
+        const auto messages = comm.trace()->events(TraceKind::PointToPoint);
+        ASSERT_EQ(messages.size(), std::size_t(2 * (world - 1)))
+            << "rank " << comm.rank() << ": 2(N-1) ring steps of point-to-point messages";
+        for (const gtl::dist::TraceEvent& e : messages) {
           EXPECT_EQ(e.peers, (std::vector<int>{next, prev}))
               << "rank " << comm.rank() << ", event " << e.seq << " (" << e.op
               << "): a ring step sends to r+1 and receives from r-1";

@@ -39,6 +39,7 @@ TEST(DistributedSampler, ShardsInterleaveIntoTheSharedOrderPaddedWithItsFirstInd
     for (int world : {2, 3, 4, 5}) {
       for (int64_t epoch : {0, 1}) {
         const std::vector<int64_t> order = shard_indices(size, 0, 1, 9, epoch);
+        ASSERT_EQ(int64_t(order.size()), size) << "world_size 1: the epoch's whole order";
         const int64_t per_rank = (size + world - 1) / world;
         for (int r = 0; r < world; ++r) {
           const std::vector<int64_t> mine = shard_indices(size, r, world, 9, epoch);
