@@ -5,9 +5,9 @@
 //                                   model's gradients: the per-call latency naive DDP pays 14 times
 //   BM_RingAllReduce / BM_CoreAllReduce   your ring (TODO 1) vs the core's, 1 Mi floats
 //
-// Each iteration runs kCalls syncs on both ranks and times them on rank 0 between two barriers
-// (manual time). Every benchmark checks its result
-// and reports an error when it is wrong: an empty TODO wins no speed check.
+// Each iteration resets the inputs, runs kCalls syncs on both ranks and times them on rank 0
+// between two barriers (manual time). Every benchmark checks its result and reports an error when
+// it is wrong: an empty TODO wins no speed check.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
