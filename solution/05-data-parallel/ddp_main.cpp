@@ -26,7 +26,9 @@ int ddp_main(int argc, char** argv) {
   // writes.
   std::unique_ptr<Communicator> comm = gtl::dist::init_from_environment();
   if (comm->backend() != "nccl") comm->set_deterministic(true);  // NCCL cannot promise it
-  const TrainResult result = train_lab_model(*comm, TrainConfig{}, core_flat_sync());
+  TrainConfig config;
+  config.device = rank_device(*comm);  // NCCL: this rank's GPU; MPI, in-process: the CPU
+  const TrainResult result = train_lab_model(*comm, config, core_flat_sync());
   if (comm->rank() == 0) write_result(out, result, comm->backend(), comm->world_size());
   std::cout << "rank " << comm->rank() << "/" << comm->world_size() << " (" << comm->backend()
             << "): final loss " << result.losses.back() << "\n";

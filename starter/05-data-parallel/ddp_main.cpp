@@ -26,8 +26,9 @@ int ddp_main(int argc, char** argv) {
   // writes.
   //   Spec: gtl::dist::init_from_environment() (mpirun/srun: MPI or NCCL; no launcher: one
   //   in-process rank); set_deterministic(true) unless the backend is "nccl" (it cannot promise
-  //   it); train_lab_model(*comm, TrainConfig{}, core_flat_sync()) (ddp_training.h); rank 0 calls
-  //   write_result(out, result, comm->backend(), comm->world_size()); return 0. About 8 lines.
+  //   it); a TrainConfig{} whose device is rank_device(*comm) (NCCL: this rank's GPU);
+  //   train_lab_model(*comm, config, core_flat_sync()) (ddp_training.h); rank 0 calls
+  //   write_result(out, result, comm->backend(), comm->world_size()); return 0. About 10 lines.
   std::cerr << "lab05_ddp_train: TODO 7 is not done (ddp_main.cpp)\n";
   (void)out;
   return 1;

@@ -1,8 +1,10 @@
 // Lab 05's training harness: see ddp_training.h.
 #include "ddp_training.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -56,6 +58,7 @@ std::shared_ptr<const data::Dataset> lab_dataset(const TrainConfig& config) {
 
 data::DataLoaderOptions loader_options(const TrainConfig& config, int rank, int world_size) {
   data::DataLoaderOptions o;
+  o.device = config.device;
   o.batch_size = config.batch_per_rank;
   o.seed = config.data_seed;
   o.rank = rank;
@@ -69,6 +72,7 @@ data::Batch next_batch(data::DataLoader& loader) {
   std::optional<data::Batch> batch = loader.next();
   if (!batch) batch = loader.next();  // end of an epoch: start the next one
   GTL_CHECK(batch.has_value(), "lab05: the data set is smaller than one batch");
+  batch->wait();  // GPU: this stream waits for the batch's copy
   return *batch;
 }
 
@@ -94,7 +98,7 @@ gtl::optim::AdamWOptions adamw(const TrainConfig& config) {
 TrainResult train_lab_model(Communicator& comm, const TrainConfig& config,
                             const SyncFactory& make_sync) {
   std::unique_ptr<nn::Sequential> model = nn::make_model(config.model);
-  nn::ParameterBuffer buffer(*model, Device::cpu());
+  nn::ParameterBuffer buffer(*model, config.device);
   gtl::optim::AdamW optimizer({buffer.flat_param()}, adamw(config));
   data::DataLoader loader(lab_dataset(config),
                           loader_options(config, comm.rank(), comm.world_size()));
@@ -103,14 +107,23 @@ TrainResult train_lab_model(Communicator& comm, const TrainConfig& config,
   for (int64_t step = 0; step < config.steps; ++step) {
     result.losses.push_back(forward_backward(*model, next_batch(loader)));
     sync();
-    result.grads.push_back(buffer.grads().to_vector());
+    result.grads.push_back(buffer.grads().to(Device::cpu()).to_vector());
     optimizer.step();
   }
-  result.weights = buffer.values().to_vector();
+  result.weights = buffer.values().to(Device::cpu()).to_vector();
   return result;
 }
 
+Device rank_device(const Communicator& comm) {
+  if (comm.backend() != "nccl") return Device::cpu();
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    if (const char* v = std::getenv(name)) return Device::cuda(std::atoi(v));
+  }
+  return Device::cuda(comm.rank() % std::max(1, gtl::cuda_device_count()));
+}
+
 TrainResult train_single_process(int world_size, const TrainConfig& config) {
+  GTL_CHECK(config.device.is_cpu(), "train_single_process: the reference runs on the CPU");
   std::unique_ptr<nn::Sequential> model = nn::make_model(config.model);
   nn::ParameterBuffer buffer(*model, Device::cpu());
   gtl::optim::AdamW optimizer({buffer.flat_param()}, adamw(config));
