@@ -1,0 +1,133 @@
+// Lab 05, data parallelism: what DDP does to every gradient, built from point-to-point messages
+// up to bucketed all-reduces that overlap the backward pass.
+//
+// This header is part of the pristine lab (labs/05-data-parallel/include): do not edit it. Your
+// files are in starter/05-data-parallel/, one per TODO; the map from TODO to file, test and check
+// is in the handout, labs/05-data-parallel/README.md. Everything runs on in-process ranks
+// (gtl::dist::run_ranks) on the CPU; TODO 7 runs the same training as processes under mpirun.
+//
+// The core's communicator (gtl/distributed/communicator.h) gives you send_recv, isend/irecv and
+// the collectives. You must NOT use the core's own ring algorithms (gtl::dist::RingCommunicator)
+// in TODO 1, nor the data loader's sharding (gtl::data::DataLoader) in TODO 2: the rubric scores
+// a TODO 0 when its file names them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtl/distributed/communicator.h"
+#include "gtl/nn/module.h"
+#include "gtl/nn/parameter_buffer.h"
+
+namespace lab05 {
+
+using gtl::Tensor;
+using gtl::dist::Communicator;
+using gtl::optim::ParamRef;
+
+// ---- 1. Ring all-reduce from point to point (ring_all_reduce.cpp) -------------------------------
+// tensor (float32, contiguous, on the CPU; the same numel on every rank) becomes the element-wise
+// SUM over all ranks, in place. The buffer of n elements is padded with zeros to N * c elements,
+// c = ceil(n / N), and cut into N chunks of c elements. Reduce-scatter: N-1 steps; in step s
+// rank r sends chunk (r - s) mod N to rank r+1 and adds chunk (r - s - 1) mod N, received from
+// rank r-1, into its own. All-gather: N-1 more steps forwarding the finished chunks. Every step
+// is ONE comm.send_recv of one chunk (c elements), so each rank sends exactly
+// 2 (N-1) c * 4 bytes = 2(N-1)/N * S_padded, and nothing deadlocks on NCCL or MPI.
+void ring_all_reduce(Communicator& comm, const Tensor& tensor);
+
+// ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp)
+// -------------------- The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in
+// order. The epoch's order is a permutation of 0..dataset_size-1 that depends only on (seed,
+// epoch): the same on every rank, different from one epoch to the next. Uneven sizes are PADDED:
+// the permutation is extended by repeating its first indices up to P = ceil(dataset_size /
+// world_size) * world_size positions, and rank r takes positions r, r + world_size, r + 2
+// world_size, ... (P / world_size indices). So every rank has the same number of samples (a rank
+// that ran out early would leave the others waiting in the all-reduce), the shards of one epoch are
+// disjoint positions, and with world_size 1 the result is the epoch's permutation itself.
+std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_size, uint64_t seed,
+                                   int64_t epoch);
+
+// Every rank's parameter values become rank `root`'s, bit for bit.
+void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& params, int root = 0);
+
+// ---- 3. Naive DDP (naive_ddp.cpp) -------------------------------------------------------------
+// After backward: every gradient becomes the AVERAGE over ranks of that gradient, one
+// all-reduce per parameter, in the order of `params`.
+void naive_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params);
+
+// ---- 4. Flat DDP (flat_ddp.cpp) ---------------------------------------------------------------
+// After backward: the whole flat gradient (buffer.grads()) becomes its average over ranks, in ONE
+// all-reduce.
+void flat_ddp_sync(Communicator& comm, const gtl::nn::ParameterBuffer& buffer);
+
+// ---- 5. Bucketed DDP overlapped with backward (bucketed_ddp.cpp) --------------------------------
+// One bucket: a contiguous slice [offset, offset + numel) of the flat gradient holding the
+// gradients of `params` (indices into model.parameters(), in the order they were added).
+struct Bucket {
+  std::vector<int64_t> params;
+  int64_t offset = 0;  // elements into buffer.grads()
+  int64_t numel = 0;   // elements of the slice (the alignment padding between slots included)
+};
+
+class BucketedDdp {
+ public:
+  // Assigns the buckets ONCE, walking model.parameters() from the LAST to the first (the order
+  // backward makes gradients ready): a parameter joins the open bucket, and the bucket is closed
+  // as soon as the bytes of its gradients (numel * 4, padding not counted) reach bucket_bytes.
+  // Then installs a grad_ready hook on `model`. `buffer` must be the model's ParameterBuffer.
+  BucketedDdp(Communicator& comm, gtl::nn::Module& model, const gtl::nn::ParameterBuffer& buffer,
+              int64_t bucket_bytes);
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+  // From the grad_ready hook: marks the parameter's gradient ready; then launches, in bucket
+  // order, every bucket whose gradients are all ready and whose predecessors have all been
+  // launched: an asynchronous all-reduce (Avg) of its slice. Never in the order gradients happen
+  // to arrive: every rank must issue the same collectives in the same order.
+  void on_grad_ready(const ParamRef& param);
+
+  // Before the optimizer step: waits for every launched all-reduce and readies the buckets for
+  // the next backward. Throws gtl::Error naming the first bucket that was never launched (a
+  // parameter got no gradient this step).
+  void finish();
+
+ private:
+  Communicator& comm_;
+  Tensor grads_;                              // the flat gradient
+  std::vector<Bucket> buckets_;               // in launch order
+  std::map<std::string, int64_t> bucket_of_;  // parameter name -> its bucket
+  std::vector<int64_t> missing_;              // per bucket: gradients not ready yet this step
+  int64_t next_launch_ = 0;                   // the first bucket not launched yet
+  std::vector<gtl::dist::Work> in_flight_;    // launched, not waited for
+  gtl::nn::HookHandle hooks_;
+};
+
+// ---- 6. Gradient accumulation without sync (no_sync.cpp) ---------------------------------------
+// k micro-batches per optimizer step; the caller runs micro-batch i's backward with mode(i) and
+// then calls after_backward(i). Only the last micro-batch communicates: one all-reduce (Avg) of
+// the flat gradient, which then holds the average over ranks of the sum over micro-batches (scale
+// each micro-batch's loss by 1/k for the mean).
+class NoSyncAccumulator {
+ public:
+  NoSyncAccumulator(Communicator& comm, const gtl::nn::ParameterBuffer& buffer,
+                    int64_t micro_batches);
+  // Overwrite for the first micro-batch of a step (no zero_grad needed), Accumulate after it.
+  gtl::nn::GradMode mode(int64_t micro_batch) const;
+  void after_backward(int64_t micro_batch);
+
+ private:
+  Communicator& comm_;
+  Tensor grads_;
+  int64_t micro_batches_;
+};
+
+// ---- 7. Real processes (ddp_main.cpp: the program lab05_ddp_train)
+// ------------------------------- The program's body: this process's communicator from the
+// launcher's environment (gtl::dist::init_from_environment), deterministic reductions where the
+// backend has them, the lab's training run (ddp_training.h: train_lab_model), and rank 0 writes the
+// result file.
+int ddp_main(int argc, char** argv);
+
+}  // namespace lab05

@@ -1,0 +1,75 @@
+// The equivalence every DDP variant must show: N ranks, each on its own shard, train exactly like
+// one process on the full global batch (train_single_process, ddp_training.h). In the core's
+// deterministic mode (sums in rank order) the synced gradients and the weights after every step
+// are the same bits; with the default ring (each chunk's sum starts at another rank) the synced
+// gradient of the first step is within the rounding bound of a sum of N terms in another order,
+// |error| <= 2 (N-1) u sum_r |g_r| / N + u |avg| (u = 2^-24), and every rank still holds the same
+// bits as every other.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+#include <string>
+
+#include "ddp_training.h"
+#include "gtl/distributed/in_process.h"
+#include "lab05_test_util.h"
+
+namespace lab05::testing {
+
+inline std::vector<TrainResult> run_ddp(int world, const SyncFactory& sync, bool deterministic) {
+  std::vector<TrainResult> results(world);
+  gtl::dist::run_ranks(
+      world,
+      [&](Communicator& comm) {
+        results[comm.rank()] = train_lab_model(comm, TrainConfig{}, sync);
+      },
+      fast(deterministic));
+  return results;
+}
+
+// `what` names the variant and the concept to revisit in failure messages.
+inline void expect_equivalent_to_single_process(const SyncFactory& sync, const std::string& what) {
+  for (int world : {1, 2, 3, 4}) {
+    const TrainResult ref = train_single_process(world, TrainConfig{});
+    const std::vector<TrainResult> got = run_ddp(world, sync, /*deterministic=*/true);
+    for (int r = 0; r < world; ++r) {
+      ASSERT_EQ(got[r].grads.size(), ref.grads.size());
+      for (std::size_t s = 0; s < ref.grads.size(); ++s) {
+        ASSERT_EQ(bitwise_diff(got[r].grads[s], ref.grads[s]), "")
+            << what << ", " << world << " ranks, rank " << r << ", step " << s
+            << ": the synced gradient must be the AVERAGE over ranks of every gradient (the mean "
+            << "over the global batch), bit for bit in deterministic mode";
+      }
+      EXPECT_EQ(bitwise_diff(got[r].weights, ref.weights), "")
+          << what << ", " << world << " ranks, rank " << r << ": the weights after "
+          << ref.grads.size() << " steps must equal single-process "
+          << "training on the full batch, bit for bit";
+    }
+  }
+  // The default (non-deterministic) ring: the rounding bound, and identical ranks.
+  for (int world : {2, 3, 4}) {
+    const TrainResult ref = train_single_process(world, TrainConfig{});
+    const std::vector<TrainResult> got = run_ddp(world, sync, /*deterministic=*/false);
+    const double u = std::ldexp(1.0, -24);
+    const std::vector<float>& g = got[0].grads[0];
+    ASSERT_EQ(g.size(), ref.grads[0].size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double avg = ref.grads[0][i];
+      const double bound = 2.0 * (world - 1) * u * ref.abs_grads[0][i] + u * std::fabs(avg);
+      ASSERT_TRUE(std::fabs(double(g[i]) - avg) <= bound)
+          << what << ", " << world << " ranks (default ring), element " << i << " of the flat "
+          << "gradient: got " << g[i] << ", expected " << avg << " within " << bound
+          << " (the rounding of a sum of " << world << " gradients in another order)";
+    }
+    for (int r = 1; r < world; ++r) {
+      EXPECT_EQ(bitwise_diff(got[r].weights, got[0].weights), "")
+          << what << ", " << world << " ranks: rank " << r << " must hold the same weights as "
+          << "rank 0 after every step (all ranks apply the same averaged gradient)";
+    }
+  }
+}
+
+}  // namespace lab05::testing

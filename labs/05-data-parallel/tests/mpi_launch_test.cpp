@@ -1,0 +1,75 @@
+// TODO 7: the DDP run as two real processes under mpirun (MPI backend, CPU) gives bit for bit the
+// in-process result. The test starts `mpirun -np 2 lab05_ddp_train` itself, so it runs under the
+// grader like any other test; it is skipped, with the reason, in a build without OpenMPI.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "data_parallel.h"
+#include "ddp_training.h"
+#include "gtl/distributed/in_process.h"
+#include "lab05_test_util.h"
+
+namespace lab05 {
+namespace {
+
+std::string temp_path() {
+  return "/tmp/lab05_result_" + std::to_string(::getpid()) + ".txt";
+}
+
+// The in-process run of the same training: deterministic sums, the core's flat all-reduce.
+TrainResult in_process(int world) {
+  std::vector<TrainResult> results(world);
+  gtl::dist::run_ranks(
+      world,
+      [&](Communicator& comm) {
+        results[comm.rank()] = train_lab_model(comm, TrainConfig{}, core_flat_sync());
+      },
+      testing::fast(/*deterministic=*/true));
+  return results[0];
+}
+
+void expect_matches(const std::string& command, const std::string& out, int world,
+                    const std::string& backend) {
+  std::remove(out.c_str());
+  const int rc = std::system(command.c_str());
+  ASSERT_EQ(rc, 0) << "`" << command << "` failed (exit status " << rc << ")";
+  std::ifstream probe(out);
+  ASSERT_TRUE(probe.good()) << "`" << command << "` wrote no result file " << out
+                            << ": rank 0 of lab05_ddp_train must write it (write_result)";
+  const ResultFile file = read_result(out);
+  std::remove(out.c_str());
+  EXPECT_EQ(file.backend, backend) << "the program must take its communicator from the "
+                                   << "launcher's environment (init_from_environment)";
+  EXPECT_EQ(file.world_size, world) << "world size of `" << command << "`";
+  const TrainResult expected = in_process(world);
+  EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected.weights), "")
+      << "`" << command << "`: the final weights must equal the in-process run of the same "
+      << "training on " << world << " ranks bit for bit (deterministic reductions on both)";
+  EXPECT_EQ(testing::bitwise_diff(file.result.losses, expected.losses), "")
+      << "rank 0's losses must equal the in-process rank 0's";
+}
+
+TEST(RealProcesses, OneProcessWithoutALauncherMatchesOneInProcessRank) {
+  const std::string out = temp_path();
+  expect_matches(std::string(LAB05_DDP_TRAIN) + " --out " + out + " > /dev/null", out, 1,
+                 "in-process");
+}
+
+TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
+  const std::string mpiexec = LAB05_MPIEXEC;
+  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const std::string out = temp_path();
+  // We run CI as root: OpenMPI refuses that without --allow-run-as-root; --oversubscribe lets
+  // 2 processes share fewer cores. GTL_DIST_BACKEND pins MPI even on a machine with GPUs.
+  expect_matches("GTL_DIST_BACKEND=mpi " + mpiexec + " --oversubscribe --allow-run-as-root -np 2 " +
+                     LAB05_DDP_TRAIN + " --out " + out + " > /dev/null",
+                 out, 2, "mpi");
+}
+
+}  // namespace
+}  // namespace lab05

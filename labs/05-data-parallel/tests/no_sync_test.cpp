@@ -1,0 +1,85 @@
+// TODO 6: k micro-batches, communication only after the last. Gradients of each micro-batch are
+// small integers here (set by hand through the flat buffer), so the expected result is exact.
+#include <gtest/gtest.h>
+
+#include "data_parallel.h"
+#include "ddp_training.h"
+#include "gtl/nn/models.h"
+#include "gtl/ops/elementwise.h"
+#include "lab05_test_util.h"
+
+namespace lab05 {
+namespace {
+
+// Micro-batch m's gradient on rank r, element i: an integer.
+float micro_grad(int rank, int64_t m, int64_t i) {
+  return testing::value(rank + 3 * static_cast<int>(m), i);
+}
+
+TEST(NoSync, GradModeOverwritesFirstThenAccumulates) {
+  gtl::dist::run_ranks(
+      1,
+      [](Communicator& comm) {
+        auto model = gtl::nn::make_model(lab_model());
+        gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+        NoSyncAccumulator acc(comm, buffer, 3);
+        EXPECT_EQ(acc.mode(0), gtl::nn::GradMode::Overwrite)
+            << "micro-batch 0 overwrites last step's gradients (no zero_grad needed)";
+        EXPECT_EQ(acc.mode(1), gtl::nn::GradMode::Accumulate) << "micro-batch 1 adds to them";
+        EXPECT_EQ(acc.mode(2), gtl::nn::GradMode::Accumulate) << "micro-batch 2 adds to them";
+      },
+      testing::fast());
+}
+
+TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
+  const int world = 3;
+  const int64_t k = 4, steps = 2;
+  gtl::dist::run_ranks(
+      world,
+      [&](Communicator& comm) {
+        auto model = gtl::nn::make_model(lab_model());
+        gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+        const int64_t n = buffer.grads().numel();
+        Tensor(buffer.grads())
+            .copy_(Tensor::full({n}, 1000.0));  // last step's gradients: must vanish
+        NoSyncAccumulator acc(comm, buffer, k);
+        for (int64_t step = 0; step < steps; ++step) {
+          for (int64_t m = 0; m < k; ++m) {
+            std::vector<float> g(static_cast<std::size_t>(n));
+            for (int64_t i = 0; i < n; ++i) g[i] = micro_grad(comm.rank(), m, i);
+            const Tensor gm = Tensor::from_vector(g, {n});
+            // What a backward with GradMode acc.mode(m) does to the flat gradient.
+            if (acc.mode(m) == gtl::nn::GradMode::Overwrite) {
+              Tensor(buffer.grads()).copy_(gm);
+            } else {
+              gtl::ops::add_(buffer.grads(), gm);
+            }
+            const int64_t before = comm.counters("all_reduce").calls;
+            acc.after_backward(m);
+            const int64_t calls = comm.counters("all_reduce").calls - before;
+            EXPECT_EQ(calls, m == k - 1 ? 1 : 0)
+                << "step " << step << ", micro-batch " << m << " of " << k << ": "
+                << (m == k - 1 ? "the LAST micro-batch all-reduces the accumulated gradient once"
+                               : "no communication before the last micro-batch (no_sync)");
+          }
+          std::vector<float> expected(static_cast<std::size_t>(n), 0.f);
+          for (int64_t i = 0; i < n; ++i) {
+            float sum = 0;
+            for (int r = 0; r < world; ++r) {
+              for (int64_t m = 0; m < k; ++m) sum += micro_grad(r, m, i);
+            }
+            expected[i] = sum / float(world);
+          }
+          EXPECT_EQ(testing::bitwise_diff(buffer.grads().to_vector(), expected), "")
+              << "step " << step << ", rank " << comm.rank() << ": after " << k << " micro-batches "
+              << "the gradient is the average over ranks of the SUM over micro-batches";
+        }
+        EXPECT_EQ(comm.counters("all_reduce").calls, steps)
+            << "one all-reduce round per " << k << " micro-batches";
+        EXPECT_EQ(comm.total_counters().calls, steps) << "and no other communication";
+      },
+      testing::fast(/*deterministic=*/true));
+}
+
+}  // namespace
+}  // namespace lab05

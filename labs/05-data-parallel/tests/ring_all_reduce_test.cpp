@@ -1,0 +1,132 @@
+// TODO 1: the ring all-reduce written from send_recv. Values are small integers, so the sum is
+// exact in any order and the result is compared bit for bit; the traffic is compared with the
+// ring's formula to the byte, from the communicator's counters and trace.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "data_parallel.h"
+#include "lab05_test_util.h"
+
+namespace lab05 {
+namespace {
+
+using gtl::dist::run_ranks;
+using gtl::dist::TraceKind;
+using testing::fast;
+
+struct Case {
+  int world;
+  int64_t n;
+};
+
+// Sizes divisible by N, not divisible, smaller than N, and a single element.
+const Case kCases[] = {{1, 5}, {2, 8}, {2, 7}, {3, 12}, {3, 10}, {4, 13}, {4, 3}, {5, 1}, {3, 100}};
+
+TEST(RingAllReduce, EveryRankGetsTheExactSumForAnyRankCountAndSize) {
+  for (const Case& c : kCases) {
+    std::vector<std::vector<float>> got(c.world);
+    run_ranks(
+        c.world,
+        [&](Communicator& comm) {
+          Tensor t = Tensor::from_vector(testing::values(comm.rank(), c.n), {c.n});
+          ring_all_reduce(comm, t);
+          got[comm.rank()] = t.to_vector();
+        },
+        fast());
+    const std::vector<float> expected = testing::summed(c.world, c.n);
+    for (int r = 0; r < c.world; ++r) {
+      EXPECT_EQ(testing::bitwise_diff(got[r], expected), "")
+          << "ring_all_reduce, N = " << c.world << " ranks, n = " << c.n << " elements, rank " << r
+          << ": every rank must end with the element-wise sum of all ranks' inputs. Revisit the "
+          << "chunk indices of the two phases (reduce-scatter: send r-s, add into r-s-1; "
+          << "all-gather: send r+1-s, receive r-s) and the zero padding when N does not divide n";
+    }
+  }
+}
+
+TEST(RingAllReduce, KeepsTheTensorsShape) {
+  run_ranks(
+      3,
+      [&](Communicator& comm) {
+        Tensor t = Tensor::from_vector(testing::values(comm.rank(), 10), {2, 5});
+        ring_all_reduce(comm, t);
+        EXPECT_EQ(t.shape(), (gtl::Shape{2, 5})) << "the all-reduce works in place";
+        EXPECT_EQ(testing::bitwise_diff(t.to_vector(), testing::summed(3, 10)), "")
+            << "a [2, 5] tensor is reduced as its 10 elements";
+      },
+      fast());
+}
+
+TEST(RingAllReduce, SendsExactlyTwoNMinusOneOverNOfThePaddedBufferInOneSendRecvPerStep) {
+  for (const Case& c : kCases) {
+    if (c.world == 1) continue;
+    const int64_t chunk = (c.n + c.world - 1) / c.world;
+    const int64_t expected_bytes = 2 * (c.world - 1) * chunk * 4;  // 2(N-1)/N * padded S
+    run_ranks(
+        c.world,
+        [&](Communicator& comm) {
+          Tensor t = Tensor::from_vector(testing::values(comm.rank(), c.n), {c.n});
+          ring_all_reduce(comm, t);
+          const gtl::dist::OpCounters sr = comm.counters("send_recv");
+          EXPECT_EQ(sr.bytes_sent, expected_bytes)
+              << "N = " << c.world << ", n = " << c.n << ", rank " << comm.rank()
+              << ": a ring all-reduce sends 2(N-1) chunks of ceil(n/N) = " << chunk
+              << " floats (the padded buffer's 2(N-1)/N), no more and no less";
+          EXPECT_EQ(sr.bytes_received, expected_bytes)
+              << "N = " << c.world << ", n = " << c.n << ": received bytes, same formula";
+          EXPECT_EQ(sr.calls, 2 * (c.world - 1))
+              << "N = " << c.world << ": one send_recv per ring step, N-1 steps per phase";
+          EXPECT_EQ(comm.total_counters().calls, sr.calls)
+              << "N = " << c.world << ": the ring uses send_recv only (no collective of the "
+              << "core, no separate send and recv, which deadlock with rendezvous sends)";
+        },
+        fast());
+  }
+}
+
+TEST(RingAllReduce, EachRankSendsToItsRightNeighbourAndReceivesFromItsLeft) {
+  const int world = 4;
+  run_ranks(
+      world,
+      [&](Communicator& comm) {
+        Tensor t = Tensor::from_vector(testing::values(comm.rank(), 20), {20});
+        ring_all_reduce(comm, t);
+        const int next = (comm.rank() + 1) % world, prev = (comm.rank() + world - 1) % world;
+        const auto messages = comm.trace()->events(TraceKind::PointToPoint);
+        ASSERT_EQ(messages.size(), std::size_t(2 * (world - 1)))
+            << "rank " << comm.rank() << ": 2(N-1) ring steps of point-to-point messages";
+        for (const gtl::dist::TraceEvent& e : messages) {
+          EXPECT_EQ(e.peers, (std::vector<int>{next, prev}))
+              << "rank " << comm.rank() << ", event " << e.seq << " (" << e.op
+              << "): a ring step sends to r+1 and receives from r-1";
+        }
+      },
+      fast());
+}
+
+// Why send_recv: the same ring step written "every rank sends, then every rank receives" deadlocks
+// with rendezvous sends (NCCL, large MPI messages, the in-process default). The timeout turns the
+// hang into an error that says so.
+TEST(RingAllReduce, SendThenReceiveDeadlocksAndTheTimeoutReportsIt) {
+  gtl::dist::RunOptions options = fast();
+  options.timeout = std::chrono::milliseconds(300);
+  std::string message;
+  try {
+    run_ranks(
+        3,
+        [](Communicator& comm) {
+          Tensor out = Tensor::ones({4}), in = Tensor::zeros({4});
+          comm.send(out, (comm.rank() + 1) % 3);  // everybody sends first ...
+          comm.recv(in, (comm.rank() + 2) % 3);   // ... nobody is receiving
+        },
+        options);
+  } catch (const gtl::dist::DistError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("deadlock"), std::string::npos)
+      << "a ring of blocking sends must fail with a deadlock report, got: '" << message << "'";
+}
+
+}  // namespace
+}  // namespace lab05

@@ -1,0 +1,105 @@
+// TODO 2: the distributed sampler and the broadcast of the initial weights. The sampler's
+// properties are checked exactly: the shards of one epoch interleave into the world-1 order padded
+// with its first indices, the order is a function of (seed, epoch) only, and epochs differ.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+
+#include "data_parallel.h"
+#include "ddp_training.h"
+#include "gtl/nn/models.h"
+#include "lab05_test_util.h"
+
+namespace lab05 {
+namespace {
+
+std::string str(const std::vector<int64_t>& v) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < v.size() && i < 12; ++i) s << (i ? " " : "") << v[i];
+  if (v.size() > 12) s << " ...";
+  return s.str();
+}
+
+TEST(DistributedSampler, OneRankVisitsAPermutationOfTheDataset) {
+  for (int64_t size : {1, 7, 50, 101}) {
+    std::vector<int64_t> order = shard_indices(size, 0, 1, 3, 0);
+    ASSERT_EQ(int64_t(order.size()), size) << "world_size 1: every sample once per epoch";
+    std::sort(order.begin(), order.end());
+    for (int64_t i = 0; i < size; ++i) {
+      ASSERT_EQ(order[i], i) << "dataset of " << size << ": the epoch must visit each index "
+                             << "0.." << size - 1 << " exactly once (a permutation)";
+    }
+  }
+}
+
+TEST(DistributedSampler, ShardsInterleaveIntoTheSharedOrderPaddedWithItsFirstIndices) {
+  for (int64_t size : {12, 50, 7, 3}) {
+    for (int world : {2, 3, 4, 5}) {
+      for (int64_t epoch : {0, 1}) {
+        const std::vector<int64_t> order = shard_indices(size, 0, 1, 9, epoch);
+        ASSERT_EQ(int64_t(order.size()), size) << "world_size 1: the epoch's whole order";
+        const int64_t per_rank = (size + world - 1) / world;
+        for (int r = 0; r < world; ++r) {
+          const std::vector<int64_t> mine = shard_indices(size, r, world, 9, epoch);
+          std::vector<int64_t> expected;
+          for (int64_t k = r; k < per_rank * world; k += world) expected.push_back(order[k % size]);
+          EXPECT_EQ(mine, expected)
+              << "dataset " << size << ", rank " << r << " of " << world << ", epoch " << epoch
+              << ": got [" << str(mine) << "], expected [" << str(expected) << "]: rank r takes "
+              << "positions r, r+W, ... of the epoch's ONE shared order (the same on every rank), "
+              << "padded by repeating its first indices to ceil(size/W)*W positions";
+        }
+      }
+    }
+  }
+}
+
+TEST(DistributedSampler, TheOrderDependsOnSeedAndEpochOnly) {
+  EXPECT_EQ(shard_indices(50, 1, 3, 7, 2), shard_indices(50, 1, 3, 7, 2))
+      << "the same (seed, epoch) must give the same shard: every rank computes it on its own";
+  EXPECT_NE(shard_indices(50, 0, 1, 7, 0), shard_indices(50, 0, 1, 7, 1))
+      << "each epoch must be reshuffled (epoch 0 and epoch 1 gave the same order)";
+  EXPECT_NE(shard_indices(50, 0, 1, 7, 0), shard_indices(50, 0, 1, 8, 0))
+      << "the seed must change the order";
+  std::vector<int64_t> identity(50);
+  for (int64_t i = 0; i < 50; ++i) identity[i] = i;
+  EXPECT_NE(shard_indices(50, 0, 1, 7, 0), identity) << "the epoch's order must be shuffled";
+}
+
+TEST(BroadcastParameters, EveryRankHoldsTheRootsInitialWeightsBitForBit) {
+  for (int root : {0, 2}) {
+    std::vector<std::vector<float>> got(3);
+    gtl::dist::run_ranks(
+        3,
+        [&](Communicator& comm) {
+          gtl::nn::ModelConfig config = lab_model();
+          config.seed = 100 + static_cast<uint64_t>(comm.rank());  // different weights per rank
+          auto model = gtl::nn::make_model(config);
+          broadcast_parameters(comm, model->parameters(), root);
+          std::vector<float> all;
+          for (const ParamRef& p : model->parameters()) {
+            const std::vector<float> v = p.value.to_vector();
+            all.insert(all.end(), v.begin(), v.end());
+          }
+          got[comm.rank()] = all;
+        },
+        testing::fast());
+    gtl::nn::ModelConfig config = lab_model();
+    config.seed = 100 + static_cast<uint64_t>(root);
+    std::vector<float> expected;
+    for (const ParamRef& p : gtl::nn::make_model(config)->parameters()) {
+      const std::vector<float> v = p.value.to_vector();
+      expected.insert(expected.end(), v.begin(), v.end());
+    }
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(testing::bitwise_diff(got[r], expected), "")
+          << "root " << root << ", rank " << r << ": after broadcast_parameters every rank holds "
+          << "the root's initial weights (every parameter, bit for bit)";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lab05

@@ -1,0 +1,73 @@
+// Lab 05, TODO 5: bucketed DDP, each bucket's all-reduce overlapping the rest of the backward.
+//
+// Why buckets: one all-reduce per parameter pays the latency per parameter; one for the whole
+// model can start only when backward is over. Buckets of a few hundred KiB to 25 MiB are big
+// enough to run at full bandwidth and small enough to start early.
+// Why reverse order: backward makes the last layer's gradients ready first, so buckets filled
+// from the last parameter down become full one after another while earlier layers still compute.
+// Why launch in bucket order: every rank must issue the same collectives in the same order (a
+// collective is a rendezvous); gradients may become ready in another order on another rank.
+#include "data_parallel.h"
+#include "gtl/runtime/error.h"
+
+namespace lab05 {
+
+BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
+                         const gtl::nn::ParameterBuffer& buffer, int64_t bucket_bytes)
+    : comm_(comm), grads_(buffer.grads()) {
+  GTL_CHECK(bucket_bytes > 0, "BucketedDdp: bucket_bytes must be positive");
+  const std::vector<ParamRef> params = model.parameters();
+  const std::vector<gtl::nn::ParameterBuffer::Slot>& slots = buffer.slots();
+  GTL_CHECK(slots.size() == params.size(), "BucketedDdp: `buffer` is not this model's");
+  // TODO(lab05) step 5a: buckets from the last parameter to the first, closed at bucket_bytes.
+  int64_t bytes = 0;
+  for (int64_t i = static_cast<int64_t>(params.size()) - 1; i >= 0; --i) {
+    if (bytes == 0) buckets_.emplace_back();
+    Bucket& b = buckets_.back();
+    b.params.push_back(i);
+    bucket_of_[params[i].name] = static_cast<int64_t>(buckets_.size()) - 1;
+    bytes += slots[i].numel * 4;
+    if (bytes >= bucket_bytes) bytes = 0;
+  }
+  for (Bucket& b : buckets_) {  // the slice from the lowest slot to the end of the highest
+    const auto& lo = slots[b.params.back()];
+    const auto& hi = slots[b.params.front()];
+    b.offset = lo.offset;
+    b.numel = hi.offset + hi.numel - lo.offset;
+    missing_.push_back(static_cast<int64_t>(b.params.size()));
+  }
+  gtl::nn::Hooks hooks;
+  hooks.grad_ready = [this](const ParamRef& p) { on_grad_ready(p); };
+  hooks_ = model.add_hooks(std::move(hooks));
+  // END TODO(lab05)
+}
+
+void BucketedDdp::on_grad_ready(const ParamRef& param) {
+  // TODO(lab05) step 5b: count the gradient in, then launch every bucket that may go, in order.
+  auto it = bucket_of_.find(param.name);
+  GTL_CHECK(it != bucket_of_.end(), "BucketedDdp: unknown parameter '" << param.name << "'");
+  --missing_[it->second];
+  while (next_launch_ < static_cast<int64_t>(buckets_.size()) && missing_[next_launch_] == 0) {
+    const Bucket& b = buckets_[next_launch_];
+    in_flight_.push_back(comm_.all_reduce_async(grads_.slice(b.offset, b.offset + b.numel),
+                                                gtl::dist::ReduceOp::Avg));
+    ++next_launch_;
+  }
+  // END TODO(lab05)
+}
+
+void BucketedDdp::finish() {
+  // TODO(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
+  for (gtl::dist::Work& w : in_flight_) w.wait();
+  in_flight_.clear();
+  GTL_CHECK(next_launch_ == static_cast<int64_t>(buckets_.size()),
+            "BucketedDdp::finish: bucket " << next_launch_ << " was never launched (a parameter "
+                                           << "got no gradient this step)");
+  next_launch_ = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    missing_[b] = static_cast<int64_t>(buckets_[b].params.size());
+  }
+  // END TODO(lab05)
+}
+
+}  // namespace lab05

@@ -1,0 +1,47 @@
+// Lab 05, TODO 7: the DDP run as real processes. The program lab05_ddp_train:
+//
+//   mpirun -np 2 build/.../lab05_ddp_train --out result.txt        # 2 CPU processes, MPI
+//   srun --ntasks=8 --gpus-per-task=1 lab05_ddp_train --out r.txt  # a cluster (NCCL on GPUs)
+//   lab05_ddp_train --out r.txt                                    # one process, no launcher
+//
+// The same training code as the in-process ranks: only where the communicator comes from changes.
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "data_parallel.h"
+#include "ddp_training.h"
+#include "gtl/distributed/launch.h"
+
+namespace lab05 {
+
+int ddp_main(int argc, char** argv) {
+  std::string out = "lab05_result.txt";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
+  }
+  // TODO(lab05) step 7: communicator from the environment, deterministic sums, train, rank 0
+  // writes.
+  //   Spec: gtl::dist::init_from_environment() (mpirun/srun: MPI or NCCL; no launcher: one
+  //   in-process rank); set_deterministic(true) unless the backend is "nccl" (it cannot promise
+  //   it); a TrainConfig{} whose device is rank_device(*comm) (NCCL: this rank's GPU);
+  //   train_lab_model(*comm, config, core_flat_sync()) (ddp_training.h); rank 0 calls
+  //   write_result(out, result, comm->backend(), comm->world_size()); return 0. About 10 lines.
+  std::cerr << "lab05_ddp_train: TODO 7 is not done (ddp_main.cpp)\n";
+  (void)out;
+  return 1;
+  // END TODO(lab05)
+}
+
+}  // namespace lab05
+
+int main(int argc, char** argv) {
+  try {
+    return lab05::ddp_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "lab05_ddp_train: " << e.what() << "\n";
+    return 1;
+  }
+}

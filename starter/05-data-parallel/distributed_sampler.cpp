@@ -1,0 +1,36 @@
+// Lab 05, TODO 2: each rank its own shard of every epoch, and the same initial weights.
+//
+// Why one shared permutation: if each rank shuffled on its own, shards would overlap and some
+// samples would never be seen. Why padding: every rank must run the same number of steps, or the
+// ranks that finish early leave the others waiting forever in the next all-reduce.
+#include <numeric>
+#include <random>
+
+#include "data_parallel.h"
+#include "gtl/runtime/error.h"
+
+namespace lab05 {
+
+std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_size, uint64_t seed,
+                                   int64_t epoch) {
+  GTL_CHECK(dataset_size > 0 && world_size > 0 && rank >= 0 && rank < world_size,
+            "shard_indices: bad arguments");
+  // TODO(lab05) step 2a: one permutation per (seed, epoch), padded, every world_size-th position.
+  //   Spec (data_parallel.h): the epoch's order is a permutation of 0..dataset_size-1 that depends
+  //   only on (seed, epoch), the same on every rank; pad it by repeating its first indices up to
+  //   ceil(size/W)*W positions; rank r takes positions r, r+W, r+2W, ...
+  //   Hint: std::iota, then Fisher-Yates driven by a std::mt19937_64 seeded from seed AND epoch
+  //   (never from the rank). Position k past the end is order[k % size]. About 12 lines.
+  return {};
+  // END TODO(lab05)
+}
+
+void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& params, int root) {
+  // TODO(lab05) step 2b: every parameter value from `root`.
+  //   Hint: one collective per parameter; values only (gradients are overwritten by backward).
+  //   About 1 line.
+  (void)comm, (void)params, (void)root;
+  // END TODO(lab05)
+}
+
+}  // namespace lab05
