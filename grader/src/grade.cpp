@@ -15,6 +15,7 @@
 #include "judge.h"
 #include "process.h"
 #include "sandbox.h"
+#include "twin_check.h"
 
 namespace gtl::grader {
 namespace {
@@ -120,7 +121,7 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
   };
   LabResult lab = empty_lab(rubric);
-  lab.open_todos = open_todos(submission, rubric);
+  lab.open_todos = open_todo_regions(o.course / "starter", submission, rubric);
 
   std::vector<const Check*> selected;
   for (const auto& c : rubric.checks) {
