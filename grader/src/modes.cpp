@@ -135,8 +135,7 @@ int run_verify(const ModeOptions& o) {
     for (const auto& p : twin_problems(o.course, lab)) problems.push_back(p);
     bool no_table = false;
     if (const std::string p = handout_table_problem(o.course, lab, &no_table); !p.empty())
-      problems.push_back(p + "; regenerate it with: gtl-grade rubric-table --lab " + lab.lab +
-                         " --write");
+      problems.push_back(p);
     if (no_table)
       notes.push_back("lab " + lab.lab + ": the handout has no rubric table (" + kRubricTableBegin +
                       "): its thresholds are not checked against the rubric");

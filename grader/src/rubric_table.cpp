@@ -109,10 +109,6 @@ std::pair<int, int> marker_lines(const std::vector<std::string>& lines, const st
   return {begin, end};
 }
 
-std::string regenerate_command(const ModeOptions& o, const Rubric& lab) {
-  return "gtl-grade rubric-table --course " + o.course.string() + " --lab " + lab.lab + " --write";
-}
-
 }  // namespace
 
 std::string rubric_table(const Rubric& lab) {
@@ -162,7 +158,8 @@ std::string handout_table_problem(const fs::path& course, const Rubric& lab, boo
   const std::string want_line = i < want_lines.size() ? want_lines[i] : "(the table ends)";
   return name + ": the rubric table differs from labs/" + lab.dir + "/rubric.yaml at table line " +
          std::to_string(i + 1) + ": the handout has `" + have_line + "`, the rubric gives `" +
-         want_line + "`";
+         want_line + "`; regenerate it with: gtl-grade rubric-table --lab " + lab.lab +
+         " --write --course " + course.string();
 }
 
 int run_rubric_table(const ModeOptions& o, bool write, bool check) {
@@ -176,8 +173,7 @@ int run_rubric_table(const ModeOptions& o, bool write, bool check) {
       if (missing) std::cout << "lab " << lab.lab << ": the handout has no rubric table\n";
       if (problem.empty()) continue;
       ++failed;
-      std::cout << "PROBLEM: " << problem
-                << "\n  regenerate it with: " << regenerate_command(o, lab) << "\n";
+      std::cout << "PROBLEM: " << problem << "\n";
     } else if (write) {
       const std::string text = slurp(handout);
       if (!handout_table(text, handout.string()))

@@ -31,7 +31,8 @@ std::optional<std::string> handout_table(const std::string& handout, const std::
 // `handout` with the text between its markers replaced by `table`.
 std::string with_handout_table(const std::string& handout, const std::string& table);
 
-// The problem with lab's handout (labs/<dir>/README.md), or "" when its table is the rubric's.
+// The problem with lab's handout (labs/<dir>/README.md), naming the first differing table line
+// and the command that regenerates the table, or "" when its table is the rubric's.
 // A handout without the markers is not a problem here; `missing` is then set.
 std::string handout_table_problem(const std::filesystem::path& course, const Rubric& lab,
                                   bool* missing = nullptr);
