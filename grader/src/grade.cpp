@@ -16,6 +16,7 @@
 #include "judge.h"
 #include "process.h"
 #include "sandbox.h"
+#include "twin_check.h"
 
 namespace gtl::grader {
 namespace {
@@ -245,7 +246,7 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
   };
   LabResult lab = empty_lab(rubric);
-  lab.open_todos = open_todos(submission, rubric);
+  lab.open_todos = open_todo_regions(o.course / "starter", submission, rubric);
   const std::vector<const Check*> selected = select_checks(o, rubric);
   build_programs(job, selected, lab);
   const std::string forbidden = lab.built ? forbidden_include_reason(job) : "";

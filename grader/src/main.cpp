@@ -12,6 +12,7 @@
 #include "modes.h"
 #include "process.h"
 #include "report.h"
+#include "rubric_table.h"
 
 namespace fs = std::filesystem;
 using namespace gtl::grader;
@@ -34,7 +35,7 @@ static int run_main(int argc, char** argv) {
   // `gtl-grade` and `gtl-grade --lab 01` mean `gtl-grade grade ...`.
   std::vector<std::string> args(argv, argv + argc);
   static const std::vector<std::string> commands = {
-      "grade", "verify", "calibrate", "batch", "export-release", "--help", "-h"};
+      "grade", "verify", "calibrate", "batch", "export-release", "rubric-table", "--help", "-h"};
   if (args.size() == 1 || std::find(commands.begin(), commands.end(), args[1]) == commands.end())
     args.insert(args.begin() + 1, "grade");
 
@@ -78,6 +79,13 @@ static int run_main(int argc, char** argv) {
   release->add_option("--course", course, "the pristine course root")->capture_default_str();
   release->add_option("--to", release_to, "an empty or new folder")->required();
 
+  CLI::App* table = app.add_subcommand("rubric-table", "print a lab's checks as a Markdown table");
+  bool table_write = false, table_check = false;
+  table->add_option("--course", course, "the pristine course root")->capture_default_str();
+  table->add_option("--lab", o.labs, "only these labs (\"01\" or \"01-name\"; repeatable)");
+  table->add_flag("--write", table_write, "put each table into its handout, between the markers");
+  table->add_flag("--check", table_check, "fail when a handout's table is not its rubric's");
+
   try {
     std::vector<const char*> cargs;
     for (const auto& a : args) cargs.push_back(a.c_str());
@@ -106,6 +114,7 @@ static int run_main(int argc, char** argv) {
       throw GradeError(exit_codes::kUsage,
                        "--course " + o.course.string() + " is not a course (it has no labs/)");
     if (release->parsed()) return run_export_release(o, fs::absolute(release_to));
+    if (table->parsed()) return run_rubric_table(o, table_write, table_check);
     if (verify->parsed()) {
       if (out.empty()) o.out = o.course / "build" / "gtl-grade" / "verify";
       if (work.empty()) o.work = o.course / "build" / "gtl-grade" / "verify-work";

@@ -16,8 +16,10 @@
 #include "calibration.h"
 #include "process.h"
 #include "report.h"
+#include "rubric_table.h"
 #include "sandbox.h"
 #include "suspicious.h"
+#include "twin_check.h"
 
 namespace gtl::grader {
 namespace {
@@ -121,17 +123,16 @@ int run_verify(const ModeOptions& o) {
   }
   std::vector<std::string> problems, notes;
 
-  // Static consistency: twins exist, TODO markers are where the rubric says.
+  // Static consistency: the twins agree outside their TODO regions, each TODO has its region,
+  // the handout's rubric table is the rubric's.
   for (const auto& lab : labs) {
-    for (const auto& tree : {"starter", "solution"})
-      for (const auto& f : missing_files(o.course / tree, lab))
-        problems.push_back(std::string(tree) + "/" + f + " is listed in the rubric but missing");
-    for (const auto& todo : lab.todos) {
-      const std::string text = read_file(o.course / "starter" / lab.dir / todo.file);
-      if (text.find("TODO(lab" + lab.lab + ")") == std::string::npos)
-        problems.push_back("lab " + lab.lab + " TODO '" + todo.id + "': starter/" + lab.dir + "/" +
-                           todo.file + " has no TODO(lab" + lab.lab + ") marker");
-    }
+    for (const auto& p : twin_problems(o.course, lab)) problems.push_back(p);
+    bool no_table = false;
+    if (const std::string p = handout_table_problem(o.course, lab, &no_table); !p.empty())
+      problems.push_back(p);
+    if (no_table)
+      notes.push_back("lab " + lab.lab + ": the handout has no rubric table (" + kRubricTableBegin +
+                      "): its thresholds are not checked against the rubric");
     for (const auto& c : lab.checks) {
       bool covered = false;
       for (const auto& todo : lab.todos)

@@ -205,6 +205,15 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
                   "  std::vector<std::int64_t> out;\n  std::int64_t r = 0;\n"
                   "  for (auto v : x) out.push_back(r += v);\n  return out;");
   std::ofstream(weak / "starter/01-sum/sum.cpp") << starter;
+  // ... whose solution drifted from its starter outside the TODO regions ...
+  std::string solution = slurp(weak / "solution/01-sum/sum.cpp");
+  solution.insert(solution.find("#include"), "// only in the solution\n");
+  std::ofstream(weak / "solution/01-sum/sum.cpp") << solution;
+  // ... and whose handout quotes a threshold the rubric no longer has.
+  std::string handout = slurp(weak / "labs/01-sum/README.md");
+  const std::string bar = "≥ 4,";
+  handout.replace(handout.find(bar), bar.size(), "≥ 3,");
+  std::ofstream(weak / "labs/01-sum/README.md") << handout;
   RunLimits limits;
   limits.timeout_s = 240;
   const auto r = run_process(
@@ -214,6 +223,20 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("'prefix-correct' cannot tell the starter from the solution"),
             std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("PROBLEM: lab 01: the twins differ outside the TODO regions: "
+                          "starter/01-sum/sum.cpp:2: `#include \"sum.h\"` vs "
+                          "solution/01-sum/sum.cpp:2: `// only in the solution`"),
+            std::string::npos)
+      << "the twin check names the first differing line of each twin\n"
+      << r.output;
+  EXPECT_NE(r.output.find("PROBLEM: labs/01-sum/README.md: the rubric table differs from "
+                          "labs/01-sum/rubric.yaml at table line 5"),
+            std::string::npos)
+      << "a handout's stale threshold fails verify\n"
+      << r.output;
+  EXPECT_NE(r.output.find("gtl-grade rubric-table --lab 01 --write"), std::string::npos)
+      << "verify prints the command that regenerates the table\n"
       << r.output;
 }
 

@@ -13,6 +13,7 @@
 namespace lab01 {
 
 void* allocate_host(int64_t bytes, bool pinned) {
+  // TODO(lab01) step 5a
   void* host = nullptr;
   if (pinned) {
     LAB_CHECK(cudaMallocHost(&host, static_cast<size_t>(bytes)));
@@ -20,15 +21,18 @@ void* allocate_host(int64_t bytes, bool pinned) {
     host = std::malloc(static_cast<size_t>(bytes));
     if (!host) throw std::runtime_error("allocate_host: malloc failed");
   }
+  // END TODO(lab01)
   return host;
 }
 
 void free_host(void* ptr, bool pinned) {
+  // TODO(lab01) step 5a
   if (pinned) {
     LAB_CHECK(cudaFreeHost(ptr));
   } else {
     std::free(ptr);
   }
+  // END TODO(lab01)
 }
 
 double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats) {
@@ -43,6 +47,8 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
   const cudaMemcpyKind kind = host_to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   LAB_CHECK(cudaMemcpy(dst, src, n, kind));  // warm-up
 
+  float ms = 0;
+  // TODO(lab01) step 5b
   cudaEvent_t begin, end;
   LAB_CHECK(cudaEventCreate(&begin));
   LAB_CHECK(cudaEventCreate(&end));
@@ -50,11 +56,11 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
   for (int r = 0; r < repeats; ++r) LAB_CHECK(cudaMemcpyAsync(dst, src, n, kind, nullptr));
   LAB_CHECK(cudaEventRecord(end, nullptr));
   LAB_CHECK(cudaEventSynchronize(end));
-  float ms = 0;
   LAB_CHECK(cudaEventElapsedTime(&ms, begin, end));
 
   LAB_CHECK(cudaEventDestroy(begin));
   LAB_CHECK(cudaEventDestroy(end));
+  // END TODO(lab01)
   LAB_CHECK(cudaFree(device));
   free_host(host, pinned);
   return static_cast<double>(bytes) * repeats / (ms * 1e-3) / 1e9;

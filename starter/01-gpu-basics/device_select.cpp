@@ -3,6 +3,8 @@
 // Device-agnostic code asks which device to use once, then passes a gtl::Device around. The
 // core's runtime already wraps the CUDA calls you need: gtl::cuda_device_count(),
 // gtl::cuda_available() and gtl::device_properties(index) (common/gtl/runtime/device.h).
+#include <cstdio>
+
 #include "gpu_basics.h"
 #include "gtl/runtime/error.h"
 
@@ -15,6 +17,7 @@ gtl::Device choose_device(const std::string& request) {
   // with the reason in the parentheses (gtl::cuda_unavailable_reason() when there is none, else
   // the valid indices). gtl::default_device() already is the "auto" rule. About 10 lines.
   throw gtl::Error("TODO(lab01) step 1a: choose_device(\"" + request + "\") is not implemented");
+  // END TODO(lab01)
 }
 
 std::string describe_device(int index) {
@@ -23,6 +26,7 @@ std::string describe_device(int index) {
   // sm_<major><minor>". Hint: std::snprintf. About 6 lines.
   throw gtl::Error("TODO(lab01) step 1b: describe_device(" + std::to_string(index) +
                    ") is not implemented");
+  // END TODO(lab01)
 }
 
 }  // namespace lab01

@@ -19,6 +19,7 @@ void* allocate_host(int64_t bytes, bool pinned) {
   (void)pinned;
   void* host = std::malloc(static_cast<size_t>(bytes));
   if (!host) throw std::runtime_error("allocate_host: malloc failed");
+  // END TODO(lab01)
   return host;
 }
 
@@ -26,6 +27,7 @@ void free_host(void* ptr, bool pinned) {
   // TODO(lab01) step 5a: cudaFreeHost for pinned memory, std::free for pageable. About 5 lines.
   (void)pinned;
   std::free(ptr);
+  // END TODO(lab01)
 }
 
 double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats) {
@@ -45,6 +47,7 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
   // two CUDA events (as in step 4) and store the elapsed milliseconds in `ms`. The allocation
   // above already chose pinned (cudaMallocHost) or pageable (malloc) host memory. About 4 lines.
   (void)dst, (void)src, (void)kind;
+  // END TODO(lab01)
   LAB_CHECK(cudaFree(device));
   free_host(host, pinned);
   return static_cast<double>(bytes) * repeats / (ms * 1e-3) / 1e9;

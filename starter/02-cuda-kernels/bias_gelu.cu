@@ -44,6 +44,7 @@ __global__ void bias_gelu_fused_kernel(const float* x, const float* bias, float*
   // round trip through memory in between (the unfused pair above makes two). The two kernels above
   // hold every piece. About 3 lines.
   (void)x, (void)bias, (void)y, (void)n, (void)cols;
+  // END TODO(lab02)
 }
 
 }  // namespace

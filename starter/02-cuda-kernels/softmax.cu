@@ -47,6 +47,7 @@ __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
   // max, the row's sum. Keep kUnroll loads in flight per thread (handout: Little's law) to approach
   // the memory bandwidth. About 35 lines.
   (void)x, (void)y, (void)cols;
+  // END TODO(lab02)
 }
 
 }  // namespace

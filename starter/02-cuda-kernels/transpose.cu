@@ -31,6 +31,7 @@ __global__ void transpose_tiled_kernel(const float* in, float* out, int rows, in
   // indices swap. Hints: a padding column puts a column's 32 elements in 32 different banks; rows
   // and cols need not be multiples of 32. About 12 lines.
   (void)in, (void)out, (void)rows, (void)cols;
+  // END TODO(lab02)
 }
 
 }  // namespace
