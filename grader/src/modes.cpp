@@ -110,38 +110,84 @@ int run_grade(const ModeOptions& options, const fs::path& submission) {
   return result.exit_code;
 }
 
-int run_verify(const ModeOptions& o) {
+// What verify found: problems fail it, notes are shown.
+struct Findings {
+  std::vector<std::string> problems, notes;
+};
+
+bool covers_a_todo(const Rubric& lab, const std::string& check) {
+  for (const auto& todo : lab.todos)
+    if (std::find(todo.checks.begin(), todo.checks.end(), check) != todo.checks.end()) return true;
+  return false;
+}
+
+// Verify's static half: the twins agree outside their TODO regions, each TODO has its region, the
+// handout's rubric table is the rubric's, and every check covers a TODO.
+void check_course_files(const ModeOptions& o, const Rubric& lab, Findings& f) {
+  for (const auto& p : twin_problems(o.course, lab)) f.problems.push_back(p);
+  bool no_table = false;
+  if (const std::string p = handout_table_problem(o.course, lab, &no_table); !p.empty())
+    f.problems.push_back(p);
+  if (no_table)
+    f.notes.push_back("lab " + lab.lab + ": the handout has no rubric table (" + kRubricTableBegin +
+                      "): its thresholds are not checked against the rubric");
+  for (const auto& c : lab.checks)
+    if (!covers_a_todo(lab, c.name))
+      f.notes.push_back("lab " + lab.lab + " check '" + c.name +
+                        "' covers no TODO: the starter may earn its points");
+}
+
+// Verify's graded half for one lab: both twins compile, the solution earns every check runnable
+// here, the starter earns none of a TODO's. Prints one row per check.
+void compare_twins_graded(const Rubric& lab, const LabResult& sol, const LabResult& sta,
+                          Findings& f) {
   auto shown = [](const CheckResult& c) {
     return c.status == Status::kSkipped ? "--/" + pts(c.max_score)
                                         : pts(c.score) + "/" + pts(c.max_score);
   };
+  // Any binary that does not compile is a problem, even when the others built and ran.
+  if (!sol.compile_problem().empty())
+    f.problems.push_back("lab " + lab.lab + ": the solution does not compile (" + failed_list(sol) +
+                         "):\n" + sol.build_errors);
+  if (!sta.compile_problem().empty())
+    f.problems.push_back("lab " + lab.lab + ": the starter does not compile (" + failed_list(sta) +
+                         "; students must receive code that builds):\n" + sta.build_errors);
+  for (const auto& s : sol.checks) {
+    const auto it = std::find_if(sta.checks.begin(), sta.checks.end(),
+                                 [&](const CheckResult& c) { return c.name == s.name; });
+    if (it == sta.checks.end()) continue;
+    const CheckResult& t = *it;
+    const bool covers_todo = covers_a_todo(lab, s.name);
+    std::string verdict = "ok";
+    if (s.status == Status::kSkipped) {
+      verdict = "not verified here: " + s.reason;
+      f.notes.push_back("lab " + lab.lab + " check '" + s.name + "' " + verdict);
+    } else if (s.score + 1e-9 < s.max_score) {
+      verdict = "SOLUTION LOSES POINTS";
+      f.problems.push_back("lab " + lab.lab + " check '" + s.name + "': the solution scores " +
+                           pts(s.score) + "/" + pts(s.max_score) + ": " + s.reason);
+    } else if (covers_todo && t.status != Status::kSkipped && t.score > 0) {
+      verdict = "CANNOT TELL STARTER FROM SOLUTION";
+      f.problems.push_back("lab " + lab.lab + " check '" + s.name +
+                           "' cannot tell the starter from the solution: the starter scores " +
+                           pts(t.score) + "/" + pts(t.max_score) + " (" + t.reason + ")");
+    } else if (!covers_todo) {
+      verdict = "ok (covers no TODO)";
+    }
+    std::cout << "  " << std::setw(6) << lab.lab << std::setw(28) << s.name.substr(0, 27)
+              << std::setw(14) << shown(s) << std::setw(14) << shown(t) << verdict << "\n";
+  }
+}
+
+int run_verify(const ModeOptions& o) {
   const std::vector<Rubric> labs = select_labs(load_course_rubrics(o.course), o.labs);
   if (labs.empty()) {
     std::cout
         << "verify: the course has no labs yet (no labs/NN-name/rubric.yaml): nothing to verify\n";
     return exit_codes::kOk;
   }
-  std::vector<std::string> problems, notes;
-
-  // Static consistency: the twins agree outside their TODO regions, each TODO has its region,
-  // the handout's rubric table is the rubric's.
-  for (const auto& lab : labs) {
-    for (const auto& p : twin_problems(o.course, lab)) problems.push_back(p);
-    bool no_table = false;
-    if (const std::string p = handout_table_problem(o.course, lab, &no_table); !p.empty())
-      problems.push_back(p);
-    if (no_table)
-      notes.push_back("lab " + lab.lab + ": the handout has no rubric table (" + kRubricTableBegin +
-                      "): its thresholds are not checked against the rubric");
-    for (const auto& c : lab.checks) {
-      bool covered = false;
-      for (const auto& todo : lab.todos)
-        covered |= std::find(todo.checks.begin(), todo.checks.end(), c.name) != todo.checks.end();
-      if (!covered)
-        notes.push_back("lab " + lab.lab + " check '" + c.name +
-                        "' covers no TODO: the starter may earn its points");
-    }
-  }
+  Findings f;
+  for (const auto& lab : labs) check_course_files(o, lab, f);
 
   if (o.progress) o.progress("verify: grading the solution");
   const GradeResult sol = grade_submission(grade_options(o, o.course / "solution", o.work), labs);
@@ -149,58 +195,21 @@ int run_verify(const ModeOptions& o) {
   if (o.progress) o.progress("verify: grading the starter");
   const GradeResult sta = grade_submission(grade_options(o, o.course / "starter", o.work), labs);
   write_reports(sta, o.out / "starter");
-  if (!sol.error.empty()) problems.push_back("grading the solution: " + sol.error);
-  if (!sta.error.empty()) problems.push_back("grading the starter: " + sta.error);
+  if (!sol.error.empty()) f.problems.push_back("grading the solution: " + sol.error);
+  if (!sta.error.empty()) f.problems.push_back("grading the starter: " + sta.error);
 
   std::cout << "\nverify: solution vs starter\n";
   std::cout << "  " << std::left << std::setw(6) << "lab" << std::setw(28) << "check"
             << std::setw(14) << "solution" << std::setw(14) << "starter"
             << "verdict\n";
-  for (std::size_t i = 0; i < labs.size() && i < sol.labs.size() && i < sta.labs.size(); ++i) {
-    const Rubric& lab = labs[i];
-    // Any binary that does not compile is a problem, even when the others built and ran.
-    if (!sol.labs[i].compile_problem().empty())
-      problems.push_back("lab " + lab.lab + ": the solution does not compile (" +
-                         failed_list(sol.labs[i]) + "):\n" + sol.labs[i].build_errors);
-    if (!sta.labs[i].compile_problem().empty())
-      problems.push_back("lab " + lab.lab + ": the starter does not compile (" +
-                         failed_list(sta.labs[i]) + "; students must receive code that builds):\n" +
-                         sta.labs[i].build_errors);
-    for (const auto& s : sol.labs[i].checks) {
-      const auto it = std::find_if(sta.labs[i].checks.begin(), sta.labs[i].checks.end(),
-                                   [&](const CheckResult& c) { return c.name == s.name; });
-      if (it == sta.labs[i].checks.end()) continue;
-      const CheckResult& t = *it;
-      bool covers_todo = false;
-      for (const auto& todo : lab.todos)
-        covers_todo |=
-            std::find(todo.checks.begin(), todo.checks.end(), s.name) != todo.checks.end();
-      std::string verdict = "ok";
-      if (s.status == Status::kSkipped) {
-        verdict = "not verified here: " + s.reason;
-        notes.push_back("lab " + lab.lab + " check '" + s.name + "' " + verdict);
-      } else if (s.score + 1e-9 < s.max_score) {
-        verdict = "SOLUTION LOSES POINTS";
-        problems.push_back("lab " + lab.lab + " check '" + s.name + "': the solution scores " +
-                           pts(s.score) + "/" + pts(s.max_score) + ": " + s.reason);
-      } else if (covers_todo && t.status != Status::kSkipped && t.score > 0) {
-        verdict = "CANNOT TELL STARTER FROM SOLUTION";
-        problems.push_back("lab " + lab.lab + " check '" + s.name +
-                           "' cannot tell the starter from the solution: the starter scores " +
-                           pts(t.score) + "/" + pts(t.max_score) + " (" + t.reason + ")");
-      } else if (!covers_todo) {
-        verdict = "ok (covers no TODO)";
-      }
-      std::cout << "  " << std::setw(6) << lab.lab << std::setw(28) << s.name.substr(0, 27)
-                << std::setw(14) << shown(s) << std::setw(14) << shown(t) << verdict << "\n";
-    }
-  }
-  for (const auto& n : notes) std::cout << "note: " << n << "\n";
-  for (const auto& p : problems) std::cout << "PROBLEM: " << p << "\n";
-  std::cout << (problems.empty() ? "\nverify: PASSED\n" : "\nverify: FAILED\n");
+  for (std::size_t i = 0; i < labs.size() && i < sol.labs.size() && i < sta.labs.size(); ++i)
+    compare_twins_graded(labs[i], sol.labs[i], sta.labs[i], f);
+  for (const auto& n : f.notes) std::cout << "note: " << n << "\n";
+  for (const auto& p : f.problems) std::cout << "PROBLEM: " << p << "\n";
+  std::cout << (f.problems.empty() ? "\nverify: PASSED\n" : "\nverify: FAILED\n");
   std::cout << "Reports: " << (o.out / "solution").string() << ", " << (o.out / "starter").string()
             << "\n";
-  return problems.empty() ? exit_codes::kOk : exit_codes::kVerifyFailed;
+  return f.problems.empty() ? exit_codes::kOk : exit_codes::kVerifyFailed;
 }
 
 int run_calibrate(const ModeOptions& o) {
