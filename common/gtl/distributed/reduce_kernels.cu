@@ -7,6 +7,7 @@
 #include "gtl/distributed/reduce_kernels.h"
 #include "gtl/distributed/reduce_ops.h"
 #include "gtl/runtime/cuda_check.h"
+#include "gtl/runtime/launch.h"
 #include "gtl/tensor/dispatch.h"
 
 namespace gtl::dist::reduce_kernels {
@@ -39,23 +40,26 @@ __global__ void divide_kernel(T* dst, int64_t n, int divisor) {
   }
 }
 
+// A grid-stride loop over at most 4096 blocks; at least one block, so an empty chunk (a ring
+// chunk of a tensor smaller than the world) is a valid launch that does nothing.
 int grid_for(int64_t n) {
-  return static_cast<int>(std::min<int64_t>((n + 255) / 256, 4096));
+  return launch::grid_stride_blocks(n, launch::kThreadsPerBlock, 4096);
 }
 
 }  // namespace
 
 void reduce_into(void* dst, const void* src, int64_t n, DType dtype, int op, cudaStream_t stream) {
   GTL_DISPATCH_ALL(dtype, T, {
-    reduce_kernel<T>
-        <<<grid_for(n), 256, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), n, op);
+    reduce_kernel<T><<<grid_for(n), launch::kThreadsPerBlock, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<const T*>(src), n, op);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
 
 void divide(void* dst, int64_t n, DType dtype, int divisor, cudaStream_t stream) {
   GTL_DISPATCH_FLOATING(dtype, T, {
-    divide_kernel<T><<<grid_for(n), 256, 0, stream>>>(static_cast<T*>(dst), n, divisor);
+    divide_kernel<T>
+        <<<grid_for(n), launch::kThreadsPerBlock, 0, stream>>>(static_cast<T*>(dst), n, divisor);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
