@@ -206,11 +206,11 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
                   "  for (auto v : x) out.push_back(r += v);\n  return out;");
   std::ofstream(weak / "starter/01-sum/sum.cpp") << starter;
   // ... whose solution drifted from its starter outside the TODO regions ...
-  std::string solution = slurp(weak / "solution/01-sum/sum.cpp");
+  std::string solution = read_file(weak / "solution/01-sum/sum.cpp");
   solution.insert(solution.find("#include"), "// only in the solution\n");
   std::ofstream(weak / "solution/01-sum/sum.cpp") << solution;
   // ... and whose handout quotes a threshold the rubric no longer has.
-  std::string handout = slurp(weak / "labs/01-sum/README.md");
+  std::string handout = read_file(weak / "labs/01-sum/README.md");
   const std::string bar = "≥ 4,";
   handout.replace(handout.find(bar), bar.size(), "≥ 3,");
   std::ofstream(weak / "labs/01-sum/README.md") << handout;
