@@ -1,5 +1,6 @@
 // The rubric table of a lab and the handout's copy of it (rubric_table.h).
 #include "rubric_table.h"
+#include "files.h"
 
 #include <fstream>
 #include <iostream>
@@ -14,13 +15,6 @@ namespace gtl::grader {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // 0.7, 1.5, 10: the shortest form that reads back as the rubric's number.
 std::string number(double x) {
@@ -146,7 +140,7 @@ std::string with_handout_table(const std::string& handout, const std::string& ta
 
 std::string handout_table_problem(const fs::path& course, const Rubric& lab, bool* missing) {
   const std::string name = "labs/" + lab.dir + "/README.md";
-  const std::optional<std::string> table = handout_table(slurp(course / name), name);
+  const std::optional<std::string> table = handout_table(read_file(course / name), name);
   if (missing) *missing = !table;
   if (!table) return "";
   const std::string want = rubric_table(lab);
@@ -175,7 +169,7 @@ int run_rubric_table(const ModeOptions& o, bool write, bool check) {
       ++failed;
       std::cout << "PROBLEM: " << problem << "\n";
     } else if (write) {
-      const std::string text = slurp(handout);
+      const std::string text = read_file(handout);
       if (!handout_table(text, handout.string()))
         throw GradeError(exit_codes::kUsage, handout.string() + " has no " + kRubricTableBegin +
                                                  " / " + kRubricTableEnd + " lines to fill");

@@ -1,5 +1,6 @@
 // The twin check and the open TODO regions (twin_check.h).
 #include "twin_check.h"
+#include "files.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,13 +14,6 @@ namespace gtl::grader {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -201,14 +195,14 @@ std::vector<std::string> twin_problems(const fs::path& course, const Rubric& lab
     const fs::path s = course / "starter" / lab.dir / f, t = course / "solution" / lab.dir / f;
     if (!fs::is_regular_file(s) || !fs::is_regular_file(t)) continue;
     const std::string why =
-        compare_twins(slurp(s), slurp(t), lab.lab, "starter/" + lab.dir + "/" + f,
+        compare_twins(read_file(s), read_file(t), lab.lab, "starter/" + lab.dir + "/" + f,
                       "solution/" + lab.dir + "/" + f);
     if (!why.empty()) problems.push_back("lab " + lab.lab + ": " + why);
   }
   for (const auto& todo : lab.todos) {
     const fs::path s = course / "starter" / lab.dir / todo.file;
     if (!fs::is_regular_file(s)) continue;
-    const RegionScan scan = scan_todo_regions(slurp(s), lab.lab);
+    const RegionScan scan = scan_todo_regions(read_file(s), lab.lab);
     const bool found = std::any_of(scan.regions.begin(), scan.regions.end(),
                                    [&](const auto& r) { return todo_names_region(todo.id, r.id); });
     if (!found)
@@ -223,8 +217,8 @@ std::vector<std::string> open_todo_regions(const fs::path& starter, const fs::pa
                                            const Rubric& lab) {
   std::vector<std::string> out;
   for (const auto& f : lab.student_files) {
-    const std::string mine = slurp(submission / lab.dir / f);
-    const std::string pristine = slurp(starter / lab.dir / f);
+    const std::string mine = read_file(submission / lab.dir / f);
+    const std::string pristine = read_file(starter / lab.dir / f);
     const RegionScan m = scan_todo_regions(mine, lab.lab), p = scan_todo_regions(pristine, lab.lab);
     bool same_regions = m.error.empty() && p.error.empty() && !p.regions.empty() &&
                         m.regions.size() == p.regions.size();
