@@ -334,6 +334,9 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
 int kill_all_descendants() {
   std::vector<pid_t> seen;
   const auto give_up = Clock::now() + std::chrono::seconds(5);
+  // "None left" must hold for a few rounds in a row: an orphan whose parent is exiting is for a
+  // moment a child of neither, and is re-parented to us (the subreaper) only after that.
+  int quiet_rounds = 0;
   while (Clock::now() < give_up) {
     const std::vector<ProcInfo> left = descendants_of(getpid(), all_processes());
     // Zombies are children not yet reaped: reaping them is all they need.
@@ -344,7 +347,8 @@ int kill_all_descendants() {
     int status = 0;
     while (waitpid(-1, &status, WNOHANG) > 0) {
     }
-    if (left.empty()) break;
+    quiet_rounds = left.empty() ? quiet_rounds + 1 : 0;
+    if (quiet_rounds >= 4) break;
     poll(nullptr, 0, 5);
   }
   return static_cast<int>(seen.size());
