@@ -178,7 +178,8 @@ TEST(Process, StrayGrandchildDoesNotHoldTheRunner) {
 }
 
 TEST(Process, ADaemonOutsideTheGroupIsKilledWhenTheProgramEnds) {
-  const std::string pid_file = ::testing::TempDir() + "/gtl_grader_daemon.pid";
+  const std::string pid_file =
+      ::testing::TempDir() + "/gtl_grader_daemon." + std::to_string(getpid()) + ".pid";
   std::remove(pid_file.c_str());
   RunLimits limits;
   limits.timeout_s = 30;
