@@ -154,8 +154,11 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
       if (skip_reason.empty()) skip_reason = t.message;
     } else {
       if (first_bad.empty()) {
-        const std::string gist = one_line(t.message);
-        first_bad = t.name + " " + to_string(t.outcome) + (gist.empty() ? "" : ": " + gist);
+        // The lesson first: a reason column cut at its width must still show what to fix.
+        std::string gist = failure_gist(t.message);
+        if (gist.size() > 160) gist = gist.substr(0, 157) + "...";
+        first_bad = gist.empty() ? t.name + " " + to_string(t.outcome)
+                                 : gist + " [" + t.name + " " + to_string(t.outcome) + "]";
       }
       r.details += "--- " + t.name + " (" + to_string(t.outcome) + ")\n" + t.message + "\n";
     }
@@ -193,8 +196,10 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
   }
   r.score = check.partial ? check.points * passed / total : 0;
   r.status = r.score > 0 ? Status::kPartial : Status::kFailed;
-  r.reason = std::to_string(passed) + "/" + std::to_string(total) + " tests passed; " +
-             (first_bad.empty() ? "some were skipped" : first_bad);
+  r.reason = first_bad.empty() ? std::to_string(passed) + "/" + std::to_string(total) +
+                                     " tests passed; some were skipped"
+                               : first_bad + "; " + std::to_string(passed) + "/" +
+                                     std::to_string(total) + " tests passed";
   return r;
 }
 

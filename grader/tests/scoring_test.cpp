@@ -45,9 +45,8 @@ TEST(TestCheck, AllOrNothingByDefault) {
       score_test_check(test_check(false), run_of({TestOutcome::kPassed, TestOutcome::kCrashed}));
   EXPECT_EQ(fail.status, Status::kFailed);
   EXPECT_EQ(fail.score, 0);
-  EXPECT_NE(fail.reason.find("1/2 tests passed; S.T1 crashed: Expected 1, got 2"),
-            std::string::npos)
-      << fail.reason;
+  EXPECT_EQ(fail.reason.rfind("Expected 1, got 2 [S.T1 crashed]; 1/2 tests passed", 0), 0u)
+      << "the reason must start with the failure's lesson, then name the test: " << fail.reason;
 }
 
 TEST(TestCheck, PartialCreditPerTest) {
