@@ -335,7 +335,8 @@ std::string squeeze(const std::string& text) {
 
 // GoogleTest heads each failure with "path/file.cpp:42" (or "unknown file").
 bool is_failure_header(const std::string& line) {
-  static const std::regex header(R"(^(\S.*:\d+|unknown file)$)");
+  // "path:42" in the JSON report, "path:42: Failure" in the console stream.
+  static const std::regex header(R"(^(\S.*:\d+|unknown file)(: Failure)?$)");
   return std::regex_match(line, header);
 }
 
@@ -424,13 +425,19 @@ std::string crash_summary(const std::string& output) {
 std::string failure_gist(const std::string& message) {
   const std::string crash = crash_summary(message);
   if (!crash.empty()) return crash;
-  static const std::regex exception(R"(C\+\+ exception with description \"([\s\S]*)\" thrown in)");
+  // The runner's own words on how a test died (run_gtest above) are the lesson as they are.
+  for (const char* own : {"the test program ", "while this test ran"})
+    if (message.rfind(own, 0) == 0) return squeeze(message);
+  static const std::regex exception(R"(C\+\+ exception with description \"([\s\S]*?)\" thrown in)");
   std::smatch m;
   if (std::regex_search(message, m, exception)) return squeeze(m[1]);
-  // The first failure: the lines after its header, up to the next failure's header.
-  std::vector<std::string> lines = lines_of(message);
+  // The first failure: the lines after its header (what the test printed before it aside), up
+  // to the next failure's header. Without a header the message is not GoogleTest's: as it is.
+  const std::vector<std::string> lines = lines_of(message);
   std::size_t begin = 0;
-  if (!lines.empty() && is_failure_header(lines[0])) begin = 1;
+  while (begin < lines.size() && !is_failure_header(lines[begin])) ++begin;
+  if (begin == lines.size()) return squeeze(message);
+  ++begin;
   std::size_t end = begin;
   while (end < lines.size() && !is_failure_header(lines[end])) ++end;
   // GoogleTest's comparison comes first, the test's own message (after << ) last.

@@ -39,6 +39,23 @@ TEST(FailureGist, OnlyTheFirstFailureCounts) {
       << "the first failure's lesson, not the second's: " << failure_gist(message);
 }
 
+TEST(FailureGist, ConsoleStreamMessageSkipsWhatTheTestPrintedBefore) {
+  EXPECT_EQ(failure_gist("n = 1024\nr.cu:9: Failure\nExpected: (err) < (tol), actual: 1 vs 0.1\n"
+                         "scale by 1/n\n"),
+            "scale by 1/n (Expected: (err) < (tol), actual: 1 vs 0.1)")
+      << "the console's 'file:line: Failure' header starts the failure; earlier output is not it";
+}
+
+TEST(FailureGist, RunnersOwnWordsAndPlainTextStayWhole) {
+  EXPECT_EQ(failure_gist("the test program ended (exit code 0) in the middle of this test; its "
+                         "last output:\n  a.cpp:3\nsomething"),
+            "the test program ended (exit code 0) in the middle of this test; its last output: "
+            "a.cpp:3 something")
+      << "how a test died is the lesson as the runner wrote it";
+  EXPECT_EQ(failure_gist("Expected 1, got 2"), "Expected 1, got 2")
+      << "a message with no GoogleTest header is shown as it is";
+}
+
 TEST(FailureGist, FailMacroShowsItsMessageOnly) {
   EXPECT_EQ(failure_gist("t.cpp:7\nFailed\nthe loss never decreased\n"), "the loss never decreased")
       << "FAIL()'s own 'Failed' line teaches nothing";
