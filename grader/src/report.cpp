@@ -49,6 +49,8 @@ std::string summary_text(const GradeResult& r) {
       for (const auto& t : lab.open_todos) s << "    " << t << "\n";
     }
   }
+  const std::string next = next_step_line(r);
+  if (!next.empty()) s << "\n" << next << "\n";
   return s.str();
 }
 
@@ -78,8 +80,9 @@ std::vector<std::pair<std::string, int>> count_repeats(const std::vector<std::st
   return out;
 }
 
+// "path:42" (JSON report) or "path:42: Failure" (console): where a GoogleTest failure starts.
 bool is_gtest_failure_header(const std::string& line) {
-  static const std::regex header(R"(^(\S.*:\d+|unknown file)$)");
+  static const std::regex header(R"(^(\S.*:\d+|unknown file)(: Failure)?$)");
   return std::regex_match(line, header);
 }
 

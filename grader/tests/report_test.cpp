@@ -187,6 +187,10 @@ TEST(NextStep, TerminalAndHtmlEndWithIt) {
   const std::string html = html_report(r);
   EXPECT_NE(html.find("<div class='next'>" + want + "</div></main>"), std::string::npos)
       << "the HTML report must end with the next step";
+  const std::string summary = gradescope_json(r)["output"];
+  EXPECT_EQ(summary.substr(summary.size() - want.size() - 1), want + "\n")
+      << "Gradescope's summary must end with the next step too:\n"
+      << summary;
   EXPECT_EQ(terminal_report(sample(), false).find("next:"), std::string::npos)
       << "no next step, no line";
 }
