@@ -21,4 +21,4 @@ step "4/5 verify the labs: the solution earns every check runnable here, the sta
 build/ci/grader/gtl-grade verify
 
 step "5/5 tests"
-ctest --preset ci -j "$jobs"
+ctest --preset ci -j "$jobs" --output-on-failure

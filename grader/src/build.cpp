@@ -3,6 +3,9 @@
 #include "files.h"
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -11,7 +14,55 @@ namespace {
 
 namespace fs = std::filesystem;
 
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ninja's "[12/97] Building ..." and CMake's "-- Found ...": the lines that say a step moves.
+bool is_progress_line(const std::string& text) {
+  if (text.rfind("-- ", 0) == 0) return true;
+  if (text.size() < 5 || text[0] != '[') return false;
+  const auto slash = text.find('/'), close = text.find(']');
+  return slash != std::string::npos && close != std::string::npos && slash < close &&
+         std::isdigit(static_cast<unsigned char>(text[1]));
+}
+
 }  // namespace
+
+std::string elapsed_text(double seconds) {
+  const long s = seconds > 0 ? static_cast<long>(seconds) : 0;
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%lds", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s % 3600 / 60);
+  return buf;
+}
+
+ProgressThrottle::ProgressThrottle(std::string what, Sink sink, double interval_s, Clock clock)
+    : what_(std::move(what)),
+      sink_(std::move(sink)),
+      interval_s_(interval_s),
+      clock_(clock ? std::move(clock) : Clock(steady_seconds)) {
+  start_ = clock_();
+  last_shown_ = start_;
+}
+
+void ProgressThrottle::line(const std::string& text) {
+  if (!sink_ || !is_progress_line(text)) return;
+  const double now = clock_();
+  if (now - last_shown_ < interval_s_) return;
+  last_shown_ = now;
+  shown_any_ = true;
+  const std::string shown = text.size() > 100 ? text.substr(0, 97) + "..." : text;
+  sink_(what_ + ": " + shown + " (" + elapsed_text(now - start_) + ")");
+}
+
+void ProgressThrottle::finish(const std::string& how) {
+  if (sink_) sink_(what_ + ": " + how + " (" + elapsed_text(clock_() - start_) + ")");
+}
 
 fs::path resolve_submission(const fs::path& submission) {
   if (fs::is_directory(submission / "starter") && fs::is_directory(submission / "labs"))
@@ -109,7 +160,10 @@ void configure_course(const BuildSettings& s) {
   RunLimits limits;
   limits.timeout_s = 600;
   limits.output_bytes = 256 * 1024;
-  const RunResult r = run_process(argv, limits, {}, {}, {{}, false, s.sandbox});
+  ProgressThrottle shown("configuring", s.progress);
+  const RunResult r = run_process(argv, limits, {}, [&](const std::string& l) { shown.line(l); },
+                                  {{}, false, s.sandbox});
+  shown.finish(r.ok() ? "done" : "failed");
   if (!r.ok()) {
     throw GradeError(exit_codes::kEnvironment, "configuring the course failed (" +
                                                    r.describe(limits.timeout_s) + "):\n" +
@@ -125,7 +179,12 @@ BuildOutcome build_targets(const BuildSettings& s, const std::vector<std::string
   RunLimits limits;
   limits.timeout_s = timeout_s;
   limits.output_bytes = 256 * 1024;
-  const RunResult r = run_process(argv, limits, {}, {}, {{}, false, s.sandbox});
+  std::string names;
+  for (const auto& t : targets) names += (names.empty() ? "" : " ") + t;
+  ProgressThrottle shown("building " + names, s.progress);
+  const RunResult r = run_process(argv, limits, {}, [&](const std::string& l) { shown.line(l); },
+                                  {{}, false, s.sandbox});
+  shown.finish(r.ok() ? "done" : "failed");
   BuildOutcome out;
   out.ok = r.ok();
   out.log = r.output;

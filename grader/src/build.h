@@ -32,6 +32,34 @@ std::vector<std::string> open_todos(const std::filesystem::path& submission, con
 void prepare_impl(const std::filesystem::path& course, const std::filesystem::path& submission,
                   const std::vector<const Rubric*>& labs, const std::filesystem::path& impl);
 
+// "42s", "3m05s", "1h02m": how long a step has taken, for progress lines.
+std::string elapsed_text(double seconds);
+
+// Passes a long step's own progress on to the grader's progress callback, at most one line every
+// `interval_s`, with the step's elapsed time: "building lab01_cpu_test: [37/212] Building CXX
+// object ... (1m05s)". A build of the core takes minutes; silence for that long reads as a hang,
+// while every ninja line would flood the terminal. Only progress lines pass: ninja's "[n/N] ..."
+// and CMake's "-- ..." (configure); compiler output stays in the log. `clock` (seconds) is for
+// tests; by default the steady clock.
+class ProgressThrottle {
+ public:
+  using Sink = std::function<void(const std::string&)>;
+  using Clock = std::function<double()>;
+  ProgressThrottle(std::string what, Sink sink, double interval_s = 5, Clock clock = {});
+  void line(const std::string& text);
+  // "<what>: done (1m05s)", always printed: the end of the wait.
+  void finish(const std::string& how = "done");
+
+ private:
+  std::string what_;
+  Sink sink_;
+  double interval_s_;
+  Clock clock_;
+  double start_ = 0;
+  double last_shown_ = 0;
+  bool shown_any_ = false;
+};
+
 struct BuildSettings {
   std::filesystem::path course;
   std::filesystem::path work;  // holds impl/ and build/

@@ -10,6 +10,7 @@
 
 #include "bench_runner.h"
 #include "calibration.h"
+#include "files.h"
 #include "forbidden_symbols.h"
 #include "gtest_runner.h"
 #include "include_check.h"
@@ -282,6 +283,8 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
   }
   fail_todos_with_wrong_benchmarks(rubric, lab.checks);
   if (lab.built) apply_forbidden_uses(rubric, build, lab, job.say);
+  lab.next_step =
+      next_step(rubric, lab.checks, read_file(o.course / "labs" / rubric.dir / "README.md"));
   return lab;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -311,6 +312,146 @@ GtestRun run_gtest(const fs::path& binary, const std::vector<std::string>& patte
   }
   for (const auto& name : listed_tests) run.tests.push_back(results[name]);
   return run;
+}
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::string squeeze(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r') c = ' ';
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  return trim(out);
+}
+
+// GoogleTest heads each failure with "path/file.cpp:42" (or "unknown file").
+bool is_failure_header(const std::string& line) {
+  // "path:42" in the JSON report, "path:42: Failure" in the console stream.
+  static const std::regex header(R"(^(\S.*:\d+|unknown file)(: Failure)?$)");
+  return std::regex_match(line, header);
+}
+
+// Lines GoogleTest writes itself for a failed assertion, as opposed to the test's own message.
+bool is_gtest_text(const std::string& line) {
+  if (line[0] == ' ' || line[0] == '\t') return true;        // operands, "  Actual: ..."
+  if (line == "Failed" || line == "Expected:") return true;  // FAIL(), a multi-line expectation
+  for (const char* start : {"Expected equality of these values:", "Expected: ", "Value of: ",
+                            "Actual: ", "Which is: ", "The difference between ", "Death test:"})
+    if (line.rfind(start, 0) == 0) return true;
+  return line.find(" evaluates to ") != std::string::npos;  // EXPECT_NEAR's operands
+}
+
+// What AddressSanitizer's report kind means, in words a student acts on.
+std::string explain_asan(const std::string& kind, const std::string& access) {
+  const bool write = access == "WRITE";
+  const std::string did = write ? "wrote" : "read";
+  if (kind == "heap-buffer-overflow") return did + " past the end of an array";
+  if (kind == "stack-buffer-overflow") return did + " past the end of a local array";
+  if (kind == "global-buffer-overflow") return did + " past the end of a global array";
+  if (kind == "heap-use-after-free") return "used memory after it was freed";
+  if (kind == "stack-use-after-return") return "used a local variable of a function that returned";
+  if (kind == "double-free") return "freed the same memory twice";
+  if (kind == "SEGV") return "invalid memory access (a null or wild pointer)";
+  if (kind == "stack-overflow") return "stack overflow (runaway recursion or a huge local array)";
+  return "";
+}
+
+}  // namespace
+
+std::string student_path(const std::string& path) {
+  for (const char* root : {"/impl/", "/starter/"}) {
+    const auto at = path.rfind(root);
+    if (at != std::string::npos) return path.substr(at + std::string(root).size());
+  }
+  static const std::regex emulated(R"(_kernels/([^/]+\.cuh?)\.cpp$)");
+  std::smatch m;
+  if (std::regex_search(path, m, emulated)) return m[1];
+  return "";
+}
+
+std::string crash_summary(const std::string& output) {
+  static const std::regex asan(R"(ERROR: AddressSanitizer: ([A-Za-z-]+))");
+  static const std::regex access(R"(\b(READ|WRITE) of size \d+)");
+  static const std::regex frame(R"(^\s*#\d+ 0x[0-9a-fA-F]+ in .* ([^\s:]+):(\d+)(:\d+)?$)");
+  static const std::regex ubsan(R"(^(\S+):(\d+):\d+: runtime error: (.*)$)");
+  static const std::regex emulator(R"(CUDA emulator: (.*))");
+  static const std::regex emulator_where(R"(^\s+at (block \([^)]*\), thread \([^)]*\)))");
+  const std::vector<std::string> lines = lines_of(output);
+  std::smatch m;
+  // The student's file and line: the first frame in a student file.
+  std::string where;
+  for (const auto& l : lines) {
+    if (!std::regex_match(l, m, frame)) continue;
+    const std::string file = student_path(m[1]);
+    if (!file.empty()) {
+      where = file + ":" + m[2].str();
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (std::regex_search(l, m, asan)) {
+      const std::string kind = m[1];
+      std::string how;
+      for (std::size_t k = i; k < lines.size() && how.empty(); ++k)
+        if (std::regex_search(lines[k], m, access)) how = m[1];
+      const std::string words = explain_asan(kind, how);
+      return (where.empty() ? "" : where + ": ") + kind + (words.empty() ? "" : " (" + words + ")");
+    }
+    if (std::regex_match(l, m, ubsan)) {
+      const std::string file = student_path(m[1]);
+      const std::string at = file.empty() ? where : file + ":" + m[2].str();
+      return (at.empty() ? "" : at + ": ") + squeeze(m[3]);
+    }
+    if (std::regex_search(l, m, emulator)) {
+      std::string what = squeeze(m[1]);
+      if (i + 1 < lines.size() && std::regex_search(lines[i + 1], m, emulator_where))
+        what += " at " + m[1].str();
+      return (where.empty() ? "" : where + ": ") + what;
+    }
+  }
+  return "";
+}
+
+std::string failure_gist(const std::string& message) {
+  const std::string crash = crash_summary(message);
+  if (!crash.empty()) return crash;
+  // The runner's own words on how a test died (run_gtest above) are the lesson as they are.
+  for (const char* own : {"the test program ", "while this test ran"})
+    if (message.rfind(own, 0) == 0) return squeeze(message);
+  static const std::regex exception(R"(C\+\+ exception with description \"([\s\S]*?)\" thrown in)");
+  std::smatch m;
+  if (std::regex_search(message, m, exception)) return squeeze(m[1]);
+  // The first failure: the lines after its header (what the test printed before it aside), up
+  // to the next failure's header. Without a header the message is not GoogleTest's: as it is.
+  const std::vector<std::string> lines = lines_of(message);
+  std::size_t begin = 0;
+  while (begin < lines.size() && !is_failure_header(lines[begin])) ++begin;
+  if (begin == lines.size()) return squeeze(message);
+  ++begin;
+  std::size_t end = begin;
+  while (end < lines.size() && !is_failure_header(lines[end])) ++end;
+  // GoogleTest's comparison comes first, the test's own message (after << ) last.
+  std::size_t last_gtest = begin;
+  for (std::size_t i = begin; i < end; ++i)
+    if (!trim(lines[i]).empty() && is_gtest_text(lines[i])) last_gtest = i + 1;
+  std::string comparison, lesson;
+  for (std::size_t i = begin; i < end; ++i)
+    (i < last_gtest ? comparison : lesson) += lines[i] + "\n";
+  comparison = squeeze(comparison);
+  lesson = squeeze(lesson);
+  if (lesson.empty()) return comparison;
+  if (comparison.empty() || comparison == "Failed") return lesson;
+  return lesson + " (" + comparison + ")";
 }
 
 }  // namespace gtl::grader

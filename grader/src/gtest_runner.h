@@ -65,6 +65,24 @@ class GtestStream {
   std::vector<std::pair<std::string, std::string>> outputs_;
 };
 
+// The lesson of one test's failure message, in one line, for the terminal's reason column: a
+// crash's summary (crash_summary); else an exception's what() text, not GoogleTest's "unknown
+// file / C++ exception with description"; else the test's own teaching message first, then
+// GoogleTest's comparison ("Expected equality of these values: ..."). The full message stays in
+// the HTML and JSON reports; this only chooses what a student reads first.
+std::string failure_gist(const std::string& message);
+
+// A sanitizer, emulator or UBSan report in one line that names the student's file as the student
+// knows it ("02-cuda-kernels/reduce.cu:47: heap-buffer-overflow (read past the end of an array)"):
+// the grader's private copy (<work>/impl/...) and the emulated copy (<name>_kernels/x.cu.cpp) are
+// mapped back, and emulator frames are left out. "" when the output holds no such report.
+std::string crash_summary(const std::string& output);
+
+// A path as the student knows it: ".../impl/02-cuda-kernels/reduce.cu" and
+// ".../starter/02-cuda-kernels/reduce.cu" -> "02-cuda-kernels/reduce.cu",
+// ".../lab02_test_kernels/reduce.cu.cpp" -> "reduce.cu"; "" when it is not a student file.
+std::string student_path(const std::string& path);
+
 using Progress = std::function<void(const std::string&)>;
 
 GtestRun run_gtest(const std::filesystem::path& binary, const std::vector<std::string>& patterns,

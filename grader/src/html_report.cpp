@@ -34,7 +34,7 @@ td{border-bottom:1px solid #eceef2;padding:7px 8px;vertical-align:top}
 td.name{white-space:nowrap;min-width:150px}
 td.pts{white-space:nowrap;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:1px 9px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
-.passed{background:#2e9d5b}.partial{background:#d69a18}.failed{background:#d2413a}.skipped{background:#6d7a8c}
+.stretch{background:#8a94a6}.passed{background:#2e9d5b}.partial{background:#d69a18}.failed{background:#d2413a}.skipped{background:#6d7a8c}
 .bar{height:8px;background:#e3e6eb;border-radius:4px;overflow:hidden;width:160px}
 .bar>div{height:100%;background:#2e9d5b}
 pre{background:#1d2430;color:#e8eaf0;padding:10px 12px;border-radius:6px;overflow-x:auto;font-size:12.5px;white-space:pre-wrap;word-break:break-word;max-height:360px;overflow-y:auto}
@@ -42,7 +42,8 @@ details summary{cursor:pointer;color:#2f5fb3;font-size:13px}
 .warn{background:#fff4e0;border-left:4px solid #d69a18;padding:8px 12px;border-radius:4px;margin:8px 0}
 .err{background:#fde9e8;border-left:4px solid #d2413a;padding:8px 12px;border-radius:4px;margin:8px 0}
 .fig{margin-top:6px}
-.note{color:#5b6475;font-size:13px})";
+.note{color:#5b6475;font-size:13px}
+.next{background:#e8f0fd;border-left:4px solid #2f5fb3;padding:10px 14px;border-radius:4px;margin:8px 0 18px;font-weight:600})";
 }
 
 // A horizontal bar of the measured figure against its threshold (a solid line, labelled above
@@ -138,11 +139,16 @@ std::string html_report(const GradeResult& r) {
       s << "<tr><td class='name'><b>" << esc(c.name) << "</b><div class='note'>"
         << to_string(c.kind) << (c.requires_gpu ? " &middot; gpu" : "")
         << (c.hidden ? " &middot; hidden" : "") << "</div></td>";
-      s << "<td class='pts'>"
-        << (c.status == Status::kSkipped ? std::string("&ndash;") : pts(c.score)) << " / "
-        << pts(c.max_score) << "</td>";
-      s << "<td><span class='badge " << to_string(c.status) << "'>" << to_string(c.status)
-        << "</span></td><td>" << esc(c.reason);
+      if (c.stretch())
+        s << "<td class='pts'>stretch, not graded</td>";
+      else
+        s << "<td class='pts'>"
+          << (c.status == Status::kSkipped ? std::string("&ndash;") : pts(c.score)) << " / "
+          << pts(c.max_score) << "</td>";
+      // A stretch step's pass/fail in a neutral colour: it costs nothing, so it is no red failure.
+      s << "<td><span class='badge " << (c.stretch() ? "stretch" : to_string(c.status)) << "'>"
+        << (c.stretch() ? "stretch: " : "") << to_string(c.status) << "</span></td><td>"
+        << esc(c.reason);
       if (c.figure && c.threshold) s << "<br>" << figure_svg(c);
       if (!c.tests.empty()) {
         s << "<details><summary>" << c.tests.size() << " tests</summary><table>";
@@ -156,8 +162,9 @@ std::string html_report(const GradeResult& r) {
         s << "</table></details>";
       }
       if (!c.details.empty())
-        s << "<details" << (c.status == Status::kPassed ? "" : " open")
-          << "><summary>details</summary><pre>" << esc(c.details) << "</pre></details>";
+        s << "<details" << (c.status == Status::kPassed || c.stretch() ? "" : " open")
+          << "><summary>details</summary><pre>" << esc(group_repeated_failures(c.details))
+          << "</pre></details>";
       s << "</td></tr>";
     }
     s << "</table>";
@@ -166,6 +173,8 @@ std::string html_report(const GradeResult& r) {
         << " points of this lab were not graded here.</p>";
     s << "</section>";
   }
+  const std::string next = next_step_line(r);
+  if (!next.empty()) s << "<div class='next'>" << esc(next) << "</div>";
   s << "</main></body></html>\n";
   return s.str();
 }

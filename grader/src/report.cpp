@@ -3,9 +3,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
+#include <regex>
 #include <sstream>
+#include <vector>
 
 namespace gtl::grader {
 namespace {
@@ -46,10 +49,96 @@ std::string summary_text(const GradeResult& r) {
       for (const auto& t : lab.open_todos) s << "    " << t << "\n";
     }
   }
+  const std::string next = next_step_line(r);
+  if (!next.empty()) s << "\n" << next << "\n";
   return s.str();
 }
 
+// Splits `text` before every line for which `starts` holds; text before the first such line is
+// the first piece (possibly empty).
+template <typename Pred>
+std::vector<std::string> split_before(const std::string& text, Pred starts) {
+  std::vector<std::string> pieces(1);
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (starts(l) && !pieces.back().empty()) pieces.emplace_back();
+    pieces.back() += l + "\n";
+  }
+  return pieces;
+}
+
+// Identical pieces once each, in order of first appearance, with how many times each came.
+std::vector<std::pair<std::string, int>> count_repeats(const std::vector<std::string>& pieces) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& p : pieces) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == p; });
+    if (it == out.end())
+      out.emplace_back(p, 1);
+    else
+      ++it->second;
+  }
+  return out;
+}
+
+// "path:42" (JSON report) or "path:42: Failure" (console): where a GoogleTest failure starts.
+bool is_gtest_failure_header(const std::string& line) {
+  static const std::regex header(R"(^(\S.*:\d+|unknown file)(: Failure)?$)");
+  return std::regex_match(line, header);
+}
+
+// One test's message with a failure repeated inside it shown once, "(x N)" after it.
+std::string group_message(const std::string& body) {
+  std::string out;
+  for (const auto& [piece, n] : count_repeats(split_before(body, is_gtest_failure_header)))
+    out += piece + (n > 1 ? "(x " + std::to_string(n) + ")\n" : "");
+  return out;
+}
+
 }  // namespace
+
+std::string group_repeated_failures(const std::string& details) {
+  auto is_test_header = [](const std::string& l) { return l.rfind("--- ", 0) == 0; };
+  const std::vector<std::string> blocks = split_before(details, is_test_header);
+  // Each test block: "--- <name> (<outcome>)" and its message; grouped by outcome and message.
+  struct Group {
+    std::string outcome, body;
+    std::vector<std::string> names;
+  };
+  std::string out;
+  std::vector<Group> groups;
+  for (const auto& b : blocks) {
+    if (!is_test_header(b)) {
+      out += b;  // a note before the first test
+      continue;
+    }
+    const auto nl = b.find('\n');
+    const std::string head = b.substr(4, nl - 4), body = b.substr(nl + 1);
+    const auto paren = head.find(" (");
+    const std::string name = head.substr(0, paren);
+    const std::string outcome = paren == std::string::npos ? "" : head.substr(paren);
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return g.outcome == outcome && g.body == body; });
+    if (it == groups.end())
+      groups.push_back({outcome, body, {name}});
+    else
+      it->names.push_back(name);
+  }
+  for (const auto& g : groups) {
+    std::string names;
+    for (std::size_t i = 0; i < g.names.size() && i < 3; ++i) names += (i ? ", " : "") + g.names[i];
+    if (g.names.size() > 3) names += " and " + std::to_string(g.names.size() - 3) + " more";
+    out += "--- " + names + g.outcome +
+           (g.names.size() > 1 ? " x " + std::to_string(g.names.size()) : "") + "\n" +
+           group_message(g.body);
+  }
+  return out;
+}
+
+std::string next_step_line(const GradeResult& r) {
+  for (const auto& lab : r.labs)
+    if (!lab.next_step.empty()) return "next: " + lab.next_step;
+  return "";
+}
 
 std::string valid_utf8(const std::string& text) {
   std::string out;
@@ -115,13 +204,15 @@ std::string terminal_report(const GradeResult& r, bool colour) {
     for (const auto& c : lab.checks) {
       std::string name = c.name + (c.hidden ? " (hidden)" : "");
       std::string points = c.status == Status::kSkipped ? "-- / " + pts(c.max_score)
+                           : c.stretch()                ? "stretch"
                                                         : pts(c.score) + " / " + pts(c.max_score);
       std::string reason = c.reason.substr(0, c.reason.find('\n'));
+      if (c.stretch()) reason = "stretch, not graded: " + reason;
       if (reason.size() > 110) reason = reason.substr(0, 107) + "...";
       std::string status = to_string(c.status);
       status.resize(9, ' ');
       s << "  " << std::setw(28) << name.substr(0, 27) << std::setw(13) << points
-        << paint(c.status, status) << reason << "\n";
+        << (c.stretch() ? status : paint(c.status, status)) << reason << "\n";
     }
     if (!lab.compile_problem().empty()) {
       s << "  " << lab.compile_problem() << "; first compiler errors:\n";
@@ -142,6 +233,8 @@ std::string terminal_report(const GradeResult& r, bool colour) {
       << " points of checks that need a GPU or CUDA: not graded here)";
   s << "\n";
   if (!r.error.empty()) s << "\nGRADING PROBLEM: " << r.error << "\n";
+  const std::string next = next_step_line(r);
+  if (!next.empty()) s << "\n" << (colour ? "\033[1m" + next + "\033[0m" : next) << "\n";
   return s.str();
 }
 
@@ -165,6 +258,7 @@ nlohmann::json report_json(const GradeResult& r) {
                         {"build_errors", lab.build_errors},
                         {"error", lab.error},
                         {"open_todos", lab.open_todos},
+                        {"next_step", lab.next_step},
                         {"score", lab.score()},
                         {"max_score", lab.max_score()},
                         {"skipped_points", lab.skipped_points()},
@@ -176,6 +270,7 @@ nlohmann::json report_json(const GradeResult& r) {
                            {"score", c.score},
                            {"max_score", c.max_score},
                            {"hidden", c.hidden},
+                           {"stretch", c.stretch()},
                            {"requires_gpu", c.requires_gpu},
                            {"requires_cuda", c.requires_cuda},
                            {"reason", c.reason},

@@ -1,6 +1,7 @@
 // Scoring arithmetic.
 #include "scoring.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <sstream>
@@ -154,8 +155,11 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
       if (skip_reason.empty()) skip_reason = t.message;
     } else {
       if (first_bad.empty()) {
-        const std::string gist = one_line(t.message);
-        first_bad = t.name + " " + to_string(t.outcome) + (gist.empty() ? "" : ": " + gist);
+        // The lesson first: a reason column cut at its width must still show what to fix.
+        std::string gist = failure_gist(t.message);
+        if (gist.size() > 160) gist = gist.substr(0, 157) + "...";
+        first_bad = gist.empty() ? t.name + " " + to_string(t.outcome)
+                                 : gist + " [" + t.name + " " + to_string(t.outcome) + "]";
       }
       r.details += "--- " + t.name + " (" + to_string(t.outcome) + ")\n" + t.message + "\n";
     }
@@ -193,9 +197,66 @@ CheckResult score_test_check(const Check& check, const GtestRun& run) {
   }
   r.score = check.partial ? check.points * passed / total : 0;
   r.status = r.score > 0 ? Status::kPartial : Status::kFailed;
-  r.reason = std::to_string(passed) + "/" + std::to_string(total) + " tests passed; " +
-             (first_bad.empty() ? "some were skipped" : first_bad);
+  r.reason = first_bad.empty() ? std::to_string(passed) + "/" + std::to_string(total) +
+                                     " tests passed; some were skipped"
+                               : first_bad + "; " + std::to_string(passed) + "/" +
+                                     std::to_string(total) + " tests passed";
   return r;
+}
+
+std::string heading_anchor(const std::string& heading) {
+  std::string id;
+  for (char c : heading) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '_')
+      id += static_cast<char>(std::tolower(u));
+    else if (c == ' ')
+      id += '-';
+  }
+  return id;
+}
+
+namespace {
+
+// The anchor of the handout's first heading that names "TODO <id>" as a word; "" when none.
+std::string todo_anchor(const std::string& handout, const std::string& id) {
+  std::istringstream in(handout);
+  const std::string name = "todo " + id;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '#') continue;
+    std::string heading = line.substr(line.find_first_not_of('#'));
+    heading = heading.substr(std::min(heading.size(), heading.find_first_not_of(' ')));
+    std::string lower;
+    for (char c : heading) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (auto at = lower.find(name); at != std::string::npos; at = lower.find(name, at + 1)) {
+      const std::size_t end = at + name.size();
+      const bool word_start = at == 0 || !std::isalnum(static_cast<unsigned char>(lower[at - 1]));
+      const bool word_end =
+          end == lower.size() || !std::isalnum(static_cast<unsigned char>(lower[end]));
+      if (word_start && word_end) return heading_anchor(heading);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string next_step(const Rubric& rubric, const std::vector<CheckResult>& checks,
+                      const std::string& handout_text) {
+  auto failing = [&](const std::string& name) {
+    for (const auto& c : checks)
+      if (c.name == name)
+        return !c.stretch() && (c.status == Status::kFailed || c.status == Status::kPartial);
+    return false;
+  };
+  for (const Todo& todo : rubric.todos) {
+    if (std::none_of(todo.checks.begin(), todo.checks.end(), failing)) continue;
+    const std::string anchor = todo_anchor(handout_text, todo.id);
+    const std::string file = todo.file.substr(todo.file.rfind('/') + 1);
+    return "TODO " + todo.id + (file.empty() ? "" : " in " + file) + ", see labs/" + rubric.dir +
+           "/README.md" + (anchor.empty() ? "" : "#" + anchor);
+  }
+  return "";
 }
 
 void fail_todos_with_wrong_benchmarks(const Rubric& rubric, std::vector<CheckResult>& checks) {

@@ -38,6 +38,10 @@ struct CheckResult {
   std::optional<double> solution_figure;  // speed: the solution's speedup on this GPU (calibrated)
   std::string calibrated_on;              // ... and the GPU it was measured on
   bool higher_is_better = true;
+
+  // A stretch step: worth 0 points, so its pass/fail is shown ("stretch, not graded") in a
+  // neutral colour, never as a red failure that costs nothing.
+  bool stretch() const { return max_score == 0 && status != Status::kSkipped; }
 };
 
 struct LabResult {
@@ -48,6 +52,9 @@ struct LabResult {
   std::string error;                        // the lab could not be graded (missing files, ...)
   std::vector<std::string> open_todos;      // "file:line: TODO(lab01): ..." still in the submission
   std::vector<CheckResult> checks;
+  // What to do next, where the report ends: "TODO 1a in reduce.cu, see
+  // labs/02-cuda-kernels/README.md#todo-1a" (next_step()); "" when every graded check passes.
+  std::string next_step;
 
   double score() const;
   double max_score() const;       // of the checks graded here
@@ -75,6 +82,16 @@ struct GradeResult {
 double speed_credit(double speedup, double min_speedup, std::optional<double> partial_from);
 
 CheckResult score_test_check(const Check& check, const GtestRun& run);
+
+// The first TODO, in rubric order, with a graded check that did not pass (stretch and skipped
+// checks aside): "TODO 1a in reduce.cu, see labs/02-cuda-kernels/README.md#todo-1a". The anchor
+// is that of the handout's first heading naming "TODO 1a" (GitHub's heading ids); without one,
+// the handout's path alone. "" when no TODO has a failing check.
+std::string next_step(const Rubric& rubric, const std::vector<CheckResult>& checks,
+                      const std::string& handout_text);
+
+// GitHub's id of a Markdown heading: "TODO 1a: the block sum" -> "todo-1a-the-block-sum".
+std::string heading_anchor(const std::string& heading);
 
 // A benchmark that found its own result wrong (it reported an error whose message says "wrong")
 // voids the correctness of the TODO it times: code right only under the test harness must not

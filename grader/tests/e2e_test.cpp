@@ -45,6 +45,16 @@ TEST(GraderE2E, FailingTestsCostTheirPoints) {
   EXPECT_DOUBLE_EQ(g.score("prefix-correct"), 2.0) << "2 of 3 tests pass, partial credit";
   EXPECT_NE(g.reason("prefix-correct").find("Prefix.Large failed"), std::string::npos);
   EXPECT_EQ(g.status("prefix-memory"), "failed") << "no reserve(): more peak memory";
+  // The report ends with the next step: the sum TODO passes, so the prefix TODO is next (the
+  // fixture's handout has no heading for it: its path alone).
+  const std::string next = "TODO prefix in sum.cpp, see labs/01-sum/README.md";
+  EXPECT_EQ(g.report["labs"][0]["next_step"], next);
+  EXPECT_NE(g.run.output.find("next: " + next), std::string::npos) << g.run.output;
+  // Progress on every wait: each build step ends with its elapsed time.
+  EXPECT_NE(g.run.output.find("building lab01_"), std::string::npos) << g.run.output;
+  EXPECT_NE(g.run.output.find(": done ("), std::string::npos)
+      << "a build step must end with 'done (<elapsed>)':\n"
+      << g.run.output;
 }
 
 TEST(GraderE2E, CompileErrorGivesZeroAndShowsTheError) {

@@ -143,6 +143,80 @@ TEST(Terminal, ColourOnlyWhenAsked) {
   EXPECT_NE(terminal_report(sample(), true).find('\033'), std::string::npos);
 }
 
+// A 0-point check (a stretch step): its pass/fail is shown, neutral, never as a red failure.
+GradeResult with_stretch_and_next_step() {
+  GradeResult r = sample();
+  CheckResult stretch;
+  stretch.name = "fused";
+  stretch.status = Status::kFailed;
+  stretch.max_score = 0;
+  stretch.reason = "fuse the two kernels [Fused.Matches failed]";
+  r.labs[0].checks.push_back(stretch);
+  r.labs[0].next_step = "TODO 1a in reduce.cu, see labs/02-cuda-kernels/README.md#todo-1a";
+  return r;
+}
+
+TEST(Stretch, TerminalSaysNotGradedInNoRed) {
+  const std::string text = terminal_report(with_stretch_and_next_step(), true);
+  const auto row = text.find("  fused ");
+  ASSERT_NE(row, std::string::npos) << text;
+  const std::string line = text.substr(row, text.find('\n', row) - row);
+  EXPECT_NE(line.find("stretch, not graded: fuse the two kernels"), std::string::npos)
+      << "a 0-point check says it is not graded: " << line;
+  EXPECT_NE(line.find("failed"), std::string::npos) << "its pass/fail is still shown: " << line;
+  EXPECT_EQ(line.find("\033[31m"), std::string::npos)
+      << "a stretch step costs nothing: it is not painted as a red failure: " << line;
+}
+
+TEST(Stretch, HtmlBadgeIsNeutral) {
+  const std::string html = html_report(with_stretch_and_next_step());
+  EXPECT_NE(html.find("<span class='badge stretch'>stretch: failed</span>"), std::string::npos)
+      << "the stretch step's badge must use the neutral 'stretch' class";
+  EXPECT_NE(html.find("stretch, not graded"), std::string::npos);
+  EXPECT_EQ(report_json(with_stretch_and_next_step())["labs"][0]["checks"][4]["stretch"], true);
+}
+
+TEST(NextStep, TerminalAndHtmlEndWithIt) {
+  const GradeResult r = with_stretch_and_next_step();
+  const std::string want = "next: TODO 1a in reduce.cu, see labs/02-cuda-kernels/README.md#todo-1a";
+  const std::string text = terminal_report(r, false);
+  ASSERT_GE(text.size(), want.size() + 1);
+  EXPECT_EQ(text.substr(text.size() - want.size() - 1), want + "\n")
+      << "the terminal report must end with the next step:\n"
+      << text;
+  const std::string html = html_report(r);
+  EXPECT_NE(html.find("<div class='next'>" + want + "</div></main>"), std::string::npos)
+      << "the HTML report must end with the next step";
+  const std::string summary = gradescope_json(r)["output"];
+  EXPECT_EQ(summary.substr(summary.size() - want.size() - 1), want + "\n")
+      << "Gradescope's summary must end with the next step too:\n"
+      << summary;
+  EXPECT_EQ(terminal_report(sample(), false).find("next:"), std::string::npos)
+      << "no next step, no line";
+}
+
+TEST(GroupRepeatedFailures, SameMessageOnceWithCount) {
+  std::string details = "note: a warning\n";
+  for (int i = 0; i < 40; ++i)
+    details += "--- Sizes/Reduce.Matches/" + std::to_string(i) +
+               " (failed)\nr.cu:9\nExpected equality of these values:\n  1\n  2\nTODO 1a\n";
+  details += "--- Other.Test (crashed)\nsegfault\n";
+  EXPECT_EQ(group_repeated_failures(details),
+            "note: a warning\n"
+            "--- Sizes/Reduce.Matches/0, Sizes/Reduce.Matches/1, Sizes/Reduce.Matches/2 and 37 "
+            "more (failed) x 40\n"
+            "r.cu:9\nExpected equality of these values:\n  1\n  2\nTODO 1a\n"
+            "--- Other.Test (crashed)\nsegfault\n")
+      << "40 tests with one message are shown once, with their count; others stay as they are";
+}
+
+TEST(GroupRepeatedFailures, RepeatedFailureInsideOneTest) {
+  const std::string one = "r.cu:9\nExpected: (err) < (tol), actual: 1 vs 0.1\nrow sum\n";
+  EXPECT_EQ(group_repeated_failures("--- T.A (failed)\n" + one + one + one + "r.cu:12\nFailed\n"),
+            "--- T.A (failed)\n" + one + "(x 3)\nr.cu:12\nFailed\n")
+      << "an assertion failing in a loop is shown once with its count";
+}
+
 TEST(WriteReports, WritesEveryFileWhole) {
   const fs::path dir = fs::temp_directory_path() /
                        ("gtl-grade-report-test-" +

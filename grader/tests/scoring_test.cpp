@@ -45,9 +45,8 @@ TEST(TestCheck, AllOrNothingByDefault) {
       score_test_check(test_check(false), run_of({TestOutcome::kPassed, TestOutcome::kCrashed}));
   EXPECT_EQ(fail.status, Status::kFailed);
   EXPECT_EQ(fail.score, 0);
-  EXPECT_NE(fail.reason.find("1/2 tests passed; S.T1 crashed: Expected 1, got 2"),
-            std::string::npos)
-      << fail.reason;
+  EXPECT_EQ(fail.reason.rfind("Expected 1, got 2 [S.T1 crashed]; 1/2 tests passed", 0), 0u)
+      << "the reason must start with the failure's lesson, then name the test: " << fail.reason;
 }
 
 TEST(TestCheck, PartialCreditPerTest) {
@@ -243,6 +242,52 @@ TEST(TodoCrossCheck, ASlowOrCrashedBenchmarkDoesNotVoidTheTests) {
       result("speed", CheckKind::kSpeed, Status::kFailed, 0, "the benchmark program timed out")};
   fail_todos_with_wrong_benchmarks(rubric, checks);
   EXPECT_EQ(checks[0].score, 6) << "only a wrong result says the code is wrong";
+}
+
+Rubric reduction_rubric() {
+  Rubric r;
+  r.dir = "02-cuda-kernels";
+  r.todos = {{"1a", "reduce.cu", {"sum-1a"}, {}},
+             {"1b", "block_reduce.cuh", {"sum-1b", "stretch-1b"}, {}},
+             {"2", "transpose.cu", {"transpose"}, {}}};
+  return r;
+}
+
+CheckResult named(const std::string& name, Status status, double max_score = 2) {
+  CheckResult c;
+  c.name = name;
+  c.status = status;
+  c.max_score = max_score;
+  return c;
+}
+
+TEST(NextStep, FirstTodoInRubricOrderWithAFailingCheck) {
+  const std::vector<CheckResult> checks = {
+      named("sum-1a", Status::kPassed), named("sum-1b", Status::kPartial),
+      named("stretch-1b", Status::kFailed, 0), named("transpose", Status::kFailed)};
+  EXPECT_EQ(next_step(reduction_rubric(), checks, "# Lab 2\n## Your TODOs\n### TODO 1b: warps\n"),
+            "TODO 1b in block_reduce.cuh, see labs/02-cuda-kernels/README.md#todo-1b-warps")
+      << "1a passes, so 1b (partial) is next, with its handout heading's anchor";
+  EXPECT_EQ(next_step(reduction_rubric(), checks, "## Your TODOs\nTODO 1b is in the text only\n"),
+            "TODO 1b in block_reduce.cuh, see labs/02-cuda-kernels/README.md")
+      << "without a heading for the TODO, the handout's path alone";
+  EXPECT_EQ(next_step(reduction_rubric(), checks, "### TODO 1bb\n### TODO 11b\n"),
+            "TODO 1b in block_reduce.cuh, see labs/02-cuda-kernels/README.md")
+      << "'TODO 1bb' and 'TODO 11b' are other TODOs' headings";
+}
+
+TEST(NextStep, StretchAndSkippedChecksDoNotMakeATodoOpen) {
+  const std::vector<CheckResult> checks = {
+      named("sum-1a", Status::kPassed), named("sum-1b", Status::kPassed),
+      named("stretch-1b", Status::kFailed, 0), named("transpose", Status::kSkipped)};
+  EXPECT_EQ(next_step(reduction_rubric(), checks, ""), "")
+      << "a failed stretch step costs nothing and a skipped check was not graded here";
+}
+
+TEST(HeadingAnchor, GitHubIds) {
+  EXPECT_EQ(heading_anchor("TODO 1a"), "todo-1a");
+  EXPECT_EQ(heading_anchor("TODO 3b: tiled `sgemm` (shared memory)"),
+            "todo-3b-tiled-sgemm-shared-memory");
 }
 
 }  // namespace
