@@ -19,7 +19,7 @@ std::size_t LabCachingAllocator::block_size(void* ptr) const {
   return it->second->size;
 }
 
-// TODO(lab04) step 2a: rounding, best fit, splitting, new segments under the limit.
+// TODO(lab04) step 2: rounding, best fit, splitting, coalescing, release-all, the limit.
 std::size_t LabCachingAllocator::round_size(std::size_t bytes) {
   return std::max<std::size_t>(1, (bytes + kRound - 1) / kRound) * kRound;
 }
@@ -62,9 +62,6 @@ void* LabCachingAllocator::allocate(std::size_t bytes, const gtl::Stream&) {
   note_alloc(static_cast<int64_t>(bytes));
   return block->ptr;
 }
-// END TODO(lab04)
-
-// TODO(lab04) step 2b: free into the cache, merging with free neighbours.
 void LabCachingAllocator::deallocate(void* ptr) {
   if (!ptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -92,9 +89,6 @@ void LabCachingAllocator::deallocate(void* ptr) {
   }
   free_.insert(block);
 }
-// END TODO(lab04)
-
-// TODO(lab04) step 2c: release-all and a picture of the cache.
 void LabCachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
   release_free_segments();

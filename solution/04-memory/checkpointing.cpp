@@ -10,7 +10,7 @@ Checkpoint::Checkpoint(std::unique_ptr<gtl::nn::Module> segment) : Module("check
   add_child("segment", std::move(segment));
 }
 
-// TODO(lab04) step 5a: keep the input only; recompute the segment's forward in backward.
+// TODO(lab04) step 5a: the Checkpoint module and the model built from it.
 Tensor Checkpoint::forward_impl(const Tensor& x, gtl::nn::Context& ctx) {
   gtl::nn::Context dropped;  // the segment's activations: released when this returns
   Tensor y = children_.front()->forward(x, dropped);
@@ -24,9 +24,7 @@ Tensor Checkpoint::backward_impl(gtl::nn::Context& ctx, const Tensor& dy, gtl::n
   ctx.saved.clear();
   return children_.front()->backward(recomputed, dy, mode);
 }
-// END TODO(lab04)
 
-// TODO(lab04) step 5b: the model with its blocks grouped into checkpointed segments.
 std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& config,
                                                              int64_t every) {
   GTL_CHECK(
@@ -48,7 +46,7 @@ std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& 
 }
 // END TODO(lab04)
 
-// TODO(lab04) step 5c: the sqrt(L) policy.
+// TODO(lab04) step 5b: the sqrt(L) policy.
 int64_t sqrt_segment_length(int64_t blocks) {
   GTL_CHECK(blocks >= 1, "sqrt_segment_length: blocks >= 1, got " << blocks);
   int64_t k = static_cast<int64_t>(std::sqrt(static_cast<double>(blocks)));

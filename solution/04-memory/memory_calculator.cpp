@@ -3,7 +3,7 @@
 
 namespace lab04 {
 
-// TODO(lab04) step 1a: parameters of the lab MLP.
+// TODO(lab04) step 1: the parameters, then the step's bytes term by term.
 int64_t count_parameters(const ModelConfig& config) {
   int64_t in = 1;
   for (int64_t d : config.input) in *= d;
@@ -11,9 +11,6 @@ int64_t count_parameters(const ModelConfig& config) {
   const int64_t block = 2 * D + (D * 4 * D + 4 * D) + (4 * D * D + D);  // LN, fc1, fc2
   return (in * D + D) + config.blocks * block + 2 * D + (D * C + C);
 }
-// END TODO(lab04)
-
-// TODO(lab04) step 1b: the step's bytes, term by term.
 MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch) {
   MemoryEstimate e;
   const int64_t p = count_parameters(config) * 4;

@@ -74,8 +74,8 @@ struct MemoryEstimate {
   int64_t peak = 0;             // the highest allocated bytes during forward + backward + step
   int64_t persistent() const { return weights + gradients + optimizer_state; }
 };
-int64_t count_parameters(const ModelConfig& config);                            // TODO 1a
-MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch);  // TODO 1b
+int64_t count_parameters(const ModelConfig& config);                            // TODO 1
+MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch);  // TODO 1
 
 // ---- 2. A caching allocator (caching_allocator.cpp) --------------------------------------------
 // Host memory cached as the CUDA caching allocator does (the handout explains each rule):
@@ -99,11 +99,11 @@ class LabCachingAllocator final : public gtl::Allocator {
   ~LabCachingAllocator() override;
   std::string name() const override { return "lab04 caching (host)"; }
 
-  void* allocate(std::size_t bytes, const gtl::Stream& stream = gtl::Stream()) override;  // 2a
-  void deallocate(void* ptr) override;                                                    // 2b
-  void empty_cache() override;                                                            // 2c
+  void* allocate(std::size_t bytes, const gtl::Stream& stream = gtl::Stream()) override;  // TODO 2
+  void deallocate(void* ptr) override;                                                    // TODO 2
+  void empty_cache() override;                                                            // TODO 2
 
-  static std::size_t round_size(std::size_t bytes);  // 2a
+  static std::size_t round_size(std::size_t bytes);  // TODO 2
   // The rounded size of the live block at `ptr`.
   std::size_t block_size(void* ptr) const;
   struct CacheInfo {
@@ -116,7 +116,7 @@ class LabCachingAllocator final : public gtl::Allocator {
       return free_bytes ? 1.0 - double(largest_free_block) / double(free_bytes) : 0.0;
     }
   };
-  CacheInfo cache_info() const;  // 2c
+  CacheInfo cache_info() const;  // TODO 2
 
   // One block of a segment: blocks of a segment tile it, linked in address order.
   struct Block {
@@ -130,7 +130,7 @@ class LabCachingAllocator final : public gtl::Allocator {
   };
 
  private:
-  // Returns every fully free segment to the system (mutex_ held; TODO 2c).
+  // Returns every fully free segment to the system (mutex_ held; TODO 2).
   void release_free_segments();
   // Free blocks ordered by (size, address): lower_bound({size}) is the best fit.
   struct BySizeThenAddress {
@@ -171,10 +171,10 @@ class Checkpoint final : public gtl::nn::Module {
 // Top-level layers: 0 Flatten, 1 Linear, then one per segment (a Checkpoint), then LayerNorm and
 // the last Linear.
 std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& config,
-                                                             int64_t every);  // TODO 5b
+                                                             int64_t every);  // TODO 5a
 // The sqrt(L) policy: the segment length that minimises the handout's bound for L blocks,
 // ceil(sqrt(L)) (L >= 1).
-int64_t sqrt_segment_length(int64_t blocks);  // TODO 5c
+int64_t sqrt_segment_length(int64_t blocks);  // TODO 5b
 
 // ---- 6. Largest batch under a memory limit (largest_batch.cpp) ---------------------------------
 // Under `allocator` (which carries a memory limit), the largest batch size <= max_batch for

@@ -30,7 +30,7 @@ TEST(Checkpointing, SqrtPolicyIsCeilOfSqrt) {
                                                {9, 3}, {10, 4}, {16, 4}, {17, 5}, {100, 10}};
   for (const auto& [blocks, k] : expected) {
     EXPECT_EQ(lab04::sqrt_segment_length(blocks), k)
-        << "TODO 5c: L = " << blocks << ": segments of ceil(sqrt(L)) blocks (the handout: "
+        << "TODO 5b: L = " << blocks << ": segments of ceil(sqrt(L)) blocks (the handout: "
         << "ceil(L/k) kept inputs + k recomputed blocks is smallest there)";
   }
 }
@@ -49,12 +49,12 @@ TEST(Checkpointing, HeldBytesFollowTheFormulaForEverySegmentLength) {
     auto model = lab04::make_checkpointed_model(config, every);
     const int64_t segments = (config.blocks + every - 1) / every;
     EXPECT_EQ(held_after_forward(*model, b), head + segments * 4 * batch * D)
-        << "TODO 5a/5b: segments of " << every << " blocks: only each segment's INPUT ("
+        << "TODO 5a: segments of " << every << " blocks: only each segment's INPUT ("
         << "D floats per sample) stays held, " << segments << " of them, plus the head";
   }
   auto none = lab04::make_checkpointed_model(config, 0);
   EXPECT_EQ(held_after_forward(*none, b), head + config.blocks * block)
-      << "TODO 5b: every = 0 is the plain model";
+      << "TODO 5a: every = 0 is the plain model";
 }
 
 TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
@@ -66,9 +66,9 @@ TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
   for (int64_t every : {int64_t(1), int64_t(2), lab04::sqrt_segment_length(config.blocks)}) {
     auto model = lab04::make_checkpointed_model(config, every);
     ASSERT_EQ(model->num_parameters(), plain->num_parameters())
-        << "TODO 5b: the same layers (make_stage), only grouped";
+        << "TODO 5a: the same layers (make_stage), only grouped";
     const float loss = lab04::forward_backward(*model, b.images, b.labels);
-    EXPECT_EQ(loss, plain_loss) << "TODO 5b: the same initial weights as make_model(config)";
+    EXPECT_EQ(loss, plain_loss) << "TODO 5a: the same initial weights as make_model(config)";
     // Recomputation runs the same deterministic ops on the same input: bitwise the same.
     EXPECT_EQ(gradients(*model), gradients(*plain))
         << "TODO 5a: segments of " << every << ": recompute the forward from the SAVED INPUT, "
@@ -101,7 +101,7 @@ TEST(Checkpointing, EachCheckpointedModuleRunsForwardExactlyTwice) {
         << "then the recomputation in backward), every other module once";
     checkpointed += below;
   }
-  EXPECT_GT(checkpointed, 0) << "TODO 5b: the blocks sit inside Checkpoint modules";
+  EXPECT_GT(checkpointed, 0) << "TODO 5a: the blocks sit inside Checkpoint modules";
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ TEST(MemoryCalculator, CountsEveryParameterOfTheLabModel) {
     config.blocks = blocks;
     const int64_t expected = gtl::nn::make_model(config)->num_parameters();
     EXPECT_EQ(lab04::count_parameters(config), expected)
-        << "TODO 1a: " << blocks << " blocks: Linear(784, 64) + blocks x (LayerNorm, fc1 64->256, "
+        << "TODO 1: " << blocks << " blocks: Linear(784, 64) + blocks x (LayerNorm, fc1 64->256, "
         << "fc2 256->64) + LayerNorm + Linear(64, 10), weights AND biases (LayerNorm: gamma and "
         << "beta)";
   }
@@ -55,12 +55,12 @@ TEST(MemoryCalculator, PersistentBytesAreExact) {
   const lab04::MemoryEstimate e = lab04::estimate_step_memory(config, 64);
   const Measured m = measure_step(config, 64);
   const int64_t p = 4 * gtl::nn::make_model(config)->num_parameters();
-  EXPECT_EQ(e.weights, p) << "TODO 1b: float32 weights, 4 bytes per parameter";
-  EXPECT_EQ(e.gradients, p) << "TODO 1b: one float32 gradient per parameter";
+  EXPECT_EQ(e.weights, p) << "TODO 1: float32 weights, 4 bytes per parameter";
+  EXPECT_EQ(e.gradients, p) << "TODO 1: one float32 gradient per parameter";
   EXPECT_EQ(e.optimizer_state, 2 * p)
-      << "TODO 1b: AdamW keeps TWO float32 moments (exp_avg, exp_avg_sq) per parameter";
-  EXPECT_EQ(e.persistent(), m.persistent) << "TODO 1b: model + AdamW as the allocator counts them";
-  EXPECT_EQ(e.batch, m.batch) << "TODO 1b: images (float32) and labels (int64) of 64 samples";
+      << "TODO 1: AdamW keeps TWO float32 moments (exp_avg, exp_avg_sq) per parameter";
+  EXPECT_EQ(e.persistent(), m.persistent) << "TODO 1: model + AdamW as the allocator counts them";
+  EXPECT_EQ(e.batch, m.batch) << "TODO 1: images (float32) and labels (int64) of 64 samples";
 }
 
 TEST(MemoryCalculator, ActivationBytesAreExactAcrossBatchAndDepth) {
@@ -70,7 +70,7 @@ TEST(MemoryCalculator, ActivationBytesAreExactAcrossBatchAndDepth) {
       config.blocks = blocks;
       const Measured m = measure_step(config, batch);
       EXPECT_EQ(lab04::estimate_step_memory(config, batch).activations, m.activations)
-          << "TODO 1b: " << blocks << " blocks, batch " << batch
+          << "TODO 1: " << blocks << " blocks, batch " << batch
           << ": bytes held between forward and backward. Per sample: each block saves (10D + 2) "
              "floats, the head (2D + 2) + D + classes; the first Linear's input is the batch "
              "itself (a view: no new bytes). Activations scale with the batch, not the model.";
@@ -86,7 +86,7 @@ TEST(MemoryCalculator, PeakWithinTwoPercentOfTheMeasuredPeak) {
       const Measured m = measure_step(config, batch);
       const int64_t predicted = lab04::estimate_step_memory(config, batch).peak;
       const double error = std::abs(double(predicted - m.peak)) / double(m.peak);
-      EXPECT_LE(error, 0.02) << "TODO 1b: " << blocks << " blocks, batch " << batch
+      EXPECT_LE(error, 0.02) << "TODO 1: " << blocks << " blocks, batch " << batch
                              << ": predicted peak " << predicted << " bytes, measured " << m.peak
                              << " (error " << 100 * error
                              << "%). Peak = persistent + batch + activations + the backward's "
