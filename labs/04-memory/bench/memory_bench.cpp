@@ -5,7 +5,7 @@
 //                                           step), through the plain CPU allocator (one
 //                                           aligned new/delete per tensor) or your
 //                                           LabCachingAllocator (TODO 2), warm.
-//   BM_Step/<0 plain|1 sqrt(L) checkpointed>  a forward + backward of the lab MLP (hidden 256,
+//   BM_Step/<0 plain|1 checkpointed, k = 3>  a forward + backward of the lab MLP (hidden 256,
 //                                           9 blocks, batch 256) on the CPU; counter
 //                                           peak_allocated_bytes (exact). Checkpointing pays one
 //                                           extra forward of the blocks.
@@ -87,8 +87,10 @@ void BM_Step(benchmark::State& state) {
   std::unique_ptr<gtl::nn::Sequential> model;
   lab04::LabBatch probe;
   try {
-    const int64_t every = state.range(0) == 0 ? 0 : lab04::sqrt_segment_length(config.blocks);
-    model = lab04::make_checkpointed_model(config, every);
+    // The plain model is the core's; segments of 3 = ceil(sqrt(9)) blocks (TODO 5b's answer,
+    // fixed here so this benchmark grades TODO 5a alone).
+    model = state.range(0) == 0 ? gtl::nn::make_model(config)
+                                : lab04::make_checkpointed_model(config, 3);
     probe = lab04::make_batch(config, 2);
     lab04::forward_backward(*model, probe.images, probe.labels);
   } catch (const gtl::Error& e) {
