@@ -1,0 +1,202 @@
+// Lab 04, memory optimization: what you write, step by step.
+//
+// This header is part of the pristine lab (labs/04-memory/include): do not edit it. Your files
+// are in starter/04-memory/, one per step; the map from TODO to file, test and check is in the
+// handout, labs/04-memory/README.md.
+//
+// Memory is measured EXACTLY by the core's allocator statistics (gtl/memory/allocator.h), so
+// every check runs on the CPU. The core has references for some steps (its CachingAllocator,
+// nn::ActivationCheckpoint, the ModelConfig checkpoint flags): the rubric forbids calling the one
+// a step asks you to write.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gtl/memory/allocator.h"
+#include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/models.h"
+#include "gtl/optim/adamw.h"
+#include "gtl/tensor/tensor.h"
+
+namespace lab04 {
+
+using gtl::Tensor;
+using gtl::nn::ModelConfig;
+
+// ---- The lab's training step (provided, not a TODO) -------------------------------------------
+// One synthetic batch of `batch` samples for `config` (images uniform in [0, 1), labels
+// 0..classes-1), drawn from Philox(seed) in the current allocator: the same seed gives the same
+// batch.
+struct LabBatch {
+  Tensor images;  // [batch, input...] float32
+  Tensor labels;  // [batch] int64
+};
+inline LabBatch make_batch(const ModelConfig& config, int64_t batch, uint64_t seed = 1) {
+  gtl::Generator gen(seed);
+  gtl::Shape shape = {batch};
+  shape.insert(shape.end(), config.input.begin(), config.input.end());
+  std::vector<float> labels(static_cast<std::size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i)
+    labels[static_cast<std::size_t>(i)] = float(i % config.classes);
+  return {Tensor::uniform(shape, gen), Tensor::from_vector(labels, {batch}, gtl::DType::Int64)};
+}
+
+// Forward, loss and backward of `model` on one batch (gradients overwritten, loss scaled by
+// `dloss`); returns the loss. The activations live only inside this call.
+inline float forward_backward(gtl::nn::Module& model, const Tensor& images, const Tensor& labels,
+                              float dloss = 1.f,
+                              gtl::nn::GradMode mode = gtl::nn::GradMode::Overwrite) {
+  const gtl::nn::CrossEntropyLoss head;
+  gtl::nn::Context ctx, loss_ctx;
+  const float loss = head.forward(model.forward(images, ctx), labels, loss_ctx).item();
+  model.backward(ctx, head.backward(loss_ctx, dloss), mode);
+  return loss;
+}
+
+// ---- 1. Memory calculator (memory_calculator.cpp) ----------------------------------------------
+// Bytes of one float32 training step of the lab MLP (models.h: Flatten -> Linear(in, D) ->
+// blocks x ResidualMLP(D) -> LayerNorm -> Linear(D, classes)) with AdamW, as the CPU allocator
+// counts them. The handout derives every term.
+struct MemoryEstimate {
+  int64_t weights = 0;          // parameters
+  int64_t gradients = 0;        // one gradient per parameter
+  int64_t optimizer_state = 0;  // AdamW: exp_avg and exp_avg_sq per parameter
+  int64_t batch = 0;            // the batch's images and labels
+  int64_t activations = 0;      // what forward saves for backward (contexts), logits included
+  int64_t peak = 0;             // the highest allocated bytes during forward + backward + step
+  int64_t persistent() const { return weights + gradients + optimizer_state; }
+};
+int64_t count_parameters(const ModelConfig& config);                            // TODO 1
+MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch);  // TODO 1
+
+// ---- 2. A caching allocator (caching_allocator.cpp) --------------------------------------------
+// Host memory cached as the CUDA caching allocator does (the handout explains each rule):
+//   - every request is rounded up to kRound bytes (a 1-byte tensor occupies a 512-byte block);
+//   - a request with no free block big enough takes a new segment from the system: kSegment
+//     bytes, or the rounded request itself when that is larger;
+//   - the free block chosen is the SMALLEST that fits (best fit; among equals, the lowest
+//     address), split when the rest is at least kRound bytes;
+//   - a freed block merges with its free neighbours of the same segment;
+//   - empty_cache() returns every fully free segment to the system;
+//   - under a memory limit (set_memory_limit) a new segment that would exceed it first releases
+//     the free segments, then, still too big, throws gtl::OutOfMemoryError with nothing changed.
+// Statistics are the core's (Allocator::note_alloc / note_free with the REQUESTED size,
+// note_system_alloc / note_system_free with segment sizes).
+class LabCachingAllocator final : public gtl::Allocator {
+ public:
+  static constexpr std::size_t kRound = 512;
+  static constexpr std::size_t kSegment = 2 << 20;
+
+  LabCachingAllocator() : gtl::Allocator(gtl::Device::cpu()) {}
+  ~LabCachingAllocator() override;
+  std::string name() const override { return "lab04 caching (host)"; }
+
+  void* allocate(std::size_t bytes, const gtl::Stream& stream = gtl::Stream()) override;  // TODO 2
+  void deallocate(void* ptr) override;                                                    // TODO 2
+  void empty_cache() override;                                                            // TODO 2
+
+  static std::size_t round_size(std::size_t bytes);  // TODO 2
+  // The rounded size of the live block at `ptr`.
+  std::size_t block_size(void* ptr) const;
+  struct CacheInfo {
+    int64_t segments = 0;            // segments taken from the system
+    int64_t free_blocks = 0;         // blocks ready for reuse
+    int64_t free_bytes = 0;          // their bytes (reserved, not allocated)
+    int64_t largest_free_block = 0;  // bytes of the biggest of them
+    // 1 - largest_free_block / free_bytes (0 when nothing is free): how scattered the cache is.
+    double fragmentation() const {
+      return free_bytes ? 1.0 - double(largest_free_block) / double(free_bytes) : 0.0;
+    }
+  };
+  CacheInfo cache_info() const;  // TODO 2
+
+  // One block of a segment: blocks of a segment tile it, linked in address order.
+  struct Block {
+    char* ptr = nullptr;
+    std::size_t size = 0;       // rounded bytes
+    std::size_t requested = 0;  // bytes asked for (0 while free)
+    bool free = true;
+    Block* prev = nullptr;  // neighbours in the same segment
+    Block* next = nullptr;
+    char* segment = nullptr;  // start of its segment
+  };
+
+ private:
+  // Returns every fully free segment to the system (mutex_ held; TODO 2).
+  void release_free_segments();
+  // Free blocks ordered by (size, address): lower_bound({size}) is the best fit.
+  struct BySizeThenAddress {
+    bool operator()(const Block* a, const Block* b) const {
+      return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+    }
+  };
+  std::set<Block*, BySizeThenAddress> free_;
+  std::unordered_map<void*, Block*> live_;  // allocated blocks by pointer
+  std::map<char*, std::size_t> segments_;   // segment start -> bytes
+  mutable std::mutex mutex_;
+};
+
+// ---- 4. Gradient accumulation (grad_accumulation.cpp) ------------------------------------------
+// Forward and backward of `images` / `labels` ([k*b] samples) in `micro_batches` = k parts of b
+// samples, leaving in the model's gradients what ONE forward/backward of the whole batch leaves
+// (the mean loss's gradient), while holding the activations of one micro-batch at a time.
+// Returns the mean loss over the batch.
+float accumulate_gradients(gtl::nn::Module& model, const Tensor& images, const Tensor& labels,
+                           int64_t micro_batches);  // TODO 4
+
+// ---- 5. Activation checkpointing (checkpointing.cpp) -------------------------------------------
+// A segment of the model whose forward keeps only its input; backward recomputes the segment's
+// forward from it, then runs its backward. Hooks see each module of the segment run forward
+// exactly twice per step.
+class Checkpoint final : public gtl::nn::Module {
+ public:
+  explicit Checkpoint(std::unique_ptr<gtl::nn::Module> segment);
+
+ protected:
+  Tensor forward_impl(const Tensor& x, gtl::nn::Context& ctx) override;  // TODO 5a
+  Tensor backward_impl(gtl::nn::Context& ctx, const Tensor& dy,
+                       gtl::nn::GradMode mode) override;  // TODO 5a
+};
+// The lab MLP of `config` (same initial weights as gtl::nn::make_model(config)) with its
+// residual blocks grouped into segments of `every` consecutive blocks, each wrapped in a
+// Checkpoint (the last segment may be shorter); every == 0: no checkpointing (plain model).
+// Top-level layers: 0 Flatten, 1 Linear, then one per segment (a Checkpoint), then LayerNorm and
+// the last Linear.
+std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& config,
+                                                             int64_t every);  // TODO 5a
+// The sqrt(L) policy: the segment length that minimises the handout's bound for L blocks,
+// ceil(sqrt(L)) (L >= 1).
+int64_t sqrt_segment_length(int64_t blocks);  // TODO 5b
+
+// ---- 6. Largest batch under a memory limit (largest_batch.cpp) ---------------------------------
+// Under `allocator` (which carries a memory limit), the largest batch size <= max_batch for
+// which a whole training step of the lab model fits: model, AdamW, batch, forward_backward and
+// adamw.step(), everything built inside each try. Tries catch gtl::OutOfMemoryError, leave the
+// allocator as they found it (allocated back to where it was), and are searched in O(log
+// max_batch) tries (a sweep of every size is too slow on a GPU).
+struct BatchSearch {
+  int64_t largest = 0;  // 0: not even a batch of 1 fits
+  int64_t tries = 0;    // steps attempted
+  int64_t ooms = 0;     // of those, how many ran out of memory
+};
+BatchSearch find_largest_batch(const ModelConfig& config,
+                               const std::shared_ptr<gtl::Allocator>& allocator,
+                               int64_t max_batch);  // TODO 6
+// One step as find_largest_batch tries it, in the current allocator (throws OutOfMemoryError).
+inline void train_step_once(const ModelConfig& config, int64_t batch) {
+  auto model = gtl::nn::make_model(config);
+  gtl::optim::AdamW adamw(model->parameters());
+  const LabBatch b = make_batch(config, batch);
+  forward_backward(*model, b.images, b.labels);
+  adamw.step();
+}
+
+}  // namespace lab04

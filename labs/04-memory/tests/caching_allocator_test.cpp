@@ -1,0 +1,158 @@
+// Lab 04, TODO 2: the caching allocator's rules, each checked on exact bytes and pointers.
+#include <gtest/gtest.h>
+
+#include "memory_lab.h"
+
+namespace {
+
+using lab04::LabCachingAllocator;
+constexpr int64_t kSegment = LabCachingAllocator::kSegment;
+
+TEST(CachingAllocator, RoundsEveryRequestTo512Bytes) {
+  EXPECT_EQ(LabCachingAllocator::round_size(1), 512u) << "TODO 2: a 1-byte request takes 512";
+  EXPECT_EQ(LabCachingAllocator::round_size(512), 512u) << "TODO 2: 512 is already rounded";
+  EXPECT_EQ(LabCachingAllocator::round_size(513), 1024u) << "TODO 2: round UP to 512";
+  LabCachingAllocator a;
+  void* p = a.allocate(1);
+  EXPECT_EQ(a.block_size(p), 512u) << "TODO 2: the block set aside is the rounded size";
+  const gtl::MemoryStats s = a.stats();
+  EXPECT_EQ(s.allocated_bytes, 1) << "TODO 2: allocated counts the REQUESTED bytes";
+  EXPECT_EQ(s.reserved_bytes, kSegment) << "TODO 2: a small request takes a 2 MiB segment";
+  EXPECT_EQ(s.num_system_allocs, 1);
+  a.deallocate(p);
+}
+
+TEST(CachingAllocator, SplitsASegmentAndReusesIt) {
+  LabCachingAllocator a;
+  std::vector<void*> ps;
+  for (int i = 0; i < 8; ++i) ps.push_back(a.allocate(1000));
+  EXPECT_EQ(a.stats().num_system_allocs, 1)
+      << "TODO 2: eight 1000-byte blocks are carved out of ONE 2 MiB segment (split the rest)";
+  EXPECT_EQ(static_cast<char*>(ps[1]) - static_cast<char*>(ps[0]), 1024)
+      << "TODO 2: the rest of a split block starts right after the rounded size";
+  for (void* p : ps) a.deallocate(p);
+  void* again = a.allocate(3000);
+  EXPECT_EQ(again, ps[0]) << "TODO 2: a freed segment is reused, from its start";
+  EXPECT_EQ(a.stats().num_system_allocs, 1) << "TODO 2: reuse the cache, no new segment";
+  a.deallocate(again);
+}
+
+TEST(CachingAllocator, ChoosesTheBestFitNotTheFirstFit) {
+  LabCachingAllocator a;
+  // Free blocks of 4096 (lower address) and 1024 bytes, kept apart by live blocks.
+  void* big = a.allocate(4096);
+  void* sep1 = a.allocate(512);
+  void* small = a.allocate(1024);
+  void* sep2 = a.allocate(512);
+  a.deallocate(big);
+  a.deallocate(small);
+  void* p = a.allocate(1000);
+  EXPECT_EQ(p, small) << "TODO 2: best fit takes the SMALLEST free block that fits (1024 at "
+                      << small << "), not the first one (4096 at " << big << "); got " << p;
+  a.deallocate(p);
+  a.deallocate(sep1);
+  a.deallocate(sep2);
+}
+
+TEST(CachingAllocator, CoalescesFreeNeighbours) {
+  LabCachingAllocator a;
+  void* x = a.allocate(4096);
+  void* y = a.allocate(4096);
+  void* z = a.allocate(4096);
+  a.deallocate(x);
+  a.deallocate(z);
+  a.deallocate(y);  // merges with both neighbours, and z with the segment's free tail
+  const LabCachingAllocator::CacheInfo info = a.cache_info();
+  EXPECT_EQ(info.free_blocks, 1) << "TODO 2: freeing the middle block merges it with BOTH free "
+                                    "neighbours: the segment is one free block again";
+  EXPECT_EQ(info.largest_free_block, kSegment) << "TODO 2: the whole segment is free";
+  EXPECT_EQ(info.fragmentation(), 0.0) << "TODO 2: one free block: no fragmentation";
+  void* whole = a.allocate(kSegment);
+  EXPECT_EQ(whole, x) << "TODO 2: after coalescing, a 2 MiB request fits the old segment";
+  EXPECT_EQ(a.stats().num_system_allocs, 1);
+  a.deallocate(whole);
+}
+
+TEST(CachingAllocator, StatisticsFollowFreesAndEmptyCache) {
+  LabCachingAllocator a;
+  void* p = a.allocate(3 << 20);  // larger than a segment: its own
+  void* q = a.allocate(100);
+  a.deallocate(q);
+  gtl::MemoryStats s = a.stats();
+  EXPECT_EQ(s.allocated_bytes, 3 << 20) << "TODO 2: a free subtracts the requested bytes";
+  EXPECT_EQ(s.reserved_bytes, (3 << 20) + kSegment)
+      << "TODO 2: a large request takes a segment of its rounded size; the cache keeps freed "
+         "memory reserved";
+  EXPECT_EQ(s.peak_allocated_bytes, (3 << 20) + 100);
+  const LabCachingAllocator::CacheInfo mid = a.cache_info();
+  EXPECT_EQ(mid.segments, 2);
+  EXPECT_EQ(mid.free_bytes, kSegment) << "TODO 2: free bytes are the cached, unallocated ones";
+  a.empty_cache();
+  s = a.stats();
+  EXPECT_EQ(s.reserved_bytes, 3 << 20)
+      << "TODO 2: empty_cache returns the fully free segment, keeps the one in use";
+  EXPECT_EQ(s.num_system_frees, 1);
+  a.deallocate(p);
+  a.empty_cache();
+  s = a.stats();
+  EXPECT_EQ(s.allocated_bytes, 0);
+  EXPECT_EQ(s.reserved_bytes, 0) << "TODO 2: everything free: nothing stays reserved";
+  EXPECT_EQ(a.cache_info().segments, 0);
+}
+
+TEST(CachingAllocator, FragmentationIsMeasured) {
+  LabCachingAllocator a;
+  std::vector<void*> ps;
+  for (int i = 0; i < 4; ++i) ps.push_back(a.allocate(1 << 19));  // 4 x 512 KiB: one segment
+  a.deallocate(ps[0]);
+  a.deallocate(ps[2]);
+  const LabCachingAllocator::CacheInfo info = a.cache_info();
+  EXPECT_EQ(info.free_blocks, 2);
+  EXPECT_EQ(info.free_bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(info.fragmentation(), 0.5)
+      << "TODO 2: two free 512 KiB holes: a 1 MiB request does not fit although 1 MiB is free";
+  a.deallocate(ps[1]);
+  a.deallocate(ps[3]);
+}
+
+TEST(CachingAllocator, OutOfMemoryReleasesTheCacheAndChangesNothing) {
+  auto a = std::make_shared<LabCachingAllocator>();
+  a->set_memory_limit(3 * kSegment);
+  void* keep = a->allocate(1000);
+  a->deallocate(a->allocate(3 << 20));  // a cached 3 MiB segment, free
+  EXPECT_THROW(a->allocate(5 << 20), gtl::OutOfMemoryError)
+      << "TODO 2: 2 MiB in use + 5 MiB would exceed the 6 MiB limit, even with the cache given "
+         "back";
+  gtl::MemoryStats s = a->stats();
+  EXPECT_EQ(s.num_ooms, 1) << "TODO 2: throw through throw_oom (it counts the OOM)";
+  EXPECT_EQ(s.allocated_bytes, 1000) << "TODO 2: a failed request allocates nothing";
+  EXPECT_EQ(s.reserved_bytes, kSegment)
+      << "TODO 2: before failing, the free cached segment (3 MiB) is given back";
+  void* fits = a->allocate(4 << 20);  // 2 + 4 <= 6 MiB
+  EXPECT_EQ(a->stats().reserved_bytes, 3 * kSegment);
+  a->deallocate(fits);
+  a->deallocate(keep);
+}
+
+TEST(CachingAllocator, SteadyStateTrainingMakesNoSystemAllocation) {
+  auto a = std::make_shared<LabCachingAllocator>();
+  const gtl::AllocatorScope scope(a);
+  lab04::ModelConfig config;
+  auto model = gtl::nn::make_model(config);
+  gtl::optim::AdamW adamw(model->parameters());
+  const lab04::LabBatch b = lab04::make_batch(config, 64);
+  lab04::forward_backward(*model, b.images, b.labels);
+  adamw.step();
+  const gtl::MemoryStats warm = a->stats();
+  for (int step = 0; step < 3; ++step) {
+    lab04::forward_backward(*model, b.images, b.labels);
+    adamw.step();
+  }
+  const gtl::MemoryStats s = a->stats();
+  EXPECT_EQ(s.num_system_allocs, warm.num_system_allocs)
+      << "TODO 2: after one warm-up step, training steps are served from the cache";
+  EXPECT_GT(s.num_allocs - warm.num_allocs, 0) << "the steps ran through your allocator";
+  EXPECT_EQ(s.allocated_bytes, warm.allocated_bytes) << "TODO 2: every step frees what it took";
+}
+
+}  // namespace

@@ -1,0 +1,107 @@
+// Lab 04, TODO 5: activation checkpointing: exact held bytes, identical gradients, and every
+// checkpointed module running forward exactly twice.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "memory_lab.h"
+
+namespace {
+
+using gtl::Tensor;
+
+std::vector<std::vector<float>> gradients(const gtl::nn::Module& model) {
+  std::vector<std::vector<float>> out;
+  for (const gtl::optim::ParamRef& p : model.parameters()) out.push_back(p.grad.to_vector());
+  return out;
+}
+
+// Bytes the forward holds for backward (logits included), exactly, for a batch of `batch`.
+int64_t held_after_forward(gtl::nn::Module& model, const lab04::LabBatch& b) {
+  const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
+  const gtl::AllocatorScope scope(allocator);
+  gtl::nn::Context ctx;
+  const Tensor logits = model.forward(b.images, ctx);
+  return allocator->stats().allocated_bytes;
+}
+
+TEST(Checkpointing, SqrtPolicyIsCeilOfSqrt) {
+  const std::map<int64_t, int64_t> expected = {{1, 1}, {2, 2},  {3, 2},  {4, 2},  {5, 3},
+                                               {9, 3}, {10, 4}, {16, 4}, {17, 5}, {100, 10}};
+  for (const auto& [blocks, k] : expected) {
+    EXPECT_EQ(lab04::sqrt_segment_length(blocks), k)
+        << "TODO 5b: L = " << blocks << ": segments of ceil(sqrt(L)) blocks (the handout: "
+        << "ceil(L/k) kept inputs + k recomputed blocks is smallest there)";
+  }
+}
+
+TEST(Checkpointing, HeldBytesFollowTheFormulaForEverySegmentLength) {
+  lab04::ModelConfig config;
+  config.blocks = 6;
+  const int64_t batch = 16, D = config.hidden, C = config.classes;
+  const lab04::LabBatch b = lab04::make_batch(config, batch);
+  auto plain = gtl::nn::make_model(config);
+  const int64_t head = 4 * batch * (2 * D + 2 + C);  // handout: the head's saved tensors + logits
+  const int64_t block = 4 * batch * (10 * D + 2);    // one block's saved tensors
+  ASSERT_EQ(held_after_forward(*plain, b), head + config.blocks * block)
+      << "the plain model's held bytes (handout formula)";
+  for (int64_t every : {1, 2, 3, 4, 6}) {
+    auto model = lab04::make_checkpointed_model(config, every);
+    const int64_t segments = (config.blocks + every - 1) / every;
+    EXPECT_EQ(held_after_forward(*model, b), head + segments * 4 * batch * D)
+        << "TODO 5a: segments of " << every << " blocks: only each segment's INPUT ("
+        << "D floats per sample) stays held, " << segments << " of them, plus the head";
+  }
+  auto none = lab04::make_checkpointed_model(config, 0);
+  EXPECT_EQ(held_after_forward(*none, b), head + config.blocks * block)
+      << "TODO 5a: every = 0 is the plain model";
+}
+
+TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
+  lab04::ModelConfig config;
+  config.blocks = 5;
+  const lab04::LabBatch b = lab04::make_batch(config, 16);
+  auto plain = gtl::nn::make_model(config);
+  const float plain_loss = lab04::forward_backward(*plain, b.images, b.labels);
+  for (int64_t every : {int64_t(1), int64_t(2), lab04::sqrt_segment_length(config.blocks)}) {
+    auto model = lab04::make_checkpointed_model(config, every);
+    ASSERT_EQ(model->num_parameters(), plain->num_parameters())
+        << "TODO 5a: the same layers (make_stage), only grouped";
+    const float loss = lab04::forward_backward(*model, b.images, b.labels);
+    EXPECT_EQ(loss, plain_loss) << "TODO 5a: the same initial weights as make_model(config)";
+    // Recomputation runs the same deterministic ops on the same input: bitwise the same.
+    EXPECT_EQ(gradients(*model), gradients(*plain))
+        << "TODO 5a: segments of " << every << ": recompute the forward from the SAVED INPUT, "
+        << "then run backward on the recomputed context";
+  }
+}
+
+TEST(Checkpointing, EachCheckpointedModuleRunsForwardExactlyTwice) {
+  lab04::ModelConfig config;
+  config.blocks = 4;
+  const lab04::LabBatch b = lab04::make_batch(config, 8);
+  auto model = lab04::make_checkpointed_model(config, 2);
+  std::map<const gtl::nn::Module*, int> forwards;
+  std::map<const gtl::nn::Module*, bool> inside;
+  gtl::nn::HookHandle handle = model->add_hooks(
+      {[&](gtl::nn::Module& m) { ++forwards[&m]; }, nullptr, nullptr, nullptr, nullptr});
+  // Mark every module below a Checkpoint.
+  std::function<void(const gtl::nn::Module&, bool)> mark = [&](const gtl::nn::Module& m,
+                                                               bool below) {
+    inside[&m] = below;
+    for (const auto& child : m.children()) mark(*child, below || m.kind() == "checkpoint");
+  };
+  mark(*model, false);
+  lab04::forward_backward(*model, b.images, b.labels);
+  int checkpointed = 0;
+  for (const auto& [m, below] : inside) {
+    EXPECT_EQ(forwards[m], below ? 2 : 1)
+        << "TODO 5a: module '" << m->path() << "' (" << m->kind() << ") ran forward " << forwards[m]
+        << " times; a module inside a checkpointed segment runs twice (forward, "
+        << "then the recomputation in backward), every other module once";
+    checkpointed += below;
+  }
+  EXPECT_GT(checkpointed, 0) << "TODO 5a: the blocks sit inside Checkpoint modules";
+}
+
+}  // namespace

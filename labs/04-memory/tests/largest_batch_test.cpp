@@ -1,0 +1,64 @@
+// Lab 04, TODO 6: the largest batch under a memory limit, found with OOMs caught and the
+// allocator left clean after each.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "memory_lab.h"
+
+namespace {
+
+bool step_fits(const lab04::ModelConfig& config, int64_t limit, int64_t batch) {
+  const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
+  allocator->set_memory_limit(limit);
+  const gtl::AllocatorScope scope(allocator);
+  try {
+    lab04::train_step_once(config, batch);
+    return true;
+  } catch (const gtl::OutOfMemoryError&) {
+    return false;
+  }
+}
+
+void expect_largest(int64_t limit, int64_t max_batch) {
+  lab04::ModelConfig config;
+  const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
+  allocator->set_memory_limit(limit);
+  const lab04::BatchSearch found = lab04::find_largest_batch(config, allocator, max_batch);
+  const gtl::MemoryStats s = allocator->stats();
+  EXPECT_EQ(s.allocated_bytes, 0)
+      << "TODO 6: after the search the allocator holds nothing: every try, OOM or not, frees "
+         "its model, optimizer and batch";
+  EXPECT_EQ(s.num_ooms, found.ooms) << "TODO 6: count every OutOfMemoryError you caught";
+  EXPECT_LE(found.tries, 2 * static_cast<int64_t>(std::ceil(std::log2(max_batch))) + 2)
+      << "TODO 6: search in O(log max_batch) tries (double, then bisect), not one by one";
+  EXPECT_GT(found.tries, 0);
+  const bool largest_fits = found.largest == 0 || step_fits(config, limit, found.largest);
+  EXPECT_TRUE(largest_fits) << "TODO 6: batch " << found.largest << " does not fit under "
+                            << gtl::format_bytes(limit);
+  if (found.largest < max_batch) {
+    EXPECT_FALSE(step_fits(config, limit, found.largest + 1))
+        << "TODO 6: batch " << found.largest + 1 << " also fits under " << gtl::format_bytes(limit)
+        << ": the answer is the LARGEST batch (check the bisection's bounds)";
+  }
+}
+
+TEST(LargestBatch, FindsTheLargestBatchUnderALimit) {
+  expect_largest(int64_t(5) << 20, 4096);  // the answer lies between two powers of two
+  expect_largest(int64_t(12) << 20, 4096);
+}
+
+TEST(LargestBatch, EveryBatchFitsOrNoneDoes) {
+  lab04::ModelConfig config;
+  const auto roomy = gtl::make_cpu_allocator();
+  roomy->set_memory_limit(int64_t(64) << 20);
+  EXPECT_EQ(lab04::find_largest_batch(config, roomy, 100).largest, 100)
+      << "TODO 6: max_batch itself fits (100, not a power of two): return it";
+  const auto tight = gtl::make_cpu_allocator();
+  tight->set_memory_limit(int64_t(1) << 20);  // less than the model and AdamW
+  const lab04::BatchSearch none = lab04::find_largest_batch(config, tight, 100);
+  EXPECT_EQ(none.largest, 0) << "TODO 6: not even batch 1 fits under 1 MiB: return 0";
+  EXPECT_EQ(tight->stats().allocated_bytes, 0) << "TODO 6: clean after the OOM";
+}
+
+}  // namespace

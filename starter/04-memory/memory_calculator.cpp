@@ -1,0 +1,29 @@
+// Lab 04, TODO 1: predict the bytes of a training step before running it.
+#include "memory_lab.h"
+
+namespace lab04 {
+
+// TODO(lab04) step 1: the parameters, then the step's bytes term by term.
+int64_t count_parameters(const ModelConfig& config) {
+  // Sum the parameters of every layer of the lab MLP (memory_lab.h): Linear(in, D) with in the
+  // product of config.input, config.blocks residual blocks (a LayerNorm with weight and bias,
+  // fc1 D -> 4D and fc2 4D -> D, both with bias), a LayerNorm and Linear(D, classes).
+  // About 6 lines.
+  (void)config;
+  throw gtl::Error("TODO(lab04) step 1: count_parameters is not implemented");
+}
+
+MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch) {
+  // Fill every field of MemoryEstimate in bytes (float32: 4 bytes, int64 labels: 8):
+  //   weights, gradients, optimizer_state (AdamW: how many float32 tensors per parameter?),
+  //   batch (images + labels), activations (what each layer saves for backward: the handout's
+  //   table per block and for the head; logits included), and peak: persistent + batch +
+  //   activations + the backward's working set at its peak (the handout, "Where the peak is").
+  // The tests compare against the allocator's measured bytes. About 14 lines.
+  (void)config;
+  (void)batch;
+  throw gtl::Error("TODO(lab04) step 1: estimate_step_memory is not implemented");
+}
+// END TODO(lab04)
+
+}  // namespace lab04
