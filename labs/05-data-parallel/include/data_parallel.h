@@ -7,9 +7,10 @@
 // (gtl::dist::run_ranks) on the CPU; TODO 7 runs the same training as processes under mpirun.
 //
 // The core's communicator (gtl/distributed/communicator.h) gives you send_recv, isend/irecv and
-// the collectives. You must NOT use the core's own ring algorithms (gtl::dist::RingCommunicator)
-// in TODO 1, nor the data loader's sharding (gtl::data::DataLoader) in TODO 2: the rubric scores
-// a TODO 0 when its file names them.
+// the collectives. Each TODO's file must not use the core symbols that would answer it (TODO 1:
+// RingCommunicator and Communicator's all_reduce / reduce_scatter / all_gather; TODO 2: the data
+// loader's sharding, gtl::data::DataLoader; the full list per TODO is in the handout): the grader
+// reads the symbols of each student FILE and scores the TODO 0 when the file uses one.
 #pragma once
 
 #include <cstdint>
