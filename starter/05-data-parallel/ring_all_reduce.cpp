@@ -25,13 +25,14 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor) {
   //   elements [i*c, (i+1)*c). A chunk inside the tensor is a VIEW of it: flat.slice(i*c, (i+1)*c)
   //   of flat = tensor.reshape({n}), no copy. Only the ragged tail (a chunk that runs past n, or
   //   lies wholly past it) is a zero-padded tensor of c elements of its own, copied back into the
-  //   tensor at the end. Copying the whole buffer into a padded one costs you the ring-speed check.
+  //   tensor at the end. A padded copy of the whole buffer is two extra passes over memory.
   //   Reduce-scatter: N-1 steps, in step s send chunk (r-s) mod N to r+1 and add chunk (r-s-1)
   //   mod N from r-1 into yours; all-gather: N-1 steps, send chunk (r+1-s), receive chunk (r-s) in
   //   place. Every step is ONE comm.send_recv(send_chunk, r+1, recv_chunk, r-1).
   //   Hint: Tensor::zeros, Tensor::empty, a std::vector<Tensor> of the N chunks, view.copy_(src),
   //   gtl::dist::reduce_into(dst, src, ReduceOp::Sum) adds src into dst. A negative chunk index:
-  //   ((i % N) + N) % N. Not comm.all_reduce (the point of the TODO). About 30 lines.
+  //   ((i % N) + N) % N. Not comm.all_reduce, reduce_scatter or all_gather (forbidden in this
+  //   file: they are the point of the TODO). About 30 lines.
   (void)r;
   // END TODO(lab05)
 }
