@@ -60,13 +60,15 @@ void BucketedDdp::finish() {
   // TODO(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
   for (gtl::dist::Work& w : in_flight_) w.wait();
   in_flight_.clear();
-  GTL_CHECK(next_launch_ == static_cast<int64_t>(buckets_.size()),
-            "BucketedDdp::finish: bucket " << next_launch_ << " was never launched (a parameter "
-                                           << "got no gradient this step)");
+  // Reset first, then throw: the object is ready for the next step either way.
+  const int64_t never_launched = next_launch_;  // == the number of buckets when all were launched
   next_launch_ = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     missing_[b] = static_cast<int64_t>(buckets_[b].params.size());
   }
+  GTL_CHECK(never_launched == static_cast<int64_t>(buckets_.size()),
+            "BucketedDdp::finish: bucket " << never_launched << " was never launched (a parameter "
+                                           << "got no gradient this step)");
   // END TODO(lab05)
 }
 

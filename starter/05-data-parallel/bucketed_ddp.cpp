@@ -43,8 +43,10 @@ void BucketedDdp::on_grad_ready(const ParamRef& param) {
 
 void BucketedDdp::finish() {
   // TODO(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
-  //   Spec: wait for every Work in in_flight_; throw (GTL_CHECK) naming the first bucket never
-  //   launched; reset next_launch_ and missing_ for the next backward. About 10 lines.
+  //   Spec: wait for every Work in in_flight_; reset next_launch_ and missing_ for the next
+  //   backward; THEN, if a bucket was never launched, throw (GTL_CHECK) naming the first one.
+  //   Reset before throwing: the object must be ready for the next step either way. About 10
+  //   lines.
   // END TODO(lab05)
 }
 

@@ -7,9 +7,10 @@
 // (gtl::dist::run_ranks) on the CPU; TODO 7 runs the same training as processes under mpirun.
 //
 // The core's communicator (gtl/distributed/communicator.h) gives you send_recv, isend/irecv and
-// the collectives. You must NOT use the core's own ring algorithms (gtl::dist::RingCommunicator)
-// in TODO 1, nor the data loader's sharding (gtl::data::DataLoader) in TODO 2: the rubric scores
-// a TODO 0 when its file names them.
+// the collectives. Each TODO's file must not use the core symbols that would answer it (TODO 1:
+// RingCommunicator and Communicator's all_reduce / reduce_scatter / all_gather; TODO 2: the data
+// loader's sharding, gtl::data::DataLoader; the full list per TODO is in the handout): the grader
+// reads the symbols of each student FILE and scores the TODO 0 when the file uses one.
 #pragma once
 
 #include <cstdint>
@@ -29,23 +30,24 @@ using gtl::optim::ParamRef;
 
 // ---- 1. Ring all-reduce from point to point (ring_all_reduce.cpp) -------------------------------
 // tensor (float32, contiguous, on the CPU; the same numel on every rank) becomes the element-wise
-// SUM over all ranks, in place. The buffer of n elements is padded with zeros to N * c elements,
-// c = ceil(n / N), and cut into N chunks of c elements. Reduce-scatter: N-1 steps; in step s
-// rank r sends chunk (r - s) mod N to rank r+1 and adds chunk (r - s - 1) mod N, received from
-// rank r-1, into its own. All-gather: N-1 more steps forwarding the finished chunks. Every step
-// is ONE comm.send_recv of one chunk (c elements), so each rank sends exactly
-// 2 (N-1) c * 4 bytes = 2(N-1)/N * S_padded, and nothing deadlocks on NCCL or MPI.
+// SUM over all ranks, in place. With c = ceil(n / N), chunk i is elements [i*c, (i+1)*c) of the
+// buffer: a chunk inside the tensor is a VIEW of it (no copy); only the ragged tail (a chunk
+// running past n, or wholly past it) is a zero-padded chunk of c elements, copied back at the end.
+// Reduce-scatter: N-1 steps; in step s rank r sends chunk (r - s) mod N to rank r+1 and adds chunk
+// (r - s - 1) mod N, received from rank r-1, into its own. All-gather: N-1 more steps forwarding
+// the finished chunks. Every step is ONE comm.send_recv of one chunk (c elements), so each rank
+// sends exactly 2 (N-1) c * 4 bytes = 2(N-1)/N * S_padded, and nothing deadlocks on NCCL or MPI.
 void ring_all_reduce(Communicator& comm, const Tensor& tensor);
 
-// ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp)
-// -------------------- The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in
-// order. The epoch's order is a permutation of 0..dataset_size-1 that depends only on (seed,
-// epoch): the same on every rank, different from one epoch to the next. Uneven sizes are PADDED:
-// the permutation is extended by repeating its first indices up to P = ceil(dataset_size /
-// world_size) * world_size positions, and rank r takes positions r, r + world_size, r + 2
-// world_size, ... (P / world_size indices). So every rank has the same number of samples (a rank
-// that ran out early would leave the others waiting in the all-reduce), the shards of one epoch are
-// disjoint positions, and with world_size 1 the result is the epoch's permutation itself.
+// ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp) -----------------
+// The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in order. The epoch's
+// order is a permutation of 0..dataset_size-1 that depends only on (seed, epoch): the same on
+// every rank, different from one epoch to the next. Uneven sizes are PADDED: the permutation is
+// extended by repeating its first indices up to P = ceil(dataset_size / world_size) * world_size
+// positions, and rank r takes positions r, r + world_size, r + 2 world_size, ... (P / world_size
+// indices). So every rank has the same number of samples (a rank that ran out early would leave
+// the others waiting in the all-reduce), the shards of one epoch are disjoint positions, and with
+// world_size 1 the result is the epoch's permutation itself.
 std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_size, uint64_t seed,
                                    int64_t epoch);
 
@@ -89,8 +91,9 @@ class BucketedDdp {
   void on_grad_ready(const ParamRef& param);
 
   // Before the optimizer step: waits for every launched all-reduce and readies the buckets for
-  // the next backward. Throws gtl::Error naming the first bucket that was never launched (a
-  // parameter got no gradient this step).
+  // the next backward. When a bucket was never launched (a parameter got no gradient this step),
+  // it still waits for the launched ones and resets the counters first (the object is ready for
+  // the next step), THEN throws gtl::Error naming the first bucket that was never launched.
   void finish();
 
  private:
@@ -123,11 +126,10 @@ class NoSyncAccumulator {
   int64_t micro_batches_;
 };
 
-// ---- 7. Real processes (ddp_main.cpp: the program lab05_ddp_train)
-// ------------------------------- The program's body: this process's communicator from the
-// launcher's environment (gtl::dist::init_from_environment), deterministic reductions where the
-// backend has them, the lab's training run (ddp_training.h: train_lab_model), and rank 0 writes the
-// result file.
+// ---- 7. Real processes (ddp_main.cpp: the program lab05_ddp_train) -----------------------------
+// The program's body: this process's communicator from the launcher's environment
+// (gtl::dist::init_from_environment), deterministic reductions where the backend has them, the
+// lab's training run (ddp_training.h: train_lab_model), and rank 0 writes the result file.
 int ddp_main(int argc, char** argv);
 
 }  // namespace lab05

@@ -184,6 +184,37 @@ TEST(BucketedDdp, FinishNamesABucketThatNeverBecameReady) {
   });
 }
 
+// finish() resets the counters BEFORE it throws (data_parallel.h): a step that launched only
+// bucket 0 must not leave bucket 0 counted as launched, or its gradients unsynced, in the next
+// step.
+TEST(BucketedDdp, FinishNamesTheBucketNeverLaunchedAndResetsForTheNextStep) {
+  on_one_rank([](Communicator& comm) {
+    auto model = nn::make_model(lab_model());
+    nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+    BucketedDdp ddp(comm, *model, buffer, 4096);
+    ASSERT_GE(ddp.buckets().size(), 2u) << "4 KiB buckets of the lab model (see BucketsFollow...)";
+    const std::vector<ParamRef> params = model->parameters();
+    for (int64_t p : ddp.buckets()[0].params) ddp.on_grad_ready(params[p]);  // only bucket 0
+    EXPECT_THROW(ddp.finish(), gtl::Error)
+        << "only bucket 0's gradients became ready: finish() must throw naming bucket 1";
+    comm.trace()->clear();
+    nn::Context ctx;
+    Tensor y = model->forward(Tensor::full({4, 1, 28, 28}, 0.1), ctx);
+    model->backward(ctx, Tensor::ones(y.shape()));
+    EXPECT_NO_THROW(ddp.finish()) << "a complete step after a failed finish() must succeed";
+    std::vector<int64_t> reduced_bytes;
+    for (const TraceEvent& e : comm.trace()->events()) {
+      if (e.op == "all_reduce") reduced_bytes.push_back(e.bytes);
+    }
+    std::vector<int64_t> expected_bytes;
+    for (const Bucket& b : ddp.buckets()) expected_bytes.push_back(b.numel * 4);
+    EXPECT_EQ(reduced_bytes, expected_bytes)
+        << "the step after a throwing finish(): got all-reduces of " << describe(reduced_bytes)
+        << " bytes, expected every bucket once, in order, " << describe(expected_bytes)
+        << " (finish() must reset next_launch_ and missing_ BEFORE it throws)";
+  });
+}
+
 // Two branches y = a(x) + b(x); backward runs branch a FIRST, so a's gradients (the first
 // parameters, hence the LAST buckets) become ready before b's.
 class TwoBranches final : public nn::Module {
