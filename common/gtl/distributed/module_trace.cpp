@@ -1,6 +1,8 @@
 // Module events from hooks (see module_trace.h).
 #include "gtl/distributed/module_trace.h"
 
+#include <string>
+
 namespace gtl::dist {
 
 namespace {
@@ -15,6 +17,19 @@ TraceEvent module_event(TraceKind kind, const char* pass, const nn::Module& m) {
   return e;
 }
 
+// The end of a pass: a leaf carries the FLOPs and bytes of the pass that just ended.
+TraceEvent end_event(const char* pass, const nn::Module& m) {
+  TraceEvent e = module_event(TraceKind::ModuleEnd, pass, m);
+  if (e.leaf) {
+    const bool forward = std::string(pass) == "forward";
+    const nn::ComputeCost cost =
+        forward ? m.forward_cost(m.last_input_shape()) : m.backward_cost(m.last_input_shape());
+    e.flops = cost.flops;
+    e.mem_bytes = cost.bytes;
+  }
+  return e;
+}
+
 }  // namespace
 
 nn::HookHandle trace_modules(nn::Module& model, std::shared_ptr<Trace> trace) {
@@ -23,27 +38,11 @@ nn::HookHandle trace_modules(nn::Module& model, std::shared_ptr<Trace> trace) {
   hooks.before_forward = [trace](nn::Module& m) {
     trace->record(module_event(TraceKind::ModuleBegin, "forward", m));
   };
-  hooks.after_forward = [trace](nn::Module& m) {
-    TraceEvent e = module_event(TraceKind::ModuleEnd, "forward", m);
-    if (e.leaf) {
-      const nn::ComputeCost cost = m.forward_cost(m.last_input_shape());
-      e.flops = cost.flops;
-      e.mem_bytes = cost.bytes;
-    }
-    trace->record(std::move(e));
-  };
+  hooks.after_forward = [trace](nn::Module& m) { trace->record(end_event("forward", m)); };
   hooks.before_backward = [trace](nn::Module& m) {
     trace->record(module_event(TraceKind::ModuleBegin, "backward", m));
   };
-  hooks.after_backward = [trace](nn::Module& m) {
-    TraceEvent e = module_event(TraceKind::ModuleEnd, "backward", m);
-    if (e.leaf) {
-      const nn::ComputeCost cost = m.backward_cost(m.last_input_shape());
-      e.flops = cost.flops;
-      e.mem_bytes = cost.bytes;
-    }
-    trace->record(std::move(e));
-  };
+  hooks.after_backward = [trace](nn::Module& m) { trace->record(end_event("backward", m)); };
   return model.add_hooks(std::move(hooks));
 }
 
