@@ -69,6 +69,12 @@ struct Sandboxes {
   std::vector<std::string> build, run;
 };
 Sandboxes sandboxes_for(const GradeOptions& o) {
+  // The grader's own folders exist before the sandbox is drawn: a folder that does not exist yet
+  // is left out of it, and under /tmp (a fresh tmpfs in the sandbox) it would then be missing.
+  for (const char* d : {"impl", "build", "scratch"}) {
+    std::error_code ec;
+    fs::create_directories(o.work / d, ec);
+  }
   SandboxPolicy base;
   base.readable = {o.course, o.work / "impl", o.work / "build"};
   base.hidden = {o.course / "solution", o.out, o.submission};
