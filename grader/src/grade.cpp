@@ -76,7 +76,9 @@ Sandboxes sandboxes_for(const GradeOptions& o) {
     fs::create_directories(o.work / d, ec);
   }
   SandboxPolicy base;
-  base.readable = {o.course, o.work / "impl", o.work / "build"};
+  // The channel folder: a course without a grader/ of its own (the fixture course) compiles the
+  // verdict listener from the grader's sources.
+  base.readable = {o.course, o.work / "impl", o.work / "build", GTL_GRADER_CHANNEL_DIR};
   base.hidden = {o.course / "solution", o.out, o.submission};
   base.hidden.insert(base.hidden.end(), o.hidden.begin(), o.hidden.end());
   SandboxPolicy build = base, run = base;
