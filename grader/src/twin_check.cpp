@@ -29,11 +29,30 @@ bool is_comment_line(const std::string& line) {
   return b != std::string::npos && line.compare(b, 2, "//") == 0;
 }
 
-std::string begin_marker(const std::string& lab) {
-  return "TODO(lab" + lab + ") step ";
+// The starter marks its regions TODO(labNN), the solution the same lines SOLUTION(labNN): a
+// solution holds no TODO markers, and the twins still pair region by region.
+constexpr const char* kMarkerKinds[] = {"TODO", "SOLUTION"};
+
+std::string begin_marker(const std::string& lab, const char* kind = "TODO") {
+  return std::string(kind) + "(lab" + lab + ") step ";
 }
-std::string end_marker(const std::string& lab) {
-  return "END TODO(lab" + lab + ")";
+std::string end_marker(const std::string& lab, const char* kind = "TODO") {
+  return "END " + std::string(kind) + "(lab" + lab + ")";
+}
+
+bool is_end_marker(const std::string& line, const std::string& lab) {
+  for (const char* kind : kMarkerKinds)
+    if (line.find(end_marker(lab, kind)) != std::string::npos) return true;
+  return false;
+}
+
+// Where the region id starts on a begin-marker line, or npos.
+std::size_t begin_marker_end(const std::string& line, const std::string& lab) {
+  for (const char* kind : kMarkerKinds) {
+    const std::string marker = begin_marker(lab, kind);
+    if (const auto at = line.find(marker); at != std::string::npos) return at + marker.size();
+  }
+  return std::string::npos;
 }
 
 // "1a" from "// TODO(lab01) step 1a: spec..." (the id ends at ':', a blank or the line's end).
@@ -97,7 +116,7 @@ RegionScan scan_todo_regions(const std::string& text, const std::string& lab) {
   for (int n = 1; n <= static_cast<int>(lines.size()); ++n) {
     const std::string& line = lines[static_cast<std::size_t>(n - 1)];
     if (!is_comment_line(line)) continue;
-    if (line.find(end) != std::string::npos) {
+    if (is_end_marker(line, lab)) {
       if (!open) {
         scan.error = "line " + std::to_string(n) + ": " + end + " without a " + begin +
                      "<id> line before it";
@@ -105,7 +124,7 @@ RegionScan scan_todo_regions(const std::string& text, const std::string& lab) {
       }
       scan.regions.back().end_line = n;
       open = false;
-    } else if (const auto at = line.find(begin); at != std::string::npos) {
+    } else if (const auto id_at = begin_marker_end(line, lab); id_at != std::string::npos) {
       if (open) {
         scan.error = "line " + std::to_string(scan.regions.back().begin_line) + ": step " +
                      scan.regions.back().id + " has no " + end + " before the next step at line " +
@@ -113,7 +132,7 @@ RegionScan scan_todo_regions(const std::string& text, const std::string& lab) {
         return scan;
       }
       TodoRegion r;
-      r.id = region_id(line, at + begin.size());
+      r.id = region_id(line, id_at);
       r.begin_line = n;
       if (r.id.empty()) {
         scan.error = "line " + std::to_string(n) + ": " + begin + "without an id";

@@ -1,8 +1,9 @@
 // The twin check: starter and solution of a lab are one file with different TODO bodies.
 //
 // A TODO region starts at a comment line holding `TODO(labNN) step <id>` and ends at a comment
-// line holding `END TODO(labNN)` (each a `//` comment on its own line). The starter puts the
-// spec, a hint and a size budget inside; the solution its code. Outside the regions the twins
+// line holding `END TODO(labNN)` (each a `//` comment on its own line); the solution marks the
+// same lines `SOLUTION(labNN) step <id>` and `END SOLUTION(labNN)`, so that it holds no TODO
+// markers. The starter puts the spec, a hint and a size budget inside; the solution its code. Outside the regions the twins
 // must be identical line by line, so the two cannot drift: a fix to a comment, a declaration or
 // an include made in one twin only is caught by `gtl-grade verify`, naming the file and line.
 // The same regions also tell the grader which TODOs a submission has not started: a region whose

@@ -1,4 +1,4 @@
-// Hostile submissions (issue 13): code that does not solve a TODO and tries to earn its points
+// Hostile submissions: code that does not solve a TODO and tries to earn its points
 // anyway. Each fixture under fixtures/submissions/forge_* (and the others named below) leaves the
 // sum TODO open and solves prefix_sums: every sum check must score 0 and every prefix check full
 // marks, whatever the forgery. docs/grader.md, "Trust model", says what each one proves.

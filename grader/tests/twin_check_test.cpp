@@ -27,22 +27,23 @@ const std::string kStarter =
     "  // END TODO(lab01)\n"
     "}\n";
 
+// The solution marks the same regions SOLUTION(lab01): it holds no TODO markers.
 const std::string kSolution =
     "// Lab 01: sums.\n"
     "#include \"sum.h\"\n"
     "\n"
     "int sum(const int* x, int n) {\n"
-    "  // TODO(lab01) step 1a\n"
+    "  // SOLUTION(lab01) step 1a\n"
     "  int total = 0;\n"
     "  for (int i = 0; i < n; ++i) total += x[i];\n"
     "  return total;\n"
-    "  // END TODO(lab01)\n"
+    "  // END SOLUTION(lab01)\n"
     "}\n"
     "\n"
     "int twice(int v) {\n"
-    "  // TODO(lab01) step 1b\n"
+    "  // SOLUTION(lab01) step 1b\n"
     "  return 2 * v;\n"
-    "  // END TODO(lab01)\n"
+    "  // END SOLUTION(lab01)\n"
     "}\n";
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -101,7 +102,7 @@ TEST(TwinCheck, AMissingEndMarkerIsReportedWithItsStep) {
             "starter/01-sum/sum.cpp: line 5: step 1a has no END TODO(lab01) before the next step "
             "at line 10");
   const std::string last =
-      replaced(kSolution, "  return 2 * v;\n  // END TODO(lab01)\n", "  return 2 * v;\n");
+      replaced(kSolution, "  return 2 * v;\n  // END SOLUTION(lab01)\n", "  return 2 * v;\n");
   EXPECT_EQ(compare(kStarter, last),
             "solution/01-sum/sum.cpp: line 13: step 1b has no END TODO(lab01) before the end of "
             "the file");
@@ -111,13 +112,13 @@ TEST(TwinCheck, AMissingEndMarkerIsReportedWithItsStep) {
 
 TEST(TwinCheck, RegionIdsThatDifferAreReportedByPosition) {
   const std::string solution =
-      replaced(kSolution, "  // TODO(lab01) step 1b\n", "  // TODO(lab01) step 1c\n");
+      replaced(kSolution, "  // SOLUTION(lab01) step 1b\n", "  // SOLUTION(lab01) step 1c\n");
   EXPECT_EQ(compare(kStarter, solution),
             "the twins' TODO regions differ: region 2 is step 1b at starter/01-sum/sum.cpp:11 but "
             "step 1c at solution/01-sum/sum.cpp:13");
-  const std::string fewer =
-      replaced(kSolution, "  // TODO(lab01) step 1b\n  return 2 * v;\n  // END TODO(lab01)\n",
-               "  return 2 * v;\n");
+  const std::string fewer = replaced(
+      kSolution, "  // SOLUTION(lab01) step 1b\n  return 2 * v;\n  // END SOLUTION(lab01)\n",
+      "  return 2 * v;\n");
   EXPECT_EQ(compare(kStarter, fewer),
             "the twins' TODO regions differ: starter/01-sum/sum.cpp has 2, "
             "solution/01-sum/sum.cpp 1; step 1b at starter/01-sum/sum.cpp:11 has no twin");

@@ -21,7 +21,7 @@
 namespace lab01 {
 
 inline void check_cuda(cudaError_t error, const char* call, const char* file, int line) {
-  // TODO(lab01) step 2
+  // SOLUTION(lab01) step 2
   if (error == cudaSuccess) return;
   // Clears the error so that later calls do not report it again. That holds for ordinary errors
   // only: a sticky one (a kernel fault such as cudaErrorIllegalAddress) corrupts the context, and
@@ -31,7 +31,7 @@ inline void check_cuda(cudaError_t error, const char* call, const char* file, in
   where = where.substr(where.find_last_of('/') + 1);
   throw std::runtime_error(std::string(call) + " failed at " + where + ":" + std::to_string(line) +
                            ": " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 }  // namespace lab01

@@ -11,7 +11,7 @@
 namespace lab01 {
 
 gtl::Device choose_device(const std::string& request) {
-  // TODO(lab01) step 1a
+  // SOLUTION(lab01) step 1a
   if (request == "auto") return gtl::default_device();
   const gtl::Device device = gtl::Device::parse(request);
   if (device.is_cuda() && device.index() >= gtl::cuda_device_count()) {
@@ -23,18 +23,18 @@ gtl::Device choose_device(const std::string& request) {
         ")");
   }
   return device;
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 std::string describe_device(int index) {
-  // TODO(lab01) step 1b
+  // SOLUTION(lab01) step 1b
   const gtl::DeviceProperties p = gtl::device_properties(index);
   char line[256];
   std::snprintf(line, sizeof line, "%s: %d SMs, %.1f GiB, %.0f GB/s, sm_%d%d", p.name.c_str(),
                 p.multiprocessors, p.total_memory_bytes / double(1 << 30),
                 p.peak_memory_bandwidth_gbs(), p.compute_major, p.compute_minor);
   return line;
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 }  // namespace lab01

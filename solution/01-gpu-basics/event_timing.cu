@@ -30,7 +30,7 @@ LaunchTiming time_vector_add(int64_t n, int repeats) {
   LAB_CHECK(cudaDeviceSynchronize());
 
   LaunchTiming t{};
-  // TODO(lab01) step 4
+  // SOLUTION(lab01) step 4
   auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < repeats; ++r) vector_add_device(a, b, c, n, nullptr);
   t.host_ms_without_sync = ms_since(start);
@@ -52,7 +52,7 @@ LaunchTiming time_vector_add(int64_t n, int repeats) {
 
   LAB_CHECK(cudaEventDestroy(begin));
   LAB_CHECK(cudaEventDestroy(end));
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
   LAB_CHECK(cudaFree(a));
   LAB_CHECK(cudaFree(b));
   LAB_CHECK(cudaFree(c));

@@ -38,7 +38,7 @@ void scale_serial(const float* in, float* out, float* d_in, float* d_out, int64_
 
 void scale_pipelined(const float* in, float* out, float* d_in, float* d_out, int64_t n, float alpha,
                      int chunks) {
-  // TODO(lab01) step 6
+  // SOLUTION(lab01) step 6
   chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(chunks, n)));
   std::vector<cudaStream_t> streams(chunks);
   for (auto& s : streams) LAB_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -56,7 +56,7 @@ void scale_pipelined(const float* in, float* out, float* d_in, float* d_out, int
     LAB_CHECK(cudaStreamSynchronize(s));
     LAB_CHECK(cudaStreamDestroy(s));
   }
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 }  // namespace lab01

@@ -13,7 +13,7 @@
 namespace lab01 {
 
 void* allocate_host(int64_t bytes, bool pinned) {
-  // TODO(lab01) step 5a
+  // SOLUTION(lab01) step 5a
   void* host = nullptr;
   if (pinned) {
     LAB_CHECK(cudaMallocHost(&host, static_cast<size_t>(bytes)));
@@ -21,18 +21,18 @@ void* allocate_host(int64_t bytes, bool pinned) {
     host = std::malloc(static_cast<size_t>(bytes));
     if (!host) throw std::runtime_error("allocate_host: malloc failed");
   }
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
   return host;
 }
 
 void free_host(void* ptr, bool pinned) {
-  // TODO(lab01) step 5a
+  // SOLUTION(lab01) step 5a
   if (pinned) {
     LAB_CHECK(cudaFreeHost(ptr));
   } else {
     std::free(ptr);
   }
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int repeats) {
@@ -48,7 +48,7 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
   LAB_CHECK(cudaMemcpy(dst, src, n, kind));  // warm-up
 
   float ms = 0;
-  // TODO(lab01) step 5b
+  // SOLUTION(lab01) step 5b
   cudaEvent_t begin, end;
   LAB_CHECK(cudaEventCreate(&begin));
   LAB_CHECK(cudaEventCreate(&end));
@@ -60,7 +60,7 @@ double copy_bandwidth_gbs(int64_t bytes, bool pinned, bool host_to_device, int r
 
   LAB_CHECK(cudaEventDestroy(begin));
   LAB_CHECK(cudaEventDestroy(end));
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
   LAB_CHECK(cudaFree(device));
   free_host(host, pinned);
   return static_cast<double>(bytes) * repeats / (ms * 1e-3) / 1e9;

@@ -14,12 +14,12 @@ namespace {
 
 __global__ void vector_add_kernel(const float* __restrict__ a, const float* __restrict__ b,
                                   float* __restrict__ c, int64_t n) {
-  // TODO(lab01) step 3a
+  // SOLUTION(lab01) step 3a
   const int64_t stride = int64_t{blockDim.x} * gridDim.x;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += stride) {
     c[i] = a[i] + b[i];
   }
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 }  // namespace
@@ -38,7 +38,7 @@ void vector_add_device(const float* a, const float* b, float* c, int64_t n, cuda
 }
 
 void vector_add_gpu(const float* a, const float* b, float* c, int64_t n) {
-  // TODO(lab01) step 3b
+  // SOLUTION(lab01) step 3b
   if (n == 0) return;
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
   float *d_a = nullptr, *d_b = nullptr, *d_c = nullptr;
@@ -52,7 +52,7 @@ void vector_add_gpu(const float* a, const float* b, float* c, int64_t n) {
   LAB_CHECK(cudaFree(d_a));
   LAB_CHECK(cudaFree(d_b));
   LAB_CHECK(cudaFree(d_c));
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 }  // namespace lab01

@@ -4,9 +4,9 @@
 namespace lab01 {
 
 void vector_add_cpu(const float* a, const float* b, float* c, int64_t n) {
-  // TODO(lab01) step 7
+  // SOLUTION(lab01) step 7
   for (int64_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
-  // END TODO(lab01)
+  // END SOLUTION(lab01)
 }
 
 }  // namespace lab01

@@ -12,24 +12,24 @@
 namespace lab02 {
 
 __device__ inline float warp_reduce_sum(float v) {
-  // TODO(lab02) step 1b
+  // SOLUTION(lab02) step 1b
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
   return v;
 }
 
 __device__ inline float warp_reduce_max(float v) {
-  // TODO(lab02) step 1b
+  // SOLUTION(lab02) step 1b
   for (int offset = 16; offset > 0; offset /= 2)
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
   return v;
 }
 
 // `scratch` holds at least blockDim.x / 32 floats; blockDim.x is a multiple of 32.
 template <bool kMax>
 __device__ inline float block_reduce(float v, float* scratch) {
-  // TODO(lab02) step 1b
+  // SOLUTION(lab02) step 1b
   v = kMax ? warp_reduce_max(v) : warp_reduce_sum(v);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   __syncthreads();  // scratch may still be read by a previous call
@@ -37,7 +37,7 @@ __device__ inline float block_reduce(float v, float* scratch) {
   __syncthreads();
   v = lane < warps ? scratch[lane] : (kMax ? -INFINITY : 0.f);
   return kMax ? warp_reduce_max(v) : warp_reduce_sum(v);
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 }  // namespace lab02

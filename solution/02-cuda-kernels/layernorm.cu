@@ -49,7 +49,7 @@ static_assert(kBlock % 32 == 0 && kUnroll >= 1, "block_reduce needs whole warps"
 
 __global__ void layernorm_block_kernel(const float* x, const float* w, const float* b, float* y,
                                        float* mean_out, float* rstd_out, int cols, float eps) {
-  // TODO(lab02) step 5
+  // SOLUTION(lab02) step 5
   __shared__ float scratch[kBlock / 32];
   const int64_t row = blockIdx.x;
   const float* xr = x + row * cols;
@@ -79,13 +79,13 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
     mean_out[row] = mean;
     rstd_out[row] = rstd;
   }
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 __global__ void layernorm_backward_dx_kernel(const float* dy, const float* x, const float* w,
                                              const float* mean, const float* rstd, float* dx,
                                              int cols) {
-  // TODO(lab02) step 5b
+  // SOLUTION(lab02) step 5b
   __shared__ float scratch[kBlock / 32];
   const int64_t row = blockIdx.x;
   const float* xr = x + row * cols;
@@ -101,13 +101,13 @@ __global__ void layernorm_backward_dx_kernel(const float* dy, const float* x, co
   const float mean_dxhat_xhat = block_reduce<false>(sum_dxhat_xhat, scratch) / cols;
   for (int c = threadIdx.x; c < cols; c += kBlock)
     dx[row * cols + c] = rs * (dyr[c] * w[c] - mean_dxhat - (xr[c] - m) * rs * mean_dxhat_xhat);
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 __global__ void layernorm_backward_params_kernel(const float* dy, const float* x, const float* mean,
                                                  const float* rstd, float* dweight, float* dbias,
                                                  int rows, int cols) {
-  // TODO(lab02) step 5b
+  // SOLUTION(lab02) step 5b
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   float sum_w = 0.f, sum_b = 0.f;
@@ -118,7 +118,7 @@ __global__ void layernorm_backward_params_kernel(const float* dy, const float* x
   }
   dweight[c] = sum_w;
   dbias[c] = sum_b;
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 }  // namespace

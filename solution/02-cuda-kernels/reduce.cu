@@ -41,7 +41,7 @@ __global__ void reduce_naive_kernel(const float* x, float* out, int64_t n) {
 }
 
 __global__ void reduce_shared_kernel(const float* x, float* out, int64_t n) {
-  // TODO(lab02) step 1a
+  // SOLUTION(lab02) step 1a
   __shared__ float partial[kBlock];
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   partial[threadIdx.x] = i < n ? x[i] : 0.f;
@@ -51,20 +51,20 @@ __global__ void reduce_shared_kernel(const float* x, float* out, int64_t n) {
     __syncthreads();
   }
   if (threadIdx.x == 0) atomicAdd(out, partial[0]);
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 __global__ void reduce_warp_kernel(const float* x, float* out, int64_t n) {
-  // TODO(lab02) step 1b
+  // SOLUTION(lab02) step 1b
   __shared__ float scratch[kBlock / 32];
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const float total = block_reduce<false>(i < n ? x[i] : 0.f, scratch);
   if (threadIdx.x == 0) atomicAdd(out, total);
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 __global__ void reduce_final_kernel(const float* x, float* out, int64_t n) {
-  // TODO(lab02) step 1c
+  // SOLUTION(lab02) step 1c
   __shared__ float scratch[kBlock / 32];
   float acc = 0.f;
   // Vector loads of 4 floats where the pointer allows it, then the scalar tail.
@@ -80,7 +80,7 @@ __global__ void reduce_final_kernel(const float* x, float* out, int64_t n) {
   for (int64_t i = n4 * 4 + tid; i < n; i += stride) acc += x[i];
   const float total = block_reduce<false>(acc, scratch);
   if (threadIdx.x == 0) atomicAdd(out, total);
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 }  // namespace

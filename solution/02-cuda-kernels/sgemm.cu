@@ -37,7 +37,7 @@ __global__ void sgemm_naive_kernel(const float* a, const float* b, float* c, int
 constexpr int kTile = 32;
 
 __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // TODO(lab02) step 3a
+  // SOLUTION(lab02) step 3a
   __shared__ float as[kTile][kTile];
   __shared__ float bs[kTile][kTile];
   const int col = blockIdx.x * kTile + threadIdx.x;
@@ -52,7 +52,7 @@ __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int
     __syncthreads();
   }
   if (row < m && col < n) c[int64_t{row} * n + col] = acc;
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
@@ -68,7 +68,7 @@ static_assert(kTM % 4 == 0 && (kBM + kPadA) % 4 == 0, "rows of as stay 16-byte a
 // while one block waits at __syncthreads the other computes.
 __global__ void __launch_bounds__(kThreads, 2)
     sgemm_register_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // TODO(lab02) step 3b
+  // SOLUTION(lab02) step 3b
   __shared__ __align__(16) float as[kBK][kBM + kPadA];  // A transposed: as[k][m]
   __shared__ float bs[kBK][kBN];
   const int row0 = blockIdx.y * kBM, col0 = blockIdx.x * kBN;
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (cc < n) c[int64_t{r} * n + cc] = acc[i][j];
     }
   }
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 }  // namespace

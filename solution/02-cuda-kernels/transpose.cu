@@ -24,7 +24,7 @@ __global__ void transpose_naive_kernel(const float* in, float* out, int rows, in
 }
 
 __global__ void transpose_tiled_kernel(const float* in, float* out, int rows, int cols) {
-  // TODO(lab02) step 2
+  // SOLUTION(lab02) step 2
   __shared__ float tile[kTile][kTile + 1];
   const int c0 = blockIdx.x * kTile, r0 = blockIdx.y * kTile;
   for (int dy = threadIdx.y; dy < kTile; dy += kRowsPerPass) {
@@ -37,7 +37,7 @@ __global__ void transpose_tiled_kernel(const float* in, float* out, int rows, in
     const int out_r = c0 + dy, out_c = r0 + threadIdx.x;
     if (out_r < cols && out_c < rows) out[int64_t{out_r} * rows + out_c] = tile[threadIdx.x][dy];
   }
-  // END TODO(lab02)
+  // END SOLUTION(lab02)
 }
 
 }  // namespace

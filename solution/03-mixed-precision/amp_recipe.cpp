@@ -10,7 +10,7 @@
 namespace lab03 {
 
 AmpRecipe amp_recipe(const std::string& precision) {
-  // TODO(lab03) step 6
+  // SOLUTION(lab03) step 6
   AmpRecipe r;
   if (precision == "fp32") return r;
   if (precision == "bf16") {
@@ -27,7 +27,7 @@ AmpRecipe amp_recipe(const std::string& precision) {
   }
   throw gtl::Error("amp_recipe: unknown precision '" + precision +
                    "': expected fp32, fp16 or bf16");
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 }  // namespace lab03

@@ -36,7 +36,7 @@ const char* op_name(Op op) {
 }
 
 DType autocast_dtype(Op op, const gtl::nn::PrecisionPolicy& policy) {
-  // TODO(lab03) step 2a
+  // SOLUTION(lab03) step 2a
   switch (op) {
     case Op::MatMul:
     case Op::Conv2d:
@@ -45,13 +45,13 @@ DType autocast_dtype(Op op, const gtl::nn::PrecisionPolicy& policy) {
     default:
       return DType::Float32;
   }
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch,
                                const gtl::nn::PrecisionPolicy& policy) {
   GTL_CHECK(config.kind == "mlp", "saved_activation_bytes: only the mlp, got " << config.kind);
-  // TODO(lab03) step 2b
+  // SOLUTION(lab03) step 2b
   int64_t in = 1;
   for (int64_t s : config.input) in *= s;
   const int64_t d = config.hidden, n = batch;
@@ -65,13 +65,13 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
   bytes += layernorm + n * d * size(Op::MatMul);                 // final LN, head Linear
   bytes += n * config.classes * size(Op::CrossEntropy) + n * 8;  // logits, int64 labels
   return bytes;
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(dtype) {
   GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
             "HalfWeightCache: expected float16 or bfloat16, got " << dtype);
-  // TODO(lab03) step 2c
+  // SOLUTION(lab03) step 2c
   for (ParamRef* p : model.parameter_slots()) {
     if (p->value.dim() < 2) continue;
     GTL_CHECK(!p->value.is_cuda(), "HalfWeightCache: CPU parameters only");
@@ -79,11 +79,11 @@ HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(d
     slots_.push_back(p);
   }
   refresh();
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 void HalfWeightCache::refresh() const {
-  // TODO(lab03) step 2c
+  // SOLUTION(lab03) step 2c
   for (const ParamRef* p : slots_) {
     const float* v = p->value.data<float>();
     uint16_t* h = static_cast<uint16_t*>(p->compute.data_ptr());
@@ -91,15 +91,15 @@ void HalfWeightCache::refresh() const {
       h[i] = dtype_ == DType::Float16 ? gtl::half(v[i]).bits : gtl::bfloat16(v[i]).bits;
     }
   }
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 int64_t HalfWeightCache::bytes() const {
-  // TODO(lab03) step 2c
+  // SOLUTION(lab03) step 2c
   int64_t total = 0;
   for (const ParamRef* p : slots_) total += static_cast<int64_t>(p->compute.nbytes());
   return total;
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 }  // namespace lab03

@@ -49,7 +49,7 @@ CapstoneRow run_capstone_row(const std::string& name, gtl::Device device,
   row.name = name;
   row.device = device.str();
   row.precision = precision;
-  // TODO(lab03) step 7a
+  // SOLUTION(lab03) step 7a
   if (device.is_cuda() && !gtl::cuda_available()) {
     row.skipped = true;
     row.skip_reason = gtl::cuda_unavailable_reason();  // the table prints "skipped: " + it
@@ -88,13 +88,13 @@ CapstoneRow run_capstone_row(const std::string& name, gtl::Device device,
   row.seconds_per_epoch = seconds / static_cast<double>(options.steps) *
                           static_cast<double>(trainer->batches_per_epoch());
   row.accuracy = trainer->evaluate(*data.test, options.eval_samples).accuracy;
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
   return row;
 }
 
 std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options) {
   std::vector<CapstoneRow> rows;
-  // TODO(lab03) step 7b
+  // SOLUTION(lab03) step 7b
   const gtl::Device gpu = gtl::Device::cuda(0);
   rows.push_back(run_capstone_row("CPU FP32", gtl::Device::cpu(), "fp32", options));
   rows.push_back(run_capstone_row("GPU FP32", gpu, "fp32", options));
@@ -104,7 +104,7 @@ std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options) {
   for (CapstoneRow& r : rows) {
     if (!r.skipped && r.seconds_per_epoch > 0) r.speedup_vs_cpu = cpu / r.seconds_per_epoch;
   }
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
   return rows;
 }
 

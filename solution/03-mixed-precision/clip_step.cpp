@@ -12,7 +12,7 @@
 namespace lab03 {
 
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
-  // TODO(lab03) step 5a
+  // SOLUTION(lab03) step 5a
   double sum = 0.0;
   for (const ParamRef& p : params) {
     const float* g = p.grad.data<float>();
@@ -27,18 +27,18 @@ float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
     }
   }
   return norm;
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& params,
                             gtl::optim::Optimizer& optimizer, float max_norm) {
   StepOutcome out;
-  // TODO(lab03) step 5b
+  // SOLUTION(lab03) step 5b
   const bool found_inf = scaler.unscale_(params);
   if (!found_inf && max_norm > 0.f) out.grad_norm = clip_by_global_norm(params, max_norm);
   out.stepped = scaler.step(optimizer);
   scaler.update();
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
   return out;
 }
 

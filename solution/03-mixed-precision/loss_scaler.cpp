@@ -12,7 +12,7 @@
 namespace lab03 {
 
 bool DynamicLossScaler::unscale_(const std::vector<ParamRef>& params) {
-  // TODO(lab03) step 3a
+  // SOLUTION(lab03) step 3a
   // One pass: multiply and check each result as it is written (reading the gradients twice, once
   // to check and once to scale, would double the memory traffic of a memory-bound kernel).
   const float inv_scale = static_cast<float>(1.0 / static_cast<double>(state_.scale));
@@ -27,22 +27,22 @@ bool DynamicLossScaler::unscale_(const std::vector<ParamRef>& params) {
     }
   }
   return found_inf_;
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 bool DynamicLossScaler::step(gtl::optim::Optimizer& optimizer) {
-  // TODO(lab03) step 3b
+  // SOLUTION(lab03) step 3b
   if (found_inf_) {
     ++skipped_;
     return false;
   }
   optimizer.step();
   return true;
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 void DynamicLossScaler::update() {
-  // TODO(lab03) step 3c
+  // SOLUTION(lab03) step 3c
   if (found_inf_) {
     state_.scale *= options_.backoff_factor;
     state_.growth_tracker = 0;
@@ -52,7 +52,7 @@ void DynamicLossScaler::update() {
     state_.growth_tracker = 0;
   }
   found_inf_ = false;
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 }  // namespace lab03

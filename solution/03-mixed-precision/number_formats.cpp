@@ -21,7 +21,7 @@ namespace {
 }  // namespace
 
 uint16_t round_to_fp16(float x) {
-  // TODO(lab03) step 1a
+  // SOLUTION(lab03) step 1a
   const uint32_t u = bits_of(x);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t abs = u & 0x7fffffffu;
@@ -42,11 +42,11 @@ uint16_t round_to_fp16(float x) {
   const uint32_t bits =
       exponent >= -14 ? (static_cast<uint32_t>(exponent + 14) << 10) + kept : kept;
   return static_cast<uint16_t>(sign | bits);
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 uint16_t round_to_bf16(float x) {
-  // TODO(lab03) step 1b
+  // SOLUTION(lab03) step 1b
   const uint32_t u = bits_of(x);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN
   // Adding 0x7fff (+1 when the kept last bit is odd) carries into bit 16 exactly when the low
@@ -54,14 +54,14 @@ uint16_t round_to_bf16(float x) {
   // the mantissa bumps the exponent (max finite rounds to inf).
   const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>((u + rounding) >> 16);
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
 }
 
 UnderflowReport count_underflow(const Tensor& values) {
   GTL_CHECK(values.dtype() == DType::Float32 && !values.is_cuda(),
             "count_underflow: expected a float32 CPU tensor, got " << values.str(0));
   UnderflowReport report;
-  // TODO(lab03) step 1c
+  // SOLUTION(lab03) step 1c
   const float* v = values.data<float>();
   for (int64_t i = 0; i < values.numel(); ++i) {
     if (v[i] == 0.f || !std::isfinite(v[i])) continue;
@@ -69,7 +69,7 @@ UnderflowReport count_underflow(const Tensor& values) {
     if ((round_to_fp16(v[i]) & 0x7fffu) == 0) ++report.fp16_zeros;
     if ((round_to_bf16(v[i]) & 0x7fffu) == 0) ++report.bf16_zeros;
   }
-  // END TODO(lab03)
+  // END SOLUTION(lab03)
   return report;
 }
 

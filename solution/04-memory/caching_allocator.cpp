@@ -19,7 +19,7 @@ std::size_t LabCachingAllocator::block_size(void* ptr) const {
   return it->second->size;
 }
 
-// TODO(lab04) step 2: rounding, best fit, splitting, coalescing, release-all, the limit.
+// SOLUTION(lab04) step 2: rounding, best fit, splitting, coalescing, release-all, the limit.
 std::size_t LabCachingAllocator::round_size(std::size_t bytes) {
   return std::max<std::size_t>(1, (bytes + kRound - 1) / kRound) * kRound;
 }
@@ -120,6 +120,6 @@ LabCachingAllocator::CacheInfo LabCachingAllocator::cache_info() const {
   }
   return info;
 }
-// END TODO(lab04)
+// END SOLUTION(lab04)
 
 }  // namespace lab04

@@ -10,7 +10,7 @@ Checkpoint::Checkpoint(std::unique_ptr<gtl::nn::Module> segment) : Module("check
   add_child("segment", std::move(segment));
 }
 
-// TODO(lab04) step 5a: the Checkpoint module and the model built from it.
+// SOLUTION(lab04) step 5a: the Checkpoint module and the model built from it.
 Tensor Checkpoint::forward_impl(const Tensor& x, gtl::nn::Context& ctx) {
   gtl::nn::Context dropped;  // the segment's activations: released when this returns
   Tensor y = children_.front()->forward(x, dropped);
@@ -44,9 +44,9 @@ std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& 
   model->add(gtl::nn::make_stage(config, end_blocks, gtl::nn::num_layers(config)));
   return model;
 }
-// END TODO(lab04)
+// END SOLUTION(lab04)
 
-// TODO(lab04) step 5b: the sqrt(L) policy.
+// SOLUTION(lab04) step 5b: the sqrt(L) policy.
 int64_t sqrt_segment_length(int64_t blocks) {
   GTL_CHECK(blocks >= 1, "sqrt_segment_length: blocks >= 1, got " << blocks);
   int64_t k = static_cast<int64_t>(std::sqrt(static_cast<double>(blocks)));
@@ -54,6 +54,6 @@ int64_t sqrt_segment_length(int64_t blocks) {
   while (k > 1 && (k - 1) * (k - 1) >= blocks) --k;
   return k;
 }
-// END TODO(lab04)
+// END SOLUTION(lab04)
 
 }  // namespace lab04

@@ -3,7 +3,7 @@
 
 namespace lab04 {
 
-// TODO(lab04) step 6: doubling, then bisection; every try cleans up after an OOM.
+// SOLUTION(lab04) step 6: doubling, then bisection; every try cleans up after an OOM.
 namespace {
 
 bool fits(const ModelConfig& config, const std::shared_ptr<gtl::Allocator>& allocator,
@@ -49,6 +49,6 @@ BatchSearch find_largest_batch(const ModelConfig& config,
   search.largest = good;
   return search;
 }
-// END TODO(lab04)
+// END SOLUTION(lab04)
 
 }  // namespace lab04

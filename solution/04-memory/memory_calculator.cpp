@@ -3,7 +3,7 @@
 
 namespace lab04 {
 
-// TODO(lab04) step 1: the parameters, then the step's bytes term by term.
+// SOLUTION(lab04) step 1: the parameters, then the step's bytes term by term.
 int64_t count_parameters(const ModelConfig& config) {
   int64_t in = 1;
   for (int64_t d : config.input) in *= d;
@@ -31,6 +31,6 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch) {
   e.peak = e.persistent() + e.batch + e.activations + backward;
   return e;
 }
-// END TODO(lab04)
+// END SOLUTION(lab04)
 
 }  // namespace lab04

@@ -19,7 +19,7 @@ BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
   const std::vector<ParamRef> params = model.parameters();
   const std::vector<gtl::nn::ParameterBuffer::Slot>& slots = buffer.slots();
   GTL_CHECK(slots.size() == params.size(), "BucketedDdp: `buffer` is not this model's");
-  // TODO(lab05) step 5a: buckets from the last parameter to the first, closed at bucket_bytes.
+  // SOLUTION(lab05) step 5a: buckets from the last parameter to the first, closed at bucket_bytes.
   int64_t bytes = 0;
   for (int64_t i = static_cast<int64_t>(params.size()) - 1; i >= 0; --i) {
     if (bytes == 0) buckets_.emplace_back();
@@ -39,11 +39,11 @@ BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
   gtl::nn::Hooks hooks;
   hooks.grad_ready = [this](const ParamRef& p) { on_grad_ready(p); };
   hooks_ = model.add_hooks(std::move(hooks));
-  // END TODO(lab05)
+  // END SOLUTION(lab05)
 }
 
 void BucketedDdp::on_grad_ready(const ParamRef& param) {
-  // TODO(lab05) step 5b: count the gradient in, then launch every bucket that may go, in order.
+  // SOLUTION(lab05) step 5b: count the gradient in, then launch every bucket that may go, in order.
   auto it = bucket_of_.find(param.name);
   GTL_CHECK(it != bucket_of_.end(), "BucketedDdp: unknown parameter '" << param.name << "'");
   --missing_[it->second];
@@ -53,11 +53,11 @@ void BucketedDdp::on_grad_ready(const ParamRef& param) {
                                                 gtl::dist::ReduceOp::Avg));
     ++next_launch_;
   }
-  // END TODO(lab05)
+  // END SOLUTION(lab05)
 }
 
 void BucketedDdp::finish() {
-  // TODO(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
+  // SOLUTION(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
   for (gtl::dist::Work& w : in_flight_) w.wait();
   in_flight_.clear();
   // Reset first, then throw: the object is ready for the next step either way.
@@ -69,7 +69,7 @@ void BucketedDdp::finish() {
   GTL_CHECK(never_launched == static_cast<int64_t>(buckets_.size()),
             "BucketedDdp::finish: bucket " << never_launched << " was never launched (a parameter "
                                            << "got no gradient this step)");
-  // END TODO(lab05)
+  // END SOLUTION(lab05)
 }
 
 }  // namespace lab05

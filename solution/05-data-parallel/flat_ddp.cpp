@@ -7,9 +7,9 @@
 namespace lab05 {
 
 void flat_ddp_sync(Communicator& comm, const gtl::nn::ParameterBuffer& buffer) {
-  // TODO(lab05) step 4: the average over ranks of the whole flat gradient, in one all-reduce.
+  // SOLUTION(lab05) step 4: the average over ranks of the whole flat gradient, in one all-reduce.
   comm.all_reduce(buffer.grads(), gtl::dist::ReduceOp::Avg);
-  // END TODO(lab05)
+  // END SOLUTION(lab05)
 }
 
 }  // namespace lab05

@@ -7,9 +7,9 @@
 namespace lab05 {
 
 void naive_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params) {
-  // TODO(lab05) step 3: the average of every gradient over ranks, one all-reduce each.
+  // SOLUTION(lab05) step 3: the average of every gradient over ranks, one all-reduce each.
   for (const ParamRef& p : params) comm.all_reduce(p.grad, gtl::dist::ReduceOp::Avg);
-  // END TODO(lab05)
+  // END SOLUTION(lab05)
 }
 
 }  // namespace lab05
