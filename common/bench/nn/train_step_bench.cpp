@@ -26,8 +26,11 @@
 #include "gtl/runtime/stream.h"
 #include "gtl/tensor/tensor.h"
 #include "gtl/train/trainer.h"
+#include "time_once.h"
 
 namespace {
+
+using gtl::bench::time_once;
 
 using namespace gtl;
 
@@ -54,20 +57,6 @@ class RandomImages final : public data::Dataset {
 void collect_linears(nn::Module& m, std::vector<nn::Linear*>& out) {
   if (auto* l = dynamic_cast<nn::Linear*>(&m)) out.push_back(l);
   for (const auto& c : m.children()) collect_linears(*c, out);
-}
-
-// Seconds of `fn`, timed with events on the GPU and a steady clock on the CPU.
-double time_once(Device device, const std::function<void()>& fn) {
-  if (device.is_cuda()) {
-    GpuTimer timer(current_stream());
-    timer.start();
-    fn();
-    timer.stop();
-    return timer.elapsed_ms() * 1e-3;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void run_step_benchmark(benchmark::State& state, Device device, const std::string& precision,

@@ -31,26 +31,15 @@
 #include "gtl/runtime/stream.h"
 #include "gtl/train/trainer.h"
 #include "mixed_precision.h"
+#include "time_once.h"
 
 namespace {
+
+using gtl::bench::time_once;
 
 using namespace gtl;
 
 const char* const kPrecisions[] = {"fp32", "bf16", "fp16"};
-
-// Seconds of fn: GPU events on the GPU, a steady clock on the CPU.
-double time_once(Device device, const std::function<void()>& fn) {
-  if (device.is_cuda()) {
-    GpuTimer timer(current_stream());
-    timer.start();
-    fn();
-    timer.stop();
-    return timer.elapsed_ms() * 1e-3;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Timed training steps of `model` under the recipe of `precision` on fixed batches.
 void run_steps(benchmark::State& state, Device device, const std::string& precision,
