@@ -36,10 +36,6 @@ int ShardLayout::owner(int64_t i) const {
 
 namespace {
 
-Tensor view(const Tensor& flat, const FlatParameter::Slot& s) {
-  return flat.slice(s.offset, s.offset + s.numel).reshape(s.shape);
-}
-
 std::string unit_name(const Module& unit) {
   return unit.path().empty() ? "flat" : unit.path() + ".flat";
 }
@@ -70,10 +66,10 @@ FlatParameter::FlatParameter(const std::vector<ParamRef*>& params, std::string n
   values_ = Tensor::zeros(full, DType::Float32, device);  // the padding is zero from here on
   grads_ = Tensor::zeros(full, DType::Float32, device);
   for (std::size_t i = 0; i < params.size(); ++i) {
-    Tensor value = view(values_, slots_[i]);
+    Tensor value = slots_[i].view(values_);
     value.copy_(params[i]->value);
     params[i]->value = value;
-    params[i]->grad = view(grads_, slots_[i]);
+    params[i]->grad = slots_[i].view(grads_);
     params[i]->compute = Tensor();
   }
   shard_values_ = Tensor::empty({layout_.shard_size()}, DType::Float32, device);
@@ -133,8 +129,7 @@ void FlatParameter::shard_from_full() {
 
 std::vector<ParamRef> FlatParameter::params() const {
   std::vector<ParamRef> out;
-  for (const Slot& s : slots_)
-    out.push_back(ParamRef{view(values_, s), view(grads_, s), {}, s.name});
+  for (const Slot& s : slots_) out.push_back(ParamRef{s.view(values_), s.view(grads_), {}, s.name});
   return out;
 }
 

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "gtl/nn/module.h"
+#include "gtl/nn/parameter_buffer.h"
 
 namespace gtl::nn {
 
@@ -76,12 +77,7 @@ struct ShardLayout {
 
 class FlatParameter {
  public:
-  struct Slot {
-    std::string name;
-    Shape shape;
-    int64_t offset = 0;  // elements into the flat buffers
-    int64_t numel = 0;
-  };
+  using Slot = FlatSlot;
   struct Options {
     // Keep a persistent shard of the gradients (ZeRO-2/3, FSDP). ZeRO-1 keeps the full gradient
     // and shards only the optimizer state, so it needs none.

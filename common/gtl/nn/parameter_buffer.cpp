@@ -9,10 +9,6 @@ namespace gtl::nn {
 
 namespace {
 constexpr int64_t kAlign = 64;  // elements: 256 bytes of float32
-
-Tensor view(const Tensor& flat, const ParameterBuffer::Slot& s) {
-  return flat.slice(s.offset, s.offset + s.numel).reshape(s.shape);
-}
 }  // namespace
 
 ParameterBuffer::ParameterBuffer(Module& model, Device device) : model_(model) {
@@ -28,10 +24,10 @@ ParameterBuffer::ParameterBuffer(Module& model, Device device) : model_(model) {
   values_ = Tensor::zeros({total}, DType::Float32, device);
   grads_ = Tensor::zeros({total}, DType::Float32, device);
   for (std::size_t i = 0; i < refs.size(); ++i) {
-    Tensor value = view(values_, slots_[i]);
+    Tensor value = slots_[i].view(values_);
     value.copy_(refs[i]->value);
     refs[i]->value = value;
-    refs[i]->grad = view(grads_, slots_[i]);
+    refs[i]->grad = slots_[i].view(grads_);
     refs[i]->compute = Tensor();
   }
 }
@@ -41,7 +37,7 @@ void ParameterBuffer::enable_compute_copy(DType dtype) {
             "ParameterBuffer: a compute copy is float16 or bfloat16, got " << dtype_name(dtype));
   compute_ = Tensor::zeros(values_.shape(), dtype, values_.device());
   std::vector<ParamRef*> refs = model_.parameter_slots();
-  for (std::size_t i = 0; i < refs.size(); ++i) refs[i]->compute = view(compute_, slots_[i]);
+  for (std::size_t i = 0; i < refs.size(); ++i) refs[i]->compute = slots_[i].view(compute_);
   refresh_compute();
 }
 

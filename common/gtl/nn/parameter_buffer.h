@@ -27,14 +27,21 @@
 
 namespace gtl::nn {
 
+// Where one parameter lies in a flat buffer (ParameterBuffer, FlatParameter), and its view there.
+struct FlatSlot {
+  std::string name;
+  Shape shape;
+  int64_t offset = 0;  // elements into the flat buffers
+  int64_t numel = 0;
+
+  Tensor view(const Tensor& flat) const {
+    return flat.slice(offset, offset + numel).reshape(shape);
+  }
+};
+
 class ParameterBuffer {
  public:
-  struct Slot {
-    std::string name;
-    Shape shape;
-    int64_t offset = 0;  // elements into the flat buffers
-    int64_t numel = 0;
-  };
+  using Slot = FlatSlot;
 
   // Copies every parameter of `model` into one flat float32 tensor on `device`, allocates the
   // flat gradient (zeros) and re-points the model's ParamRefs to views of both.
