@@ -147,7 +147,8 @@ void BM_Softmax(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * int64_t{n} * n * 8);
   double row_sum = 0;
   for (float v : y.slice(3, 4).to_vector()) row_sum += v;
-  if (!(std::fabs(row_sum - 1.0) < 1e-3)) state.SkipWithError("softmax rows do not sum to 1");
+  if (!(std::fabs(row_sum - 1.0) < 1e-3))
+    state.SkipWithError("softmax is wrong: a row does not sum to 1");
 }
 BENCHMARK(BM_Softmax)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
@@ -168,7 +169,7 @@ void BM_LayerNorm(benchmark::State& state) {
   double m = 0, sq = 0;
   for (float v : y.slice(9, 10).to_vector()) m += v, sq += double(v) * v;
   if (!(std::fabs(m / n) < 1e-3 && std::fabs(sq / n - 1.0) < 1e-2))
-    state.SkipWithError("layernorm rows are not normalised");
+    state.SkipWithError("layernorm is wrong: a row is not normalised (mean 0, variance 1)");
 }
 BENCHMARK(BM_LayerNorm)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
