@@ -12,7 +12,7 @@ void apply_judge(CheckResult& check, const std::filesystem::path& judge, const R
   if (!std::filesystem::exists(judge)) {
     verdict = "the judge " + name + " was not built";
   } else {
-    const RunResult r = run_process({judge.string()}, limits, {}, {}, extras);
+    const RunResult r = run_process({judge.string(), check.name}, limits, {}, {}, extras);
     if (r.ok()) {
       check.details += "judge " + name + ": accepted the recorded outputs\n" + r.output;
       return;

@@ -18,8 +18,9 @@
 
 namespace gtl::grader {
 
-// Runs `judge` (env: GTL_TEST_SEED and GTL_JUDGE_OUTPUTS, from `extras`) and, when it does not
-// exit 0, fails `check` with the judge's first line of output as the reason.
+// Runs `<judge> <check name>` (env: GTL_TEST_SEED and GTL_JUDGE_OUTPUTS, from `extras`): one
+// judge program may judge every check of a lab (gtl_judge.h), and learns which from its argument.
+// When it does not exit 0, fails `check` with the judge's first line of output as the reason.
 void apply_judge(CheckResult& check, const std::filesystem::path& judge, const RunLimits& limits,
                  const RunExtras& extras);
 

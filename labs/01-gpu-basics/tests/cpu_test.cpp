@@ -8,8 +8,10 @@
 
 #include "gpu_basics.h"
 #include "gtl/tensor/philox.h"
+#include "gtl_judge_output.h"
 #include "gtl_test.h"
 #include "gtl_test_seed.h"
+#include "lab01_cases.h"
 
 #ifdef GTL_WITH_CUDA
 #include "check_cuda.h"
@@ -19,6 +21,7 @@ namespace {
 
 TEST(ChooseDevice, AutoPicksTheGpuWhenThereIsOneElseTheCpu) {
   const gtl::Device d = lab01::choose_device("auto");
+  gtl::judge::Outputs("ChooseDevice.AutoPicksTheGpuWhenThereIsOneElseTheCpu").record(d.str());
   EXPECT_EQ(d, gtl::cuda_available() ? gtl::Device::cuda(0) : gtl::Device::cpu())
       << "TODO 1a: \"auto\" must fall back to the CPU when no GPU is usable, so the same program "
          "runs on a laptop and on a GPU server";
@@ -47,11 +50,14 @@ TEST(ChooseDevice, ExplicitRequestsAreHonoured) {
 }
 
 TEST(ChooseDevice, AMissingGpuIsAnErrorThatSaysHowManyExist) {
-  const int missing = gtl::cuda_device_count() + 2;
+  // Past the last GPU by a distance drawn from the grading seed; the judge recomputes the message.
+  const int missing = gtl::cuda_device_count() + 1 + lab01_cases::missing_gpu_distance();
+  gtl::judge::Outputs recorded("ChooseDevice.AMissingGpuIsAnErrorThatSaysHowManyExist");
   try {
     lab01::choose_device("cuda:" + std::to_string(missing));
     FAIL() << "TODO 1a: requesting cuda:" << missing << " must throw gtl::Error";
   } catch (const gtl::Error& e) {
+    recorded.record(e.what());
     const std::string expected = "cuda:" + std::to_string(missing) + " requested but only " +
                                  std::to_string(gtl::cuda_device_count()) + " GPU";
     EXPECT_TRUE(std::string(e.what()).find(expected) != std::string::npos)
@@ -89,14 +95,12 @@ TEST(VectorAddCpu, MatchesTheDefinitionOnOddSizes) {
 // Sizes, alignments and values drawn from the grading seed (gtl_test_seed.h), on top of the fixed
 // sizes above: code right only for the sizes a test is known to use fails here.
 TEST(VectorAddCpu, SeededSizesAndAlignments) {
-  std::mt19937_64 g = gtl::test_seed::generator("VectorAddCpu.SeededSizesAndAlignments");
-  std::uniform_real_distribution<float> value(-1000.f, 1000.f);
-  for (int round = 0; round < 4; ++round) {
-    const int64_t n = gtl::test_seed::draw(g, 1, 1 << 18);
-    const int64_t offset = gtl::test_seed::draw(g, 0, 3);  // floats: not always 16-byte aligned
-    std::vector<float> a(n + offset), b(n + offset), c(n + offset, -1.f);
-    for (int64_t i = 0; i < n + offset; ++i) a[i] = value(g), b[i] = value(g);
+  gtl::judge::Outputs recorded("VectorAddCpu.SeededSizesAndAlignments");  // c, for the judge
+  for (const auto& [n, offset, a, b] : lab01_cases::seeded_vector_add_rounds()) {
+    // offset: floats past an aligned address, so not always 16-byte aligned
+    std::vector<float> c(n + offset, -1.f);
     lab01::vector_add_cpu(a.data() + offset, b.data() + offset, c.data() + offset, n);
+    recorded.record_digest(c.data() + offset, size_t(n));
     for (int64_t i = offset; i < n + offset; ++i) {
       ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 7: c[" << i - offset << "] for n = " << n
                                    << ", arrays starting " << offset << " floats past an aligned "
@@ -111,11 +115,14 @@ TEST(CheckCuda, SuccessIsSilent) {
 }
 
 TEST(CheckCuda, AnErrorNamesTheCallThePlaceAndTheError) {
-  const int line = __LINE__ + 2;
+  gtl::judge::Outputs recorded("CheckCuda.AnErrorNamesTheCallThePlaceAndTheError");
+  const int line = __LINE__ + 3;
+  recorded.record(line);
   try {
     LAB_CHECK(cudaErrorInvalidValue);
     FAIL() << "TODO 2: check_cuda must throw when the call did not return cudaSuccess";
   } catch (const std::runtime_error& e) {
+    recorded.record(e.what());
     EXPECT_STREQ(e.what(), ("cudaErrorInvalidValue failed at cpu_test.cpp:" + std::to_string(line) +
                             ": cudaErrorInvalidValue: " + cudaGetErrorString(cudaErrorInvalidValue))
                                .c_str())

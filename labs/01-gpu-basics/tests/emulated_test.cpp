@@ -14,16 +14,12 @@
 
 #include "cuda_runtime.h"  // the emulator's: emu::KernelOutput
 #include "gpu_basics.h"
+#include "gtl_judge_output.h"
+#include "lab01_cases.h"
 
 namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-std::vector<float> ramp(int64_t n, float scale) {
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i % 1000) - 3.f;
-  return v;
-}
 
 // The index of the first element that differs from want (NaN: never written), or -1.
 template <typename Got>
@@ -36,14 +32,16 @@ int64_t first_difference(const std::vector<float>& want, const Got& got) {
 TEST(EmulatedVectorAdd, KernelCoversAnyN) {
   // Sizes around the block (256) and beyond the grid the solution launches (132 SMs x 8 blocks x
   // 256 threads = 270 336 threads), where only a grid-stride loop reaches the last elements.
-  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{255}, int64_t{256}, int64_t{257},
-                    int64_t{300007}}) {
-    const std::vector<float> a = ramp(n, 0.5f), b = ramp(n, -0.25f);
+  // One more size is drawn from the grading seed; c (with its guard element) goes to the judge.
+  gtl::judge::Outputs recorded("EmulatedVectorAdd.KernelCoversAnyN");
+  for (int64_t n : lab01_cases::emulated_vector_add_sizes()) {
+    const std::vector<float> a = lab01_cases::ramp(n, 0.5f), b = lab01_cases::ramp(n, -0.25f);
     // Written only by kernel threads: host code that computes c itself fails (the emulator).
     emu::KernelOutput<float> c(size_t(n) + 1, kNaN, "c");
     std::vector<float> want(n);
     for (int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
     lab01::vector_add_device(a.data(), b.data(), c.data(), n, nullptr);
+    recorded.record_digest(c.data(), size_t(n) + 1);
     const int64_t bad = first_difference(want, c);
     if (bad >= 0)
       ADD_FAILURE() << "TODO 3a, n = " << n << ": c[" << bad << "] is " << c[bad]
@@ -56,11 +54,13 @@ TEST(EmulatedVectorAdd, KernelCoversAnyN) {
 }
 
 TEST(EmulatedVectorAdd, RoundTripThroughDeviceMemory) {
+  gtl::judge::Outputs recorded("EmulatedVectorAdd.RoundTripThroughDeviceMemory");
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{100003}}) {
-    const std::vector<float> a = ramp(n, 2.f), b = ramp(n, 1.f);
+    const std::vector<float> a = lab01_cases::ramp(n, 2.f), b = lab01_cases::ramp(n, 1.f);
     std::vector<float> c(n, kNaN), want(n);
     for (int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
     lab01::vector_add_gpu(a.data(), b.data(), c.data(), n);
+    recorded.record_digest(c.data(), size_t(n));
     const int64_t bad = first_difference(want, c);
     if (bad >= 0)
       ADD_FAILURE() << "TODO 3b, n = " << n << ": c[" << bad << "] "
@@ -72,12 +72,14 @@ TEST(EmulatedVectorAdd, RoundTripThroughDeviceMemory) {
 TEST(EmulatedStreamPipeline, ChunksCoverEveryElementOnce) {
   // More chunks than elements, chunks that do not divide n, trailing chunks with nothing to do
   // (13 elements in 12 chunks of 2: 7 hold data), one chunk: every element exactly once.
-  for (auto [n, chunks] : std::vector<std::pair<int64_t, int>>{
-           {1, 16}, {5, 8}, {10, 3}, {13, 12}, {1000, 7}, {4096, 16}, {4099, 16}, {777, 1}}) {
-    const std::vector<float> in = ramp(n, 1.5f);
+  // The last case is drawn from the grading seed; out goes to the judge.
+  gtl::judge::Outputs recorded("EmulatedStreamPipeline.ChunksCoverEveryElementOnce");
+  for (auto [n, chunks] : lab01_cases::emulated_pipeline_cases()) {
+    const std::vector<float> in = lab01_cases::ramp(n, 1.5f);
     std::vector<float> out(n, kNaN), want(n), d_in(n, kNaN), d_out(n, kNaN);
     for (int64_t i = 0; i < n; ++i) want[i] = 3.f * in[i];
     lab01::scale_pipelined(in.data(), out.data(), d_in.data(), d_out.data(), n, 3.f, chunks);
+    recorded.record_digest(out.data(), size_t(n));
     const int64_t bad = first_difference(want, out);
     if (bad >= 0)
       ADD_FAILURE() << "TODO 6, n = " << n << ", " << chunks << " chunks: out[" << bad << "] "

@@ -10,7 +10,9 @@
 
 #include "gpu_basics.h"
 #include "gtl/tensor/philox.h"
+#include "gtl_judge_output.h"
 #include "gtl_test.h"
+#include "lab01_cases.h"
 
 #ifdef GTL_WITH_CUDA
 #include <cuda_runtime.h>
@@ -18,15 +20,12 @@
 
 namespace {
 
-[[maybe_unused]] std::vector<float> random_vector(int64_t n, uint64_t seed) {
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = gtl::philox::uniform(seed, i) * 2.f - 1.f;
-  return v;
-}
+using lab01_cases::random_vector;
 
 TEST(DescribeDevice, NamesTheGpuAndItsResources) {
   GTL_REQUIRE_GPU();
   const std::string line = lab01::describe_device(0);
+  gtl::judge::Outputs("DescribeDevice.NamesTheGpuAndItsResources").record(line);
   const gtl::DeviceProperties p = gtl::device_properties(0);
   EXPECT_EQ(line.rfind(p.name + ": ", 0), 0u) << "TODO 1b: start with the device name: " << line;
   EXPECT_TRUE(line.find(std::to_string(p.multiprocessors) + " SMs") != std::string::npos) << line;
@@ -77,10 +76,12 @@ cudaError_t allocate(PinnedFloats& owner, int64_t n) {
 TEST(VectorAddGpu, MatchesTheCpuOnEverySize) {
   GTL_REQUIRE_GPU();
   // Sizes around the block size catch a missing bounds check; 0 and 1 catch off-by-one setup.
-  for (int64_t n : {0, 1, 255, 256, 257, 1000003}) {
+  gtl::judge::Outputs recorded("VectorAddGpu.MatchesTheCpuOnEverySize");
+  for (int64_t n : lab01_cases::gpu_vector_add_sizes()) {
     const std::vector<float> a = random_vector(n, 1), b = random_vector(n, 2);
     std::vector<float> c(n, std::nanf(""));
     lab01::vector_add_gpu(a.data(), b.data(), c.data(), n);
+    recorded.record_digest(c.data(), size_t(n));
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(c[i], a[i] + b[i])
           << "TODO 3: c[" << i << "] for n = " << n << " (NaN means the element was never written)";
@@ -92,7 +93,7 @@ TEST(VectorAddDevice, GridStrideLoopCoversLargeArraysAndStopsAtN) {
   GTL_REQUIRE_GPU();
   // More elements than any grid of a few blocks per SM has threads: only a grid-stride loop
   // reaches the end. Sentinels after n catch writes past the end.
-  const int64_t n = (int64_t{1} << 26) + 5, pad = 1024;
+  const int64_t n = lab01_cases::kGridStrideN, pad = lab01_cases::kGridStridePad;
   const std::vector<float> a = random_vector(n, 3), b = random_vector(n, 4);
   DeviceFloats da, db, dc;
   ASSERT_CUDA(allocate(da, n));
@@ -105,6 +106,8 @@ TEST(VectorAddDevice, GridStrideLoopCoversLargeArraysAndStopsAtN) {
   lab01::vector_add_device(da.get(), db.get(), dc.get(), n, nullptr);
   std::vector<float> c(n + pad);
   ASSERT_CUDA(cudaMemcpy(c.data(), dc.get(), (n + pad) * 4, cudaMemcpyDeviceToHost));
+  gtl::judge::Outputs("VectorAddDevice.GridStrideLoopCoversLargeArraysAndStopsAtN")
+      .record_digest(c.data(), size_t(n + pad));
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(c[i], a[i] + b[i]) << "TODO 3a: element " << i << " of " << n
                                  << " is wrong: does the loop step by blockDim.x * gridDim.x?";
@@ -118,6 +121,9 @@ TEST(EventTiming, AHostTimerWithoutSyncMeasuresOnlyTheLaunches) {
   GTL_REQUIRE_GPU();
   // 64 Mi floats: each launch is ~0.1-1 ms of GPU work, far longer than queuing it.
   const lab01::LaunchTiming t = lab01::time_vector_add(int64_t{1} << 26, 20);
+  gtl::judge::Outputs timing("EventTiming.AHostTimerWithoutSyncMeasuresOnlyTheLaunches");
+  timing.record(t.host_ms_without_sync), timing.record(t.host_ms_with_sync),
+      timing.record(t.event_ms);
   EXPECT_GT(t.event_ms, 0.f) << "TODO 4: events must measure the GPU work";
   EXPECT_TRUE(std::isfinite(t.host_ms_with_sync) && t.host_ms_with_sync > 0) << "TODO 4";
   EXPECT_LT(t.host_ms_without_sync, 0.5 * t.event_ms)
@@ -130,6 +136,7 @@ TEST(EventTiming, AHostTimerWithoutSyncMeasuresOnlyTheLaunches) {
 
 TEST(HostMemory, PinnedIsPageLockedAndPageableIsNot) {
   GTL_REQUIRE_GPU();
+  gtl::judge::Outputs recorded("HostMemory.PinnedIsPageLockedAndPageableIsNot");
   for (bool pinned : {true, false}) {
     void* p = lab01::allocate_host(1 << 20, pinned);
     ASSERT_NE(p, nullptr);
@@ -137,6 +144,7 @@ TEST(HostMemory, PinnedIsPageLockedAndPageableIsNot) {
     const cudaError_t query = cudaPointerGetAttributes(&attributes, p);
     lab01::free_host(p, pinned);
     if (query != cudaSuccess) FAIL() << cuda_failure("cudaPointerGetAttributes", query);
+    recorded.record(int(attributes.type));
     EXPECT_EQ(attributes.type, pinned ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered)
         << "TODO 5a: "
         << (pinned ? "pinned memory comes from cudaMallocHost"
@@ -147,9 +155,11 @@ TEST(HostMemory, PinnedIsPageLockedAndPageableIsNot) {
 TEST(TransferBandwidth, EveryDirectionGivesAPhysicalNumber) {
   GTL_REQUIRE_GPU();
   const double hbm = gtl::device_properties(0).peak_memory_bandwidth_gbs();
+  gtl::judge::Outputs recorded("TransferBandwidth.EveryDirectionGivesAPhysicalNumber");
   for (bool pinned : {false, true}) {
     for (bool to_device : {true, false}) {
       const double gbs = lab01::copy_bandwidth_gbs(64 << 20, pinned, to_device, 5);
+      recorded.record(gbs);
       EXPECT_TRUE(std::isfinite(gbs) && gbs > 0.1 && gbs < hbm)
           << "TODO 5: " << (pinned ? "pinned" : "pageable") << (to_device ? " H2D" : " D2H")
           << " bandwidth " << gbs << " GB/s is not a plausible PCIe/NVLink figure (0.1 to " << hbm
@@ -162,8 +172,8 @@ TEST(TransferBandwidth, EveryDirectionGivesAPhysicalNumber) {
 
 TEST(StreamPipeline, GivesExactlyTheSerialResult) {
   GTL_REQUIRE_GPU();
-  for (auto [n, chunks] : std::vector<std::pair<int64_t, int>>{
-           {1, 4}, {5, 8}, {1000003, 1}, {1000003, 3}, {13, 12}, {1 << 22, 16}}) {
+  gtl::judge::Outputs recorded("StreamPipeline.GivesExactlyTheSerialResult");
+  for (auto [n, chunks] : lab01_cases::gpu_pipeline_cases()) {
     PinnedFloats in, out_serial, out_pipe;
     DeviceFloats d_in, d_out;
     ASSERT_CUDA(allocate(in, n));
@@ -180,6 +190,7 @@ TEST(StreamPipeline, GivesExactlyTheSerialResult) {
     ASSERT_CUDA(cudaMemset(d_out.get(), 0, n * 4));
     ASSERT_CUDA(cudaDeviceSynchronize());
     lab01::scale_pipelined(in.get(), out_pipe.get(), d_in.get(), d_out.get(), n, 3.f, chunks);
+    recorded.record_digest(out_pipe.get(), size_t(n));
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(out_pipe[i], out_serial[i])
           << "TODO 6: element " << i << " of n = " << n << " with " << chunks
