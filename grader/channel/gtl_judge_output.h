@@ -13,6 +13,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace gtl::judge {
 
@@ -31,7 +32,8 @@ class Outputs {
 
   template <typename T>
   void record(const T& value) {
-    lines_ << value << "\n";
+    put(value);
+    lines_ << "\n";
   }
   // A sequence: its length, then its elements on one line (a judge reads them back with
   // Recorded::sequence in gtl_judge.h).
@@ -40,7 +42,7 @@ class Outputs {
     std::size_t n = 0;
     for (const auto& v : values) (void)v, ++n;
     lines_ << n << "\n";
-    for (const auto& v : values) lines_ << v << " ";
+    for (const auto& v : values) put(v), lines_ << " ";
     lines_ << "\n";
   }
   // A digest of n values' bytes (digest() below), for results the test requires bit for bit: the
@@ -50,11 +52,23 @@ class Outputs {
   template <typename T>
   void record_all(const T* values, std::size_t n) {
     lines_ << n << "\n";
-    for (std::size_t i = 0; i < n; ++i) lines_ << values[i] << " ";
+    for (std::size_t i = 0; i < n; ++i) put(values[i]), lines_ << " ";
     lines_ << "\n";
   }
 
  private:
+  // A float with the 9 digits that read back its bits (smaller files), anything else as it is.
+  template <typename T>
+  void put(const T& value) {
+    if constexpr (std::is_same_v<T, float>) {
+      lines_.precision(std::numeric_limits<float>::max_digits10);
+      lines_ << value;
+      lines_.precision(std::numeric_limits<double>::max_digits10);
+    } else {
+      lines_ << value;
+    }
+  }
+
   std::string test_;
   std::ostringstream lines_;
 };

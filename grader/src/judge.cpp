@@ -5,8 +5,9 @@ namespace gtl::grader {
 
 void apply_judge(CheckResult& check, const std::filesystem::path& judge, const RunLimits& limits,
                  const RunExtras& extras) {
-  // A check that earns nothing needs no judge: its own reason says why.
-  if (check.status == Status::kSkipped || check.score == 0) return;
+  // A check that failed or was skipped needs no judge: its own reason says why. A passing stretch
+  // check (0 points) is judged too: its "passed" is shown to the student.
+  if (check.status == Status::kSkipped || check.status == Status::kFailed) return;
   const std::string name = judge.filename().string();
   std::string verdict;
   if (!std::filesystem::exists(judge)) {
