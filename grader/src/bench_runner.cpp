@@ -136,6 +136,35 @@ std::optional<std::map<std::string, BenchStat>> parse_benchmark_json(const std::
   return medians;
 }
 
+double reported_measured_seconds(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(sanitize_non_finite(text), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("benchmarks") ||
+      !j["benchmarks"].is_array())
+    return 0;
+  double total = 0;
+  for (const auto& b : j["benchmarks"]) {
+    if (!b.is_object() || b.value("run_type", "iteration") != "iteration") continue;
+    if (b.value("error_occurred", false)) continue;
+    const auto& t = b.contains("real_time") ? b["real_time"] : nlohmann::json();
+    const auto& n = b.contains("iterations") ? b["iterations"] : nlohmann::json();
+    if (t.is_number() && n.is_number())
+      total += n.get<double>() * to_ns(t.get<double>(), b.value("time_unit", "ns")) * 1e-9;
+  }
+  return total;
+}
+
+std::string check_reported_time(double reported_s, double wall_s) {
+  // Slack for the clocks' granularity: the grader's clock starts before exec, so an honest
+  // program's measured time always fits in its duration.
+  if (reported_s <= wall_s * 1.01 + 0.05) return "";
+  std::ostringstream why;
+  why.precision(3);
+  why << "the benchmark program reports " << reported_s << " s of measured time (iterations x "
+      << "time per iteration, every repetition) but ran for only " << wall_s
+      << " s, measured by the grader: its figures were not measured";
+  return why.str();
+}
+
 BenchRun run_benchmarks(const fs::path& binary, const std::vector<std::string>& names,
                         const BenchSettings& settings, const RunLimits& limits,
                         const fs::path& scratch, const RunExtras& extras) {
@@ -152,7 +181,7 @@ BenchRun run_benchmarks(const fs::path& binary, const std::vector<std::string>& 
   const RunResult r = run_process(
       {binary.string(), "--benchmark_filter=" + benchmark_filter(names),
        "--benchmark_repetitions=" + std::to_string(settings.repetitions),
-       "--benchmark_report_aggregates_only=true", "--benchmark_min_time=" + min_time.str(),
+       "--benchmark_display_aggregates_only=true", "--benchmark_min_time=" + min_time.str(),
        "--benchmark_format=console", "--benchmark_color=false", "--benchmark_out_format=json",
        "--benchmark_out=" + out.string()},
       limits, scratch, {}, extras);
@@ -162,11 +191,17 @@ BenchRun run_benchmarks(const fs::path& binary, const std::vector<std::string>& 
     return run;
   }
   std::string why;
-  auto parsed = parse_benchmark_json(read_file(out), &why);
+  const std::string json = read_file(out);
+  auto parsed = parse_benchmark_json(json, &why);
   if (!parsed) {
     run.error = why;
     return run;
   }
+  // The JSON comes from the student's process; its duration comes from the grader's clock.
+  run.reported_s = reported_measured_seconds(json);
+  run.wall_s = r.wall_s;
+  run.error = check_reported_time(run.reported_s, r.wall_s);
+  if (!run.error.empty()) return run;
   run.stats = std::move(*parsed);
   return run;
 }

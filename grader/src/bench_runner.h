@@ -31,6 +31,8 @@ struct BenchRun {
   std::map<std::string, BenchStat> stats;  // by benchmark name ("BM_Sum/4096")
   std::string error;                       // the run as a whole failed
   std::string output;
+  double reported_s = 0;  // the time the program says it measured (reported_measured_seconds)
+  double wall_s = 0;      // how long the process ran, by the grader's clock
 };
 
 // --benchmark_filter regex that selects exactly `names` ("^(BM_A/8|BM_B/8)$", escaped).
@@ -39,6 +41,15 @@ std::string benchmark_filter(const std::vector<std::string>& names);
 // A --benchmark_out JSON file; nullopt (and *error) when truncated or not Google Benchmark's.
 std::optional<std::map<std::string, BenchStat>> parse_benchmark_json(const std::string& text,
                                                                      std::string* error = nullptr);
+
+// The time a benchmark program says it measured: over every repetition of every benchmark in its
+// JSON (the per-repetition runs, not the aggregates), iterations x real time per iteration, in
+// seconds. The process ran at least that long, so a figure above its wall-clock duration (which
+// the grader measures from outside) was not measured: it was written. 0 for unreadable JSON.
+double reported_measured_seconds(const std::string& text);
+
+// "" when `reported_s` fits in the `wall_s` the grader measured, else why the run is rejected.
+std::string check_reported_time(double reported_s, double wall_s);
 
 struct BenchSettings {
   int repetitions = 5;

@@ -80,6 +80,20 @@ TEST(HostileSubmission, AForgedChannelStillFailsTheJudge) {
       << "the forged channel did claim every test passed: " << g.reason("sum-correct");
 }
 
+TEST(HostileSubmission, BenchmarkTimesWrittenIntoTheJsonAreRejected) {
+  // sum() is right but far too slow for the speed bar; at exit the benchmark program rewrites
+  // its JSON so that the baseline looks 1000 times slower. The figures then claim more measured
+  // time than the process ran, by the grader's own clock: the speed check scores 0.
+  const Graded g = grade_submission_named("forge_bench");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.score("sum-speed"), 0.0)
+      << "a forged baseline time earned: " << g.reason("sum-speed");
+  EXPECT_NE(g.reason("sum-speed").find("its figures were not measured"), std::string::npos)
+      << "the reason names the forgery: " << g.reason("sum-speed");
+  EXPECT_EQ(g.score("sum-correct"), 4.0) << "sum() is right: " << g.reason("sum-correct");
+  EXPECT_EQ(g.score("prefix-correct"), 3.0) << g.reason("prefix-correct");
+}
+
 TEST(HostileSubmission, ADaemonThatLeftItsGroupDiesBeforeTheReportsAreWritten) {
   Graded g;
   g.out = kWork / "out" / "daemon";

@@ -127,6 +127,38 @@ TEST(BenchJson, CrashOrEmptyFilterIsNoResult) {
       << "an entry without real_time is garbled";
 }
 
+// Every repetition's run, as --benchmark_display_aggregates_only keeps them in the JSON: the time a
+// program says it measured is the sum of iterations x time per iteration over them.
+const char* kRepetitionsJson = R"({"benchmarks": [
+    {"name": "BM_Mine", "run_name": "BM_Mine", "run_type": "iteration", "repetition_index": 0,
+     "iterations": 1000, "real_time": 200.0, "cpu_time": 200.0, "time_unit": "us"},
+    {"name": "BM_Mine", "run_name": "BM_Mine", "run_type": "iteration", "repetition_index": 1,
+     "iterations": 1000, "real_time": 100.0, "cpu_time": 100.0, "time_unit": "us"},
+    {"name": "BM_Base", "run_name": "BM_Base", "run_type": "iteration", "repetition_index": 0,
+     "iterations": 10, "real_time": 50.0, "cpu_time": 50.0, "time_unit": "ms"},
+    {"name": "BM_Base_median", "run_name": "BM_Base", "run_type": "aggregate",
+     "aggregate_name": "median", "iterations": 1, "real_time": 50.0, "time_unit": "ms"},
+    {"name": "BM_Bad", "run_name": "BM_Bad", "run_type": "iteration", "error_occurred": true,
+     "iterations": 1000000, "real_time": 1.0, "time_unit": "s"}
+  ]})";
+
+TEST(BenchTime, TheMeasuredTimeIsTheSumOverEveryRepetitionsIterations) {
+  // 1000 x 200 us + 1000 x 100 us + 10 x 50 ms; aggregates and errored runs measure nothing.
+  EXPECT_DOUBLE_EQ(reported_measured_seconds(kRepetitionsJson), 0.2 + 0.1 + 0.5);
+  EXPECT_EQ(reported_measured_seconds("not json"), 0.0);
+}
+
+TEST(BenchTime, MoreMeasuredTimeThanTheProcessRanIsRejected) {
+  EXPECT_EQ(check_reported_time(0.8, 1.2), "") << "an honest program measured less than it ran";
+  EXPECT_EQ(check_reported_time(0.8, 0.79), "") << "within the clocks' granularity";
+  const std::string why = check_reported_time(30.0, 0.4);
+  EXPECT_NE(why.find("reports 30 s of measured time"), std::string::npos) << why;
+  EXPECT_NE(why.find("ran for only 0.4 s"), std::string::npos)
+      << "a baseline made to look slow by rewriting the JSON claims more time than the process "
+         "ran: "
+      << why;
+}
+
 TEST(BenchFilter, SelectsExactlyTheNamesEscaped) {
   EXPECT_EQ(benchmark_filter({"BM_A/8", "BM_B/8"}), "^(BM_A/8|BM_B/8)$");
   EXPECT_EQ(benchmark_filter({"BM_A<float>/1.5"}), "^(BM_A<float>/1\\.5)$");
