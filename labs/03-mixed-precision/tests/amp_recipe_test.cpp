@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "amp_loop.h"
+#include "gtl_judge_output.h"
 
 namespace {
 
@@ -22,6 +23,10 @@ TEST(AmpRecipe, EachPrecisionHasItsRecipe) {
   EXPECT_TRUE(fp16.master_weights) << "TODO 6: fp16 weights lose small updates";
 
   const lab03::AmpRecipe bf16 = lab03::amp_recipe("bf16");
+  gtl::judge::Outputs recorded("AmpRecipe.EachPrecisionHasItsRecipe");
+  for (const lab03::AmpRecipe* r : {&fp32, &fp16, &bf16})
+    recorded.record(static_cast<int>(r->policy.compute)), recorded.record(r->loss_scaling),
+        recorded.record(r->init_scale), recorded.record(r->master_weights);
   EXPECT_EQ(bf16.policy.compute, DType::BFloat16);
   EXPECT_FALSE(bf16.loss_scaling)
       << "TODO 6: bf16 has float32's 8 exponent bits: no gradient underflows, no scaler";
@@ -44,6 +49,8 @@ TEST(Bf16Training, TracksFloat32WithNoScaler) {
   ASSERT_FALSE(recipe.loss_scaling) << "TODO 6: the bf16 recipe has no scaler";
   const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 60);
   const auto bf16 = lab03_test::train_lab_model(recipe.policy, nullptr, 60);
+  gtl::judge::Outputs recorded("Bf16Training.TracksFloat32WithNoScaler");
+  for (const auto& s : bf16) recorded.record(s.loss);
   // README, "How close is close": 4 u ln(10) with bf16's unit roundoff u = 2^-8 (8 bits of
   // precision, 8x fp16's error): 0.036. Measured here: 0.0073.
   const float tolerance = 4.f * 0x1p-8f * std::log(10.f);

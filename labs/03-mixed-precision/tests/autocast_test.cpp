@@ -7,6 +7,8 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/parameter_buffer.h"
 #include "gtl/tensor/half.h"
+#include "gtl_judge_output.h"
+#include "lab03_cases.h"
 #include "mixed_precision.h"
 
 namespace {
@@ -16,18 +18,16 @@ using gtl::Tensor;
 using gtl::nn::PrecisionPolicy;
 using lab03::Op;
 
-const Op kAllOps[] = {Op::MatMul,       Op::Conv2d,    Op::Activation, Op::Softmax,
-                      Op::CrossEntropy, Op::LayerNorm, Op::Reduction,  Op::ResidualAdd};
-
-bool runs_in_half(Op op) {
-  return op == Op::MatMul || op == Op::Conv2d || op == Op::Activation;
-}
+using lab03_cases::runs_in_half;
+const std::vector<Op>& kAllOps = lab03_cases::all_ops();
 
 TEST(Autocast, MatmulsInHalfTheFloat32IslandsStayFloat32) {
+  gtl::judge::Outputs recorded("Autocast.MatmulsInHalfTheFloat32IslandsStayFloat32");
   for (const PrecisionPolicy& policy :
        {PrecisionPolicy::fp32(), PrecisionPolicy::bf16(), PrecisionPolicy::fp16()}) {
     for (Op op : kAllOps) {
       const DType expected = runs_in_half(op) ? policy.compute : DType::Float32;
+      recorded.record(static_cast<int>(lab03::autocast_dtype(op, policy)));
       EXPECT_EQ(lab03::autocast_dtype(op, policy), expected)
           << "TODO 2a: under " << policy.name() << ", " << lab03::op_name(op) << " must run in "
           << expected
@@ -38,31 +38,16 @@ TEST(Autocast, MatmulsInHalfTheFloat32IslandsStayFloat32) {
   }
 }
 
-// A batch of digits and the lab model's step, measured by the core.
-struct Batch {
-  Tensor images, labels;
-};
-Batch digits(int64_t n) {
-  gtl::data::SyntheticDigits data(n);
-  Batch b{Tensor::empty({n, 1, 28, 28}), Tensor::empty({n}, DType::Int64)};
-  std::vector<int64_t> idx(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
-  data.gather(idx, b.images.data<float>(), b.labels.data<int64_t>());
-  return b;
-}
-
-int64_t measured_saved_bytes(const gtl::nn::ModelConfig& config, int64_t n,
-                             const PrecisionPolicy& policy) {
-  auto model = gtl::nn::make_model(config);
-  const Batch b = digits(n);
-  gtl::nn::PrecisionScope scope(policy);
-  gtl::nn::Context ctx, loss_ctx;
-  const gtl::nn::CrossEntropyLoss head;
-  head.forward(model->forward(b.images, ctx), b.labels, loss_ctx);
-  return ctx.saved_bytes() + loss_ctx.saved_bytes();
-}
+// A batch of digits and the bytes the lab model's step saves, measured by the core (shared with
+// the judge).
+using lab03_cases::Batch;
+using lab03_cases::digits;
+using lab03_cases::measured_saved_bytes;
 
 TEST(ActivationMemory, PredictedBytesEqualTheSavedContextExactly) {
+  // The batch is drawn from the grading seed; the predictions go to the judge.
+  const int64_t batch = lab03_cases::seeded_batch();
+  gtl::judge::Outputs recorded("ActivationMemory.PredictedBytesEqualTheSavedContextExactly");
   for (int64_t hidden : {64, 96}) {
     for (int64_t blocks : {1, 2, 3}) {
       gtl::nn::ModelConfig config;
@@ -70,10 +55,13 @@ TEST(ActivationMemory, PredictedBytesEqualTheSavedContextExactly) {
       config.blocks = blocks;
       for (const PrecisionPolicy& policy :
            {PrecisionPolicy::fp32(), PrecisionPolicy::bf16(), PrecisionPolicy::fp16()}) {
-        const int64_t measured = measured_saved_bytes(config, 16, policy);
-        EXPECT_EQ(lab03::saved_activation_bytes(config, 16, policy), measured)
-            << "TODO 2b: MLP hidden " << hidden << ", " << blocks << " blocks, batch 16, "
-            << policy.name() << ": the forward and the loss save " << measured
+        const int64_t measured = measured_saved_bytes(config, batch, policy);
+        const int64_t predicted = lab03::saved_activation_bytes(config, batch, policy);
+        recorded.record(predicted);
+        EXPECT_EQ(predicted, measured)
+            << "TODO 2b: MLP hidden " << hidden << ", " << blocks << " blocks, batch " << batch
+            << " (" << gtl::test_seed::describe() << "), " << policy.name()
+            << ": the forward and the loss save " << measured
             << " bytes. Count, per layer, the tensors its backward reads, each in the dtype "
                "autocast_dtype gives its op (LayerNorm's input, mean and rstd are float32).";
       }
@@ -105,6 +93,9 @@ TEST(HalfWeightCache, EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32) {
   auto model = gtl::nn::make_model(config);
   const lab03::HalfWeightCache cache(*model, DType::BFloat16);
   int64_t expected_bytes = 0;
+  gtl::judge::Outputs recorded(
+      "HalfWeightCache.EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32");
+  recorded.record(cache.bytes());
   for (const auto& p : model->parameters()) {
     if (p.value.dim() >= 2) {
       ASSERT_TRUE(p.compute.defined() && p.compute.dtype() == DType::BFloat16)
@@ -112,6 +103,7 @@ TEST(HalfWeightCache, EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32) {
       expected_bytes += p.value.numel() * 2;
       const std::vector<float> v = p.value.to_vector();
       const uint16_t* h = static_cast<const uint16_t*>(p.compute.data_ptr());
+      recorded.record_digest(h, static_cast<std::size_t>(p.value.numel()));
       for (std::size_t i = 0; i < v.size(); ++i) {
         ASSERT_EQ(h[i], gtl::float_to_bfloat16_bits(v[i]))
             << "TODO 2c: '" << p.name << "'[" << i << "]: the copy must be round(value)";
@@ -128,7 +120,10 @@ TEST(HalfWeightCache, RefreshRewritesInPlaceWithoutAllocating) {
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
   const lab03::HalfWeightCache cache(*model, DType::Float16);
-  for (const auto& p : model->parameters()) gtl::Tensor(p.value).fill_(0.1);  // an "optimizer step"
+  // An "optimizer step" writes a value drawn from the grading seed everywhere.
+  const float value = lab03_cases::seeded_refresh_value();
+  for (const auto& p : model->parameters()) gtl::Tensor(p.value).fill_(value);
+  gtl::judge::Outputs recorded("HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating");
   auto allocator = gtl::current_allocator(gtl::Device::cpu());
   const int64_t allocs = allocator->stats().num_allocs;
   cache.refresh();
@@ -137,8 +132,10 @@ TEST(HalfWeightCache, RefreshRewritesInPlaceWithoutAllocating) {
   for (const auto& p : model->parameters()) {
     if (!p.compute.defined()) continue;
     const uint16_t* h = static_cast<const uint16_t*>(p.compute.data_ptr());
-    ASSERT_EQ(h[0], gtl::float_to_half_bits(0.1f))
-        << "TODO 2c: after refresh, '" << p.name << "' must hold round(0.1) = 0x2e66";
+    recorded.record_digest(h, static_cast<std::size_t>(p.value.numel()));
+    ASSERT_EQ(h[0], gtl::float_to_half_bits(value))
+        << "TODO 2c: after refresh, '" << p.name << "' must hold round(" << value << ") ("
+        << gtl::test_seed::describe() << ")";
   }
 }
 

@@ -7,16 +7,14 @@
 #include "gtl/data/synthetic_digits.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/train/trainer.h"
+#include "gtl_judge_output.h"
+#include "lab03_cases.h"
 #include "mixed_precision.h"
 
 namespace {
 
 lab03::CapstoneOptions small() {
-  lab03::CapstoneOptions o;
-  o.steps = 20;
-  o.train_size = 1280;  // 20 batches of 64: one epoch
-  o.eval_samples = 200;
-  return o;
+  return lab03_cases::capstone_options();
 }
 
 TEST(Capstone, CpuRowMatchesTheSameTrainingReplayed) {
@@ -27,30 +25,18 @@ TEST(Capstone, CpuRowMatchesTheSameTrainingReplayed) {
   ASSERT_FALSE(row.skipped) << "TODO 7a: the CPU row always runs";
   EXPECT_EQ(row.name, "CPU FP32");
   EXPECT_EQ(row.device, "cpu");
-  // The replay: the same trainer, built under one allocator (its state, and the batches its
-  // loader's thread allocates later) and stepped under another (this thread's allocations only),
-  // so the peak leaves out how many prefetched batches happen to be alive: exact on every run.
-  auto train = std::make_shared<gtl::data::SyntheticDigits>(o.train_size);
-  gtl::data::SyntheticDigits test(o.eval_samples, gtl::data::Split::Test);
-  gtl::train::TrainerOptions to;
-  const std::shared_ptr<gtl::Allocator> built = gtl::make_cpu_allocator();
-  std::unique_ptr<gtl::train::Trainer> trainer;
-  {
-    const gtl::AllocatorScope scope(built);
-    trainer = std::make_unique<gtl::train::Trainer>(to, train);
-  }
-  const int64_t state = built->stats().allocated_bytes;
-  const std::shared_ptr<gtl::Allocator> steps = gtl::make_cpu_allocator();
-  const gtl::AllocatorScope scope(steps);
-  float loss = 0;
-  for (int64_t s = 0; s < o.steps; ++s) loss = trainer->step().loss;
-  const int64_t peak = state + steps->stats().peak_allocated_bytes;
-  const float accuracy = trainer->evaluate(test, o.eval_samples).accuracy;
+  gtl::judge::Outputs recorded("Capstone.CpuRowMatchesTheSameTrainingReplayed");
+  recorded.record(row.peak_bytes), recorded.record(row.accuracy), recorded.record(row.final_loss);
+  // The replay (lab03_cases.h, shared with the judge): the same trainer, built under one allocator
+  // and stepped under another, so that the peak is exact on every run.
+  const lab03_cases::CapstoneReplay replay = lab03_cases::replay_capstone_cpu_row(o);
+  const int64_t state = replay.state, peak = replay.peak;
+  const float accuracy = replay.accuracy, loss = replay.loss;
   EXPECT_EQ(row.peak_bytes, peak)
       << "TODO 7a: the training thread's peak: the bytes allocated while building the trainer ("
       << state
       << ", under its own allocator) + the peak of a second allocator the steps ran under ("
-      << steps->stats().peak_allocated_bytes << "): expected " << peak << " bytes";
+      << replay.step_peak << "): expected " << peak << " bytes";
   EXPECT_EQ(row.accuracy, accuracy) << "TODO 7a: test accuracy over eval_samples after the steps";
   EXPECT_EQ(row.final_loss, loss) << "TODO 7a: the last step's training loss";
   EXPECT_EQ(row.skipped_steps, 0);
@@ -58,7 +44,7 @@ TEST(Capstone, CpuRowMatchesTheSameTrainingReplayed) {
       << "TODO 7a: mean step time x batches per epoch";
   // Memory formula (README): parameters, gradients and AdamW's two moments, 16 bytes per
   // parameter, are all live during a step; activations come on top.
-  const int64_t params = trainer->model().num_parameters();
+  const int64_t params = replay.params;
   EXPECT_GE(row.peak_bytes, 16 * params) << "TODO 7a: peak below weights + grads + AdamW state";
 }
 

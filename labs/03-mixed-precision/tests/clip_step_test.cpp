@@ -6,8 +6,11 @@
 #include <limits>
 
 #include "amp_loop.h"
+#include "gtl/optim/grad_clip.h"
 #include "gtl/optim/loss_scaler.h"
 #include "gtl/optim/sgd.h"
+#include "gtl_judge_output.h"
+#include "lab03_cases.h"
 #include "mixed_precision.h"
 
 namespace {
@@ -15,31 +18,8 @@ namespace {
 using gtl::Tensor;
 using gtl::optim::ParamRef;
 
-// The core's reference scaler behind the lab's interface.
-class CoreScaler final : public lab03::GradScaler {
- public:
-  explicit CoreScaler(float scale) : scaler_(options(scale)) {}
-  float scale() const override { return scaler_.scale(); }
-  bool unscale_(const std::vector<ParamRef>& params) override {
-    ++unscales;
-    scaler_.unscale_(params);
-    return scaler_.found_inf_flag().defined() && scaler_.found_inf_flag().item() != 0.f;
-  }
-  bool step(gtl::optim::Optimizer& optimizer) override { return scaler_.step(optimizer); }
-  void update() override {
-    ++updates;
-    scaler_.update();
-  }
-  int unscales = 0, updates = 0;
-
- private:
-  static gtl::optim::LossScalerOptions options(float scale) {
-    gtl::optim::LossScalerOptions o;
-    o.init_scale = scale;
-    return o;
-  }
-  gtl::optim::LossScaler scaler_;
-};
+// The core's reference scaler behind the lab's interface (shared with the judge).
+using lab03_cases::CoreScaler;
 
 // Two parameters whose unscaled gradients are (3, 0) and (0, 4): global norm 5.
 struct Rig {
@@ -60,6 +40,28 @@ TEST(ClipByGlobalNorm, ScalesEveryGradientByOneCoefficient) {
   const float coef = 1.f / (5.f + 1e-6f);
   EXPECT_EQ(rig.a.grad.to_vector()[0], 3.f * coef) << "TODO 5a: grad *= max_norm / (norm + 1e-6)";
   EXPECT_EQ(rig.b.grad.to_vector()[1], 4.f * coef) << "TODO 5a: the same coefficient for all";
+}
+
+// Gradients and a max norm drawn from the grading seed, against the core's clip_grad_norm_; the
+// norm and the clipped gradients go to the judge.
+TEST(ClipByGlobalNorm, SeededGradientsClipLikeTheCore) {
+  auto [got, max_norm] = lab03_cases::seeded_clip_case();
+  auto [want, same_max_norm] = lab03_cases::seeded_clip_case();
+  const float norm = lab03::clip_by_global_norm(got, max_norm);
+  const float want_norm = gtl::optim::clip_grad_norm_(want, same_max_norm).item();
+  gtl::judge::Outputs recorded("ClipByGlobalNorm.SeededGradientsClipLikeTheCore");
+  recorded.record(norm);
+  for (const ParamRef& p : got) recorded.record_all(p.grad.to_vector());
+  EXPECT_NEAR(norm, want_norm, 1e-5f * want_norm)
+      << "TODO 5a: the global norm of the seeded gradients (max norm " << max_norm << ", "
+      << gtl::test_seed::describe() << ")";
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const std::vector<float> g = got[k].grad.to_vector(), w = want[k].grad.to_vector();
+    for (std::size_t i = 0; i < g.size(); ++i)
+      ASSERT_NEAR(g[i], w[i], 1e-5f * std::fabs(w[i]) + 1e-7f)
+          << "TODO 5a: gradient " << k << "[" << i << "] after clipping to " << max_norm << " ("
+          << gtl::test_seed::describe() << ")";
+  }
 }
 
 TEST(ClipByGlobalNorm, LeavesSmallGradientsAlone) {

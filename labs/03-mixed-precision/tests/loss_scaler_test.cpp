@@ -7,6 +7,8 @@
 #include "amp_loop.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/optim/sgd.h"
+#include "gtl_judge_output.h"
+#include "lab03_cases.h"
 
 namespace {
 
@@ -115,6 +117,33 @@ TEST(LossScaler, SaveAndRestoreMidSequenceContinuesExactly) {
   run_script(resumed, rig, 6, 11);
 }
 
+// A script drawn from the grading seed (init scale, growth interval, which steps overflow): every
+// step against the core's scaler on the same script; what yours did goes to the judge.
+TEST(LossScaler, FollowsASeededScript) {
+  const lab03_cases::ScalerScript script = lab03_cases::seeded_scaler_script();
+  lab03::ScalerOptions o;
+  o.init_scale = script.init_scale;
+  o.growth_interval = script.growth_interval;
+  lab03::DynamicLossScaler yours(o);
+  lab03_cases::CoreScaler core(script.init_scale, script.growth_interval);
+  const auto got = lab03_cases::run_scaler_script(yours, script);
+  const auto want = lab03_cases::run_scaler_script(core, script);
+  gtl::judge::Outputs recorded("LossScaler.FollowsASeededScript");
+  for (const auto& s : got)
+    recorded.record(s.found), recorded.record(s.stepped), recorded.record(s.scale),
+        recorded.record(s.value);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].found, want[i].found) << "TODO 3a: step " << i + 1 << " of the seeded script ("
+                                           << gtl::test_seed::describe() << ")";
+    ASSERT_EQ(got[i].stepped, want[i].stepped) << "TODO 3b: step " << i + 1;
+    ASSERT_EQ(got[i].scale, want[i].scale)
+        << "TODO 3c: the scale after step " << i + 1 << " (init " << script.init_scale
+        << ", growth interval " << script.growth_interval << ", " << gtl::test_seed::describe()
+        << ")";
+    ASSERT_EQ(got[i].value, want[i].value) << "TODO 3a: the step must see the unscaled gradient";
+  }
+}
+
 TEST(LossScaler, UnscalesInOnePassWithoutAllocatingAndSeesInfFromAFiniteInput) {
   lab03::DynamicLossScaler scaler(script_options());
   Rig rig;
@@ -136,12 +165,20 @@ TEST(LossScaler, UnscalesInOnePassWithoutAllocatingAndSeesInfFromAFiniteInput) {
       << "TODO 3a: check the unscaled value (3e38 * 1024 = inf), not the input";
 }
 
+// Each step's loss, whether it stepped and its scale, for the judge.
+void record_run(const char* test, const std::vector<lab03_test::LoopStep>& run) {
+  gtl::judge::Outputs recorded(test);
+  for (const auto& s : run)
+    recorded.record(s.loss), recorded.record(s.stepped), recorded.record(s.scale);
+}
+
 TEST(AmpTraining, Fp16WithYourScalerTracksTheFloat32LossCurve) {
   const std::vector<lab03_test::LoopStep> fp32 =
       lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 60);
   lab03::DynamicLossScaler scaler;
   const std::vector<lab03_test::LoopStep> fp16 =
       lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp16(), &scaler, 60);
+  record_run("AmpTraining.Fp16WithYourScalerTracksTheFloat32LossCurve", fp16);
   // README, "How close is close": tolerance 4 u ln(10), u = 2^-11 the unit roundoff of fp16 and
   // ln(10) = 2.30 the loss of an untrained 10-class model: 0.0045. Measured here: 0.0010.
   const float tolerance = 4.f * 0x1p-11f * std::log(10.f);
@@ -160,6 +197,7 @@ TEST(AmpTraining, ADeliberatelyOverflowingRunRecovers) {
   lab03::DynamicLossScaler scaler(o);
   const std::vector<lab03_test::LoopStep> run =
       lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp16(), &scaler, 40);
+  record_run("AmpTraining.ADeliberatelyOverflowingRunRecovers", run);
   int skipped = 0;
   while (skipped < 40 && !run[static_cast<std::size_t>(skipped)].stepped) ++skipped;
   ASSERT_GT(skipped, 0) << "TODO 3: at scale 2^40 the first steps overflow and must be skipped";

@@ -4,8 +4,11 @@
 #include <cmath>
 
 #include "amp_loop.h"
+#include "gtl/optim/master_weights.h"
 #include "gtl/optim/sgd.h"
 #include "gtl/tensor/half.h"
+#include "gtl_judge_output.h"
+#include "lab03_cases.h"
 #include "mixed_precision.h"
 
 namespace {
@@ -39,6 +42,25 @@ TEST(MasterWeights, MastersAreFloat32CopiesOfTheHalfWeights) {
         << "TODO 4a: the master starts as the exact widening of the half weight";
     EXPECT_FALSE(m.value.data_ptr() == p.value.data_ptr()) << "TODO 4a: a separate tensor";
   }
+}
+
+// Half values and gradients drawn from the grading seed, against the core's master weights on the
+// same scenario; what yours gave goes to the judge.
+TEST(MasterWeights, SeededValuesWidenAndRoundBackLikeTheCore) {
+  const auto got = lab03_cases::master_weights_scenario<lab03::MasterWeights>(
+      [](const lab03::MasterWeights& m) -> const std::vector<ParamRef>& { return m.masters(); });
+  const auto want = lab03_cases::master_weights_scenario<gtl::optim::MasterWeights>(
+      [](const gtl::optim::MasterWeights& m) -> const std::vector<ParamRef>& {
+        return m.params();
+      });
+  gtl::judge::Outputs recorded("MasterWeights.SeededValuesWidenAndRoundBackLikeTheCore");
+  for (const auto& v : got) recorded.record_all(v);
+  const char* what[] = {
+      "TODO 4a: the masters (exact widening of the half values)",
+      "TODO 4b: the master gradients (exact widening)",
+      "TODO 4c: the model after refresh_model (round-to-nearest-even of the masters)"};
+  for (std::size_t k = 0; k < 3; ++k)
+    EXPECT_EQ(got[k], want[k]) << what[k] << " (" << gtl::test_seed::describe() << ")";
 }
 
 TEST(MasterWeights, GradientsWidenExactly) {

@@ -10,6 +10,8 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/models.h"
 #include "gtl/tensor/half.h"
+#include "gtl_judge_output.h"
+#include "lab03_cases.h"
 #include "mixed_precision.h"
 
 namespace {
@@ -108,18 +110,25 @@ TEST(NumberFormats, NanStaysNan) {
 }
 
 TEST(NumberFormats, AgreesWithTheGpuRoundingOnASweepOfBitPatterns) {
-  // Every 4099th float32 bit pattern (all exponents, both signs): the same bits as the core's
-  // rounding, which matches __float2half_rn / __float2bfloat16_rn.
+  // Every 4099th float32 bit pattern from a start drawn from the grading seed (all exponents,
+  // both signs): the same bits as the core's rounding, which matches __float2half_rn /
+  // __float2bfloat16_rn. What you computed goes to the judge.
   int64_t fp16_bad = 0, bf16_bad = 0;
   uint32_t first_fp16 = 0, first_bf16 = 0;
-  for (uint64_t u = 0; u <= 0xffffffffull; u += 4099) {
+  std::vector<uint16_t> fp16, bf16;
+  for (uint64_t u = lab03_cases::sweep_start(); u <= 0xffffffffull; u += 4099) {
     const float x = gtl::bits_float(static_cast<uint32_t>(u));
     if (std::isnan(x)) continue;  // NaN payloads may differ; NanStaysNan checks them
-    if (lab03::round_to_fp16(x) != gtl::float_to_half_bits(x) && fp16_bad++ == 0)
+    fp16.push_back(lab03::round_to_fp16(x));
+    bf16.push_back(lab03::round_to_bf16(x));
+    if (fp16.back() != gtl::float_to_half_bits(x) && fp16_bad++ == 0)
       first_fp16 = static_cast<uint32_t>(u);
-    if (lab03::round_to_bf16(x) != gtl::float_to_bfloat16_bits(x) && bf16_bad++ == 0)
+    if (bf16.back() != gtl::float_to_bfloat16_bits(x) && bf16_bad++ == 0)
       first_bf16 = static_cast<uint32_t>(u);
   }
+  gtl::judge::Outputs recorded("NumberFormats.AgreesWithTheGpuRoundingOnASweepOfBitPatterns");
+  recorded.record_digest(fp16.data(), fp16.size());
+  recorded.record_digest(bf16.data(), bf16.size());
   EXPECT_EQ(fp16_bad, 0) << "TODO 1a: " << fp16_bad << " patterns round differently, first float "
                          << gtl::bits_float(first_fp16) << " (bits " << hex(first_fp16)
                          << "): expected "
@@ -187,6 +196,26 @@ TEST(Underflow, ScaledValuesShowWhatTheLossScalerRescues) {
   EXPECT_EQ(r.nonzero, 701);
   EXPECT_EQ(r.fp16_zeros, expected) << "TODO 1c: values at or below 2^-25 underflow in fp16";
   EXPECT_EQ(r.bf16_zeros, 0) << "TODO 1c: bf16 has float32's range: none of these underflow";
+}
+
+}  // namespace
+
+namespace {
+
+// Gradient-like values drawn from the grading seed: the counts go to the judge.
+TEST(Underflow, SeededValuesMatchTheGpuRounding) {
+  const std::vector<float> v = lab03_cases::seeded_underflow_values();
+  const lab03::UnderflowReport r =
+      lab03::count_underflow(gtl::Tensor::from_vector(v, {int64_t(v.size())}));
+  gtl::judge::Outputs recorded("Underflow.SeededValuesMatchTheGpuRounding");
+  recorded.record(r.nonzero), recorded.record(r.fp16_zeros), recorded.record(r.bf16_zeros);
+  const lab03::UnderflowReport want = lab03_cases::core_underflow(v);
+  EXPECT_EQ(r.nonzero, want.nonzero) << "TODO 1c: non-zero finite values among " << v.size()
+                                     << " drawn values (" << gtl::test_seed::describe() << ")";
+  EXPECT_EQ(r.fp16_zeros, want.fp16_zeros)
+      << "TODO 1c: values that round to +-0 in fp16 (" << gtl::test_seed::describe() << ")";
+  EXPECT_EQ(r.bf16_zeros, want.bf16_zeros)
+      << "TODO 1c: values that round to +-0 in bf16 (" << gtl::test_seed::describe() << ")";
 }
 
 }  // namespace

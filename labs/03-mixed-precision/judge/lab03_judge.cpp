@@ -1,0 +1,257 @@
+// The judge of lab 03 (docs/grader.md, "The judge"): built from the course alone (the lab's
+// header and test cases, the core), never from the student's files. gtl-grade runs
+// `lab03_judge <check>` after the check's tests; each case reads what those tests recorded
+// (gtl_judge_output.h) and recomputes it with the core's reference implementations on the same
+// inputs (lab03_cases.h): the core's rounding, LossScaler, MasterWeights, clip_grad_norm_ and
+// Trainer, and the saved bytes the core's forward measures.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "amp_loop.h"
+#include "gtl/optim/grad_clip.h"
+#include "gtl/optim/master_weights.h"
+#include "gtl_judge.h"
+#include "lab03_cases.h"
+
+// The reference end of a step (unscale, clip, step, update) for the shared training loop
+// (amp_loop.h), which names the lab's function: the judge links none of the student's code.
+lab03::StepOutcome lab03::finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& params,
+                                          gtl::optim::Optimizer& optimizer, float max_norm) {
+  StepOutcome out;
+  const bool overflow = scaler.unscale_(params);
+  if (!overflow && max_norm > 0)
+    out.grad_norm = gtl::optim::clip_grad_norm_(params, max_norm).item();
+  out.stepped = scaler.step(optimizer);
+  scaler.update();
+  return out;
+}
+
+namespace {
+
+using gtl::DType;
+using gtl::judge::Recorded;
+using gtl::judge::Rejection;
+using gtl::nn::PrecisionPolicy;
+
+std::string fp16_rounding() {
+  Recorded r("NumberFormats.AgreesWithTheGpuRoundingOnASweepOfBitPatterns");
+  r.expect_digest(lab03_cases::rounding_sweep(gtl::float_to_half_bits),
+                  "round_to_fp16 over the seeded sweep of bit patterns");
+  return "every fp16 rounding of the sweep exact";
+}
+
+std::string bf16_rounding() {
+  Recorded r("NumberFormats.AgreesWithTheGpuRoundingOnASweepOfBitPatterns");
+  r.next<std::uint64_t>("the fp16 digest");
+  r.expect_digest(lab03_cases::rounding_sweep(gtl::float_to_bfloat16_bits),
+                  "round_to_bf16 over the seeded sweep of bit patterns");
+  return "every bf16 rounding of the sweep exact";
+}
+
+std::string underflow() {
+  Recorded r("Underflow.SeededValuesMatchTheGpuRounding");
+  const lab03::UnderflowReport want =
+      lab03_cases::core_underflow(lab03_cases::seeded_underflow_values());
+  gtl::judge::expect_equal(r.next<int64_t>("nonzero"), want.nonzero, "the non-zero count");
+  gtl::judge::expect_equal(r.next<int64_t>("fp16_zeros"), want.fp16_zeros, "the fp16 underflows");
+  gtl::judge::expect_equal(r.next<int64_t>("bf16_zeros"), want.bf16_zeros, "the bf16 underflows");
+  return "the seeded counts exact";
+}
+
+std::string autocast() {
+  Recorded r("Autocast.MatmulsInHalfTheFloat32IslandsStayFloat32");
+  for (const PrecisionPolicy& policy : lab03_cases::policies())
+    for (lab03::Op op : lab03_cases::all_ops()) {
+      const DType want = lab03_cases::runs_in_half(op) ? policy.compute : DType::Float32;
+      gtl::judge::expect_equal(
+          r.next<int>("a dtype"), static_cast<int>(want),
+          "autocast_dtype(op " + std::to_string(static_cast<int>(op)) + ", " + policy.name() + ")");
+    }
+  return "every op's dtype right";
+}
+
+std::string activation_memory() {
+  Recorded r("ActivationMemory.PredictedBytesEqualTheSavedContextExactly");
+  const int64_t batch = lab03_cases::seeded_batch();
+  for (const auto& config : lab03_cases::activation_configs())
+    for (const PrecisionPolicy& policy : lab03_cases::policies())
+      gtl::judge::expect_equal(r.next<int64_t>("a prediction"),
+                               lab03_cases::measured_saved_bytes(config, batch, policy),
+                               "saved_activation_bytes(hidden " + std::to_string(config.hidden) +
+                                   ", " + std::to_string(config.blocks) + " blocks, batch " +
+                                   std::to_string(batch) + ", " + policy.name() + ")");
+  return "every prediction equals the bytes the core's forward saves";
+}
+
+// The compute copy `round` makes of every matrix of `model`, one digest each.
+template <typename Round>
+void expect_copies(Recorded& r, gtl::nn::Module& model, Round round, const std::string& what) {
+  for (const auto& p : model.parameters()) {
+    if (p.value.dim() < 2) continue;
+    std::vector<uint16_t> want;
+    for (float v : p.value.to_vector()) want.push_back(round(v));
+    r.expect_digest(want, what + " of '" + p.name + "'");
+  }
+}
+
+std::string weight_copy() {
+  gtl::nn::ModelConfig config;
+  auto model = gtl::nn::make_model(config);
+  int64_t bytes = 0;
+  for (const auto& p : model->parameters())
+    if (p.value.dim() >= 2) bytes += 2 * p.value.numel();
+  Recorded every("HalfWeightCache.EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32");
+  gtl::judge::expect_equal(every.next<int64_t>("bytes()"), bytes, "HalfWeightCache::bytes()");
+  expect_copies(every, *model, gtl::float_to_bfloat16_bits, "the bf16 copy");
+  const float value = lab03_cases::seeded_refresh_value();
+  for (const auto& p : model->parameters()) gtl::Tensor(p.value).fill_(value);
+  Recorded refreshed("HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating");
+  expect_copies(refreshed, *model, gtl::float_to_half_bits, "the refreshed fp16 copy");
+  return "every copy exact";
+}
+
+std::string loss_scaler() {
+  Recorded r("LossScaler.FollowsASeededScript");
+  const lab03_cases::ScalerScript script = lab03_cases::seeded_scaler_script();
+  lab03_cases::CoreScaler core(script.init_scale, script.growth_interval);
+  int step = 1;
+  for (const auto& want : lab03_cases::run_scaler_script(core, script)) {
+    const std::string at = "step " + std::to_string(step++) + " of the seeded script";
+    gtl::judge::expect_equal(r.next<bool>(at), want.found, at + ": unscale_'s verdict");
+    gtl::judge::expect_equal(r.next<bool>(at), want.stepped, at + ": whether it stepped");
+    gtl::judge::expect_equal(r.next<float>(at), want.scale, at + ": the scale after update");
+    gtl::judge::expect_equal(r.next<float>(at), want.value, at + ": the parameter");
+  }
+  return "the whole seeded script follows the core's scaler";
+}
+
+std::string master_weights() {
+  Recorded r("MasterWeights.SeededValuesWidenAndRoundBackLikeTheCore");
+  const auto want = lab03_cases::master_weights_scenario<gtl::optim::MasterWeights>(
+      [](const gtl::optim::MasterWeights& m) -> const std::vector<gtl::optim::ParamRef>& {
+        return m.params();
+      });
+  const char* what[] = {"the masters", "the master gradients", "the model after refresh_model"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    const std::vector<float> got = r.sequence<float>(what[k], want[k].size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (gtl::float_bits(got[i]) != gtl::float_bits(want[k][i]))
+        throw Rejection(std::string(what[k]) + "[" + std::to_string(i) + "] is " +
+                        gtl::judge::show(got[i]) + ", the core's " + gtl::judge::show(want[k][i]));
+  }
+  return "masters, gradients and refresh exact";
+}
+
+std::string clip_after_unscale() {
+  Recorded r("ClipByGlobalNorm.SeededGradientsClipLikeTheCore");
+  auto [want, max_norm] = lab03_cases::seeded_clip_case();
+  const double norm = gtl::optim::clip_grad_norm_(want, max_norm).item();
+  const float got_norm = r.next<float>("the norm");
+  if (!(std::fabs(got_norm - norm) <= 1e-5 * norm))
+    throw Rejection("clip_by_global_norm returned " + gtl::judge::show(got_norm) +
+                    " for the seeded gradients, the core's norm is " + gtl::judge::show(norm));
+  for (const auto& p : want) {
+    const std::vector<float> w = p.grad.to_vector();
+    gtl::judge::expect_close({w.begin(), w.end()},
+                             r.sequence<float>("a clipped gradient", w.size()), 1e-5, 1e-7,
+                             "the clipped gradients");
+  }
+  return "norm and clipped gradients within the test's tolerance";
+}
+
+// A recorded run (loss, stepped, scale per step) against the same loop with the core's scaler.
+void expect_run(const char* test, float init_scale, int steps) {
+  lab03_cases::CoreScaler core(init_scale);
+  const auto want = lab03_test::train_lab_model(PrecisionPolicy::fp16(), &core, steps);
+  Recorded r(test);
+  const float tolerance = 4.f * 0x1p-11f * std::log(10.f);  // the test's, README "How close"
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const std::string at = std::string(test) + " step " + std::to_string(i);
+    const float loss = r.next<float>(at);
+    gtl::judge::expect_equal(r.next<bool>(at), want[i].stepped, at + ": whether it stepped");
+    gtl::judge::expect_equal(r.next<float>(at), want[i].scale, at + ": the scale");
+    if (std::isfinite(want[i].loss) && !(std::fabs(loss - want[i].loss) <= tolerance))
+      throw Rejection(at + ": the loss is " + gtl::judge::show(loss) + ", with the core's scaler " +
+                      gtl::judge::show(want[i].loss));
+  }
+}
+
+std::string amp_training() {
+  expect_run("AmpTraining.Fp16WithYourScalerTracksTheFloat32LossCurve", 65536.f, 60);
+  expect_run("AmpTraining.ADeliberatelyOverflowingRunRecovers", 0x1p40f, 40);
+  return "both runs follow the core's scaler";
+}
+
+std::string bf16_recipe() {
+  Recorded r("AmpRecipe.EachPrecisionHasItsRecipe");
+  for (const PrecisionPolicy& p :
+       {PrecisionPolicy::fp32(), PrecisionPolicy::fp16(), PrecisionPolicy::bf16()}) {
+    const bool fp16 = p.compute == DType::Float16, half = p.compute != DType::Float32;
+    const std::string what = std::string("amp_recipe(\"") + p.name() + "\")";
+    gtl::judge::expect_equal(r.next<int>(what), static_cast<int>(p.compute), what + ".policy");
+    gtl::judge::expect_equal(r.next<bool>(what), fp16, what + ".loss_scaling");
+    gtl::judge::expect_equal(r.next<float>(what),
+                             fp16 ? gtl::optim::LossScalerOptions{}.init_scale : 1.f,
+                             what + ".init_scale");
+    gtl::judge::expect_equal(r.next<bool>(what), half, what + ".master_weights");
+  }
+  const auto want = lab03_test::train_lab_model(PrecisionPolicy::bf16(), nullptr, 60);
+  Recorded run("Bf16Training.TracksFloat32WithNoScaler");
+  for (std::size_t i = 0; i < want.size(); ++i)
+    gtl::judge::expect_equal(run.next<float>("a loss"), want[i].loss,
+                             "the bf16 recipe's loss at step " + std::to_string(i));
+  return "every recipe right, the bf16 run the core's";
+}
+
+std::string capstone() {
+  Recorded r("Capstone.CpuRowMatchesTheSameTrainingReplayed");
+  const lab03_cases::CapstoneReplay want =
+      lab03_cases::replay_capstone_cpu_row(lab03_cases::capstone_options());
+  gtl::judge::expect_equal(r.next<int64_t>("peak_bytes"), want.peak, "the CPU row's peak bytes");
+  gtl::judge::expect_equal(r.next<float>("accuracy"), want.accuracy, "the CPU row's accuracy");
+  gtl::judge::expect_equal(r.next<float>("final_loss"), want.loss, "the CPU row's final loss");
+  return "the CPU row equals the replayed training";
+}
+
+std::string capstone_gpu() {
+  lab03::CapstoneOptions o;
+  o.steps = 100;
+  o.train_size = 6400;
+  o.eval_samples = 500;
+  const lab03_cases::CapstoneReplay cpu = lab03_cases::replay_capstone_cpu_row(o);
+  Recorded r("CapstoneGpu.EveryGpuRowTrainsAndLearns");
+  float gpu_fp32_loss = 0.f;
+  for (int row = 0; row < 4; ++row) {
+    const std::string at = "row " + std::to_string(row);
+    const bool skipped = r.next<bool>(at);
+    const float accuracy = r.next<float>(at), loss = r.next<float>(at);
+    r.next<int64_t>(at);
+    if (skipped || !(accuracy >= 0.8f)) throw Rejection(at + " was skipped or did not learn");
+    if (row == 0) gtl::judge::expect_equal(loss, cpu.loss, "the CPU row's final loss");
+    if (row == 1) gpu_fp32_loss = loss;
+  }
+  if (!(std::fabs(gpu_fp32_loss - cpu.loss) <= 0.05f))
+    throw Rejection("the GPU FP32 row ends at loss " + gtl::judge::show(gpu_fp32_loss) +
+                    ", the CPU replay at " + gtl::judge::show(cpu.loss));
+  return "the rows learn, the CPU row is the replayed training";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return gtl::judge::run(argc, argv,
+                         {{"fp16-rounding", fp16_rounding},
+                          {"bf16-rounding", bf16_rounding},
+                          {"underflow", underflow},
+                          {"autocast", autocast},
+                          {"activation-memory", activation_memory},
+                          {"weight-copy", weight_copy},
+                          {"loss-scaler", loss_scaler},
+                          {"master-weights", master_weights},
+                          {"clip-after-unscale", clip_after_unscale},
+                          {"amp-training", amp_training},
+                          {"bf16-recipe", bf16_recipe},
+                          {"capstone", capstone},
+                          {"capstone-gpu", capstone_gpu}});
+}

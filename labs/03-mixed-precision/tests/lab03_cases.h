@@ -1,0 +1,300 @@
+// Inputs and scenarios of lab 03's tests, shared by the tests and the lab's judge
+// (judge/lab03_judge.cpp). Each scenario takes the implementation as an argument: the tests run
+// it with your code, the judge with the core's reference (gtl::optim::LossScaler, MasterWeights,
+// clip_grad_norm_, the core's rounding), on the same inputs drawn from the grading seed, and
+// compares what the tests recorded (gtl_judge_output.h).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gtl/data/synthetic_digits.h"
+#include "gtl/memory/allocator.h"
+#include "gtl/nn/cross_entropy.h"
+#include "gtl/optim/loss_scaler.h"
+#include "gtl/optim/sgd.h"
+#include "gtl/tensor/half.h"
+#include "gtl/train/trainer.h"
+#include "gtl_test_seed.h"
+#include "mixed_precision.h"
+
+namespace lab03_cases {
+
+using gtl::DType;
+using gtl::Tensor;
+using gtl::optim::ParamRef;
+
+// ---- TODO 1: rounding and underflow ------------------------------------------------------------
+// Every 4099th float32 bit pattern from a start drawn from the seed (all exponents, both signs),
+// NaN left out (NanStaysNan checks them): what `round` makes of each.
+inline uint32_t sweep_start() {
+  std::mt19937_64 g = gtl::test_seed::generator("NumberFormats.AgreesWithTheGpuRounding");
+  return static_cast<uint32_t>(gtl::test_seed::draw(g, 0, 4098));
+}
+template <typename Round>
+std::vector<uint16_t> rounding_sweep(Round round) {
+  std::vector<uint16_t> out;
+  for (uint64_t u = sweep_start(); u <= 0xffffffffull; u += 4099) {
+    const float x = gtl::bits_float(static_cast<uint32_t>(u));
+    if (!std::isnan(x)) out.push_back(round(x));
+  }
+  return out;
+}
+// Gradient-like values from 1e-12 to 1e-1 (both signs), some zeros and infinities.
+inline std::vector<float> seeded_underflow_values() {
+  std::mt19937_64 g = gtl::test_seed::generator("Underflow.SeededValues");
+  std::uniform_real_distribution<float> exponent(-12.f, -1.f);
+  std::vector<float> v(4000);
+  for (float& x : v) x = (g() % 2 ? -1.f : 1.f) * std::pow(10.f, exponent(g));
+  for (int i = 0; i < 20; ++i) v[g() % v.size()] = 0.f;
+  v[g() % v.size()] = INFINITY;
+  return v;
+}
+// What the core's rounding (the GPU's) makes of `values`: {nonzero, fp16 zeros, bf16 zeros}.
+inline lab03::UnderflowReport core_underflow(const std::vector<float>& values) {
+  lab03::UnderflowReport r;
+  for (float x : values) {
+    if (x == 0.f || !std::isfinite(x)) continue;
+    ++r.nonzero;
+    r.fp16_zeros += static_cast<float>(gtl::half(x)) == 0.f;
+    r.bf16_zeros += static_cast<float>(gtl::bfloat16(x)) == 0.f;
+  }
+  return r;
+}
+
+// ---- TODO 2: autocast, activation bytes, the weight copy ---------------------------------------
+inline const std::vector<lab03::Op>& all_ops() {
+  static const std::vector<lab03::Op> ops = {
+      lab03::Op::MatMul,       lab03::Op::Conv2d,    lab03::Op::Activation, lab03::Op::Softmax,
+      lab03::Op::CrossEntropy, lab03::Op::LayerNorm, lab03::Op::Reduction,  lab03::Op::ResidualAdd};
+  return ops;
+}
+inline bool runs_in_half(lab03::Op op) {
+  return op == lab03::Op::MatMul || op == lab03::Op::Conv2d || op == lab03::Op::Activation;
+}
+inline std::vector<gtl::nn::PrecisionPolicy> policies() {
+  return {gtl::nn::PrecisionPolicy::fp32(), gtl::nn::PrecisionPolicy::bf16(),
+          gtl::nn::PrecisionPolicy::fp16()};
+}
+
+struct Batch {
+  Tensor images, labels;
+};
+inline Batch digits(int64_t n) {
+  gtl::data::SyntheticDigits data(n);
+  Batch b{Tensor::empty({n, 1, 28, 28}), Tensor::empty({n}, DType::Int64)};
+  std::vector<int64_t> idx(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = i;
+  data.gather(idx, b.images.data<float>(), b.labels.data<int64_t>());
+  return b;
+}
+// The bytes the core's forward and loss save for backward, measured.
+inline int64_t measured_saved_bytes(const gtl::nn::ModelConfig& config, int64_t n,
+                                    const gtl::nn::PrecisionPolicy& policy) {
+  auto model = gtl::nn::make_model(config);
+  const Batch b = digits(n);
+  gtl::nn::PrecisionScope scope(policy);
+  gtl::nn::Context ctx, loss_ctx;
+  const gtl::nn::CrossEntropyLoss head;
+  head.forward(model->forward(b.images, ctx), b.labels, loss_ctx);
+  return ctx.saved_bytes() + loss_ctx.saved_bytes();
+}
+// ActivationMemory.PredictedBytesEqualTheSavedContextExactly's batch, drawn from the seed.
+inline int64_t seeded_batch() {
+  std::mt19937_64 g = gtl::test_seed::generator("ActivationMemory.PredictedBytes");
+  return gtl::test_seed::draw(g, 1, 32);
+}
+inline std::vector<gtl::nn::ModelConfig> activation_configs() {
+  std::vector<gtl::nn::ModelConfig> configs;
+  for (int64_t hidden : {64, 96})
+    for (int64_t blocks : {1, 2, 3}) {
+      gtl::nn::ModelConfig c;
+      c.hidden = hidden, c.blocks = blocks;
+      configs.push_back(c);
+    }
+  return configs;
+}
+// HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating: the value an "optimizer step" writes.
+inline float seeded_refresh_value() {
+  std::mt19937_64 g = gtl::test_seed::generator("HalfWeightCache.Refresh");
+  return std::uniform_real_distribution<float>(-4.f, 4.f)(g);
+}
+
+// ---- TODO 3: the loss scaler -------------------------------------------------------------------
+// The core's reference scaler behind the lab's interface.
+class CoreScaler final : public lab03::GradScaler {
+ public:
+  explicit CoreScaler(float scale, int64_t growth_interval = 2000)
+      : scaler_(options(scale, growth_interval)) {}
+  float scale() const override { return scaler_.scale(); }
+  bool unscale_(const std::vector<ParamRef>& params) override {
+    ++unscales;
+    scaler_.unscale_(params);
+    return scaler_.found_inf_flag().defined() && scaler_.found_inf_flag().item() != 0.f;
+  }
+  bool step(gtl::optim::Optimizer& optimizer) override { return scaler_.step(optimizer); }
+  void update() override {
+    ++updates;
+    scaler_.update();
+  }
+  int unscales = 0, updates = 0;
+
+ private:
+  static gtl::optim::LossScalerOptions options(float scale, int64_t growth_interval) {
+    gtl::optim::LossScalerOptions o;
+    o.init_scale = scale;
+    o.growth_interval = growth_interval;
+    return o;
+  }
+  gtl::optim::LossScaler scaler_;
+};
+
+// A seeded script of clean and overflowed steps: init scale 2^k, growth interval 2..5.
+struct ScalerScript {
+  float init_scale = 1.f;
+  int64_t growth_interval = 2;
+  std::vector<bool> overflow;
+};
+inline ScalerScript seeded_scaler_script() {
+  std::mt19937_64 g = gtl::test_seed::generator("LossScaler.FollowsASeededScript");
+  ScalerScript s;
+  s.init_scale = std::ldexp(1.f, int(gtl::test_seed::draw(g, 2, 20)));
+  s.growth_interval = gtl::test_seed::draw(g, 2, 5);
+  for (int i = 0; i < 40; ++i) s.overflow.push_back(gtl::test_seed::draw(g, 0, 3) == 0);
+  return s;
+}
+// After each step: what unscale_ returned, whether it stepped, the scale after update() and the
+// parameter's first value (SGD, lr 1, on unscaled gradients 0.5 x scale).
+struct ScriptStep {
+  bool found = false, stepped = false;
+  float scale = 0.f, value = 0.f;
+};
+inline std::vector<ScriptStep> run_scaler_script(lab03::GradScaler& scaler,
+                                                 const ScalerScript& script) {
+  ParamRef p{Tensor::zeros({2}), Tensor::zeros({2}), Tensor(), "w"};
+  gtl::optim::Sgd sgd({p}, gtl::optim::SgdOptions{1.f, 0.f, 0.f});
+  std::vector<ScriptStep> out;
+  for (bool overflow : script.overflow) {
+    p.grad.data<float>()[0] = 0.5f * scaler.scale();
+    p.grad.data<float>()[1] = overflow ? INFINITY : -0.25f * scaler.scale();
+    ScriptStep s;
+    s.found = scaler.unscale_({p});
+    s.stepped = scaler.step(sgd);
+    scaler.update();
+    s.scale = scaler.scale();
+    s.value = p.value.to_vector()[0];
+    out.push_back(s);
+  }
+  return out;
+}
+
+// ---- TODO 4: master weights --------------------------------------------------------------------
+// Two half parameters (fp16, bf16) with values and gradients drawn from the seed.
+inline std::vector<ParamRef> seeded_half_params() {
+  std::mt19937_64 g = gtl::test_seed::generator("MasterWeights.SeededValues");
+  std::uniform_real_distribution<float> value(-8.f, 8.f), grad(-1e-3f, 1e-3f);
+  std::vector<ParamRef> params;
+  for (auto [dtype, n, name] : {std::tuple{DType::Float16, 37, "a"}, {DType::BFloat16, 19, "b"}}) {
+    std::vector<float> v(static_cast<std::size_t>(n)), d(static_cast<std::size_t>(n));
+    for (auto& x : v) x = value(g);
+    for (auto& x : d) x = grad(g);
+    params.push_back(ParamRef{Tensor::from_vector(v, {n}).to(dtype),
+                              Tensor::from_vector(d, {n}).to(dtype), Tensor(), name});
+  }
+  return params;
+}
+// The seeded "optimizer step" applied to the masters before refresh_model: master += delta.
+inline std::vector<float> seeded_master_deltas(std::size_t n) {
+  std::mt19937_64 g = gtl::test_seed::generator("MasterWeights.SeededDeltas");
+  std::uniform_real_distribution<float> delta(-1e-2f, 1e-2f);
+  std::vector<float> d(n);
+  for (auto& x : d) x = delta(g);
+  return d;
+}
+// Concatenated float32 values of `tensors` (any dtype, widened).
+inline std::vector<float> flat(const std::vector<Tensor>& tensors) {
+  std::vector<float> out;
+  for (const auto& t : tensors)
+    for (float x : t.to(DType::Float32).to_vector()) out.push_back(x);
+  return out;
+}
+// The scenario for MasterWeights (yours: masters(), the core's: params()): the masters built,
+// the gradients widened, then the masters moved by the seeded deltas and the model refreshed.
+// Returns {master values, master grads, model values after refresh}.
+template <typename Masters, typename Get>
+std::vector<std::vector<float>> master_weights_scenario(Get masters_of) {
+  const std::vector<ParamRef> model = seeded_half_params();
+  const Masters mw(model);
+  const std::vector<ParamRef>& masters = masters_of(mw);
+  std::vector<std::vector<float>> out;
+  out.push_back(flat({masters[0].value, masters[1].value}));
+  mw.grads_to_master();
+  out.push_back(flat({masters[0].grad, masters[1].grad}));
+  const std::vector<float> deltas = seeded_master_deltas(out[0].size());
+  std::size_t at = 0;
+  for (const ParamRef& m : masters) {
+    float* v = m.value.template data<float>();
+    for (int64_t i = 0; i < m.value.numel(); ++i) v[i] += deltas[at++];
+  }
+  mw.refresh_model();
+  out.push_back(flat({model[0].value, model[1].value}));
+  return out;
+}
+
+// ---- TODO 5: clipping --------------------------------------------------------------------------
+// Three gradients with values drawn from the seed, and the max norm: clipped or not.
+inline std::pair<std::vector<ParamRef>, float> seeded_clip_case() {
+  std::mt19937_64 g = gtl::test_seed::generator("ClipByGlobalNorm.SeededGradients");
+  std::uniform_real_distribution<float> v(-3.f, 3.f);
+  std::vector<ParamRef> params;
+  for (int64_t n : {5, 17, 3}) {
+    std::vector<float> d(static_cast<std::size_t>(n));
+    for (auto& x : d) x = v(g);
+    params.push_back(ParamRef{Tensor::zeros({n}), Tensor::from_vector(d, {n}), Tensor(), "p"});
+  }
+  const float max_norm = std::uniform_real_distribution<float>(0.5f, 12.f)(g);
+  return {params, max_norm};
+}
+
+// ---- TODO 7: the capstone's CPU row, replayed
+// ----------------------------------------------------
+inline lab03::CapstoneOptions capstone_options() {
+  lab03::CapstoneOptions o;
+  o.steps = 20;
+  o.train_size = 1280;  // 20 batches of 64: one epoch
+  o.eval_samples = 200;
+  return o;
+}
+struct CapstoneReplay {
+  int64_t peak = 0, params = 0, state = 0, step_peak = 0;
+  float accuracy = 0.f, loss = 0.f;
+};
+// The same trainer, built under one allocator (its state, and the batches its loader's thread
+// allocates later) and stepped under another (this thread's allocations only), so the peak leaves
+// out how many prefetched batches happen to be alive: exact on every run.
+inline CapstoneReplay replay_capstone_cpu_row(const lab03::CapstoneOptions& o) {
+  auto train = std::make_shared<gtl::data::SyntheticDigits>(o.train_size);
+  gtl::data::SyntheticDigits test(o.eval_samples, gtl::data::Split::Test);
+  gtl::train::TrainerOptions to;
+  const std::shared_ptr<gtl::Allocator> built = gtl::make_cpu_allocator();
+  std::unique_ptr<gtl::train::Trainer> trainer;
+  {
+    const gtl::AllocatorScope scope(built);
+    trainer = std::make_unique<gtl::train::Trainer>(to, train);
+  }
+  CapstoneReplay r;
+  r.state = built->stats().allocated_bytes;
+  const std::shared_ptr<gtl::Allocator> steps = gtl::make_cpu_allocator();
+  const gtl::AllocatorScope scope(steps);
+  for (int64_t s = 0; s < o.steps; ++s) r.loss = trainer->step().loss;
+  r.step_peak = steps->stats().peak_allocated_bytes;
+  r.peak = r.state + r.step_peak;
+  r.accuracy = trainer->evaluate(test, o.eval_samples).accuracy;
+  r.params = trainer->model().num_parameters();
+  return r;
+}
+
+}  // namespace lab03_cases
