@@ -22,6 +22,8 @@
 #include "gtl/nn/sequential.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/runtime/error.h"
+#include "gtl_judge_output.h"
+#include "lab05_cases.h"
 
 namespace lab05 {
 namespace {
@@ -30,24 +32,8 @@ using gtl::dist::TraceEvent;
 using gtl::dist::TraceKind;
 namespace nn = gtl::nn;
 
-// The buckets the rule in data_parallel.h gives: from the last parameter down, closed as soon as
-// the bucket's gradient bytes reach bucket_bytes.
-std::vector<Bucket> expected_buckets(const nn::ParameterBuffer& buffer, int64_t bucket_bytes) {
-  const auto& slots = buffer.slots();
-  std::vector<Bucket> out;
-  int64_t bytes = 0;
-  for (int64_t i = int64_t(slots.size()) - 1; i >= 0; --i) {
-    if (bytes == 0) out.emplace_back();
-    out.back().params.push_back(i);
-    bytes += slots[i].numel * 4;
-    if (bytes >= bucket_bytes) bytes = 0;
-  }
-  for (Bucket& b : out) {
-    b.offset = slots[b.params.back()].offset;
-    b.numel = slots[b.params.front()].offset + slots[b.params.front()].numel - b.offset;
-  }
-  return out;
-}
+// The buckets the rule in data_parallel.h gives (lab05_cases.h, shared with the judge).
+using lab05_cases::expected_buckets;
 
 std::string describe(const std::vector<int64_t>& v) {
   std::ostringstream s;
@@ -67,13 +53,17 @@ TEST(BucketedDdp, BucketsFollowReverseParameterOrderAndCloseAtTheByteSize) {
   auto probe = nn::make_model(lab_model());
   const int64_t last_bytes =
       nn::ParameterBuffer(*probe, gtl::Device::cpu()).slots().back().numel * 4;
-  for (int64_t bucket_bytes :
-       {int64_t{1}, last_bytes, int64_t{4096}, int64_t{20000}, int64_t{1} << 30}) {
+  gtl::judge::Outputs recorded(
+      "BucketedDdp.BucketsFollowReverseParameterOrderAndCloseAtTheByteSize");
+  for (int64_t bucket_bytes : lab05_cases::bucket_sizes(last_bytes)) {
     on_one_rank([&](Communicator& comm) {
       auto model = nn::make_model(lab_model());
       nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
       BucketedDdp ddp(comm, *model, buffer, bucket_bytes);
       const std::vector<Bucket> expected = expected_buckets(buffer, bucket_bytes);
+      recorded.record(ddp.buckets().size());
+      for (const Bucket& b : ddp.buckets())
+        recorded.record_all(b.params), recorded.record(b.offset), recorded.record(b.numel);
       ASSERT_EQ(ddp.buckets().size(), expected.size())
           << "bucket_bytes " << bucket_bytes << ": expected " << expected.size() << " buckets";
       for (std::size_t b = 0; b < expected.size(); ++b) {
@@ -99,7 +89,8 @@ SyncFactory bucketed(int64_t bucket_bytes) {
 }
 
 TEST(BucketedDdp, TrainsLikeOneProcessOnTheFullBatch) {
-  testing::expect_equivalent_to_single_process(bucketed(4096), "bucketed DDP (4 KiB buckets)");
+  testing::expect_equivalent_to_single_process(bucketed(4096), "bucketed DDP (4 KiB buckets)",
+                                               "BucketedDdp.TrainsLikeOneProcessOnTheFullBatch");
 }
 
 // Index in `ev` of the first event (kind, op, module), or -1.
@@ -217,28 +208,7 @@ TEST(BucketedDdp, FinishNamesTheBucketNeverLaunchedAndResetsForTheNextStep) {
 
 // Two branches y = a(x) + b(x); backward runs branch a FIRST, so a's gradients (the first
 // parameters, hence the LAST buckets) become ready before b's.
-class TwoBranches final : public nn::Module {
- public:
-  explicit TwoBranches(gtl::Generator& gen) : Module("two_branches") {
-    add_child("a", std::make_unique<nn::Linear>(4, 3, gen));
-    auto b = std::make_unique<nn::Sequential>();
-    b->add(std::make_unique<nn::Linear>(4, 2, gen));
-    b->add(std::make_unique<nn::Linear>(2, 3, gen));
-    add_child("b", std::move(b));
-  }
-
- protected:
-  Tensor forward_impl(const Tensor& x, nn::Context& ctx) override {
-    ctx.children.resize(2);
-    return gtl::ops::add(children_[0]->forward(x, ctx.children[0]),
-                         children_[1]->forward(x, ctx.children[1]));
-  }
-  Tensor backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) override {
-    Tensor da = children_[0]->backward(ctx.children[0], dy, mode);
-    Tensor db = children_[1]->backward(ctx.children[1], dy, mode);
-    return gtl::ops::add(da, db);
-  }
-};
+using lab05_cases::TwoBranches;
 
 TEST(BucketedDdp, LaunchesInBucketOrderWhateverOrderGradientsArriveIn) {
   gtl::dist::run_ranks(
@@ -255,6 +225,14 @@ TEST(BucketedDdp, LaunchesInBucketOrderWhateverOrderGradientsArriveIn) {
         model.backward(ctx, Tensor::ones(y.shape()));
         ddp.finish();
         const auto reduces = comm.trace()->events("all_reduce");
+        {
+          std::vector<int64_t> bytes;
+          for (const auto& e : reduces) bytes.push_back(e.bytes);
+          gtl::judge::Outputs(
+              "BucketedDdp.LaunchesInBucketOrderWhateverOrderGradientsArriveIn.rank" +
+              std::to_string(comm.rank()))
+              .record_all(bytes);
+        }
         ASSERT_EQ(reduces.size(), ddp.buckets().size());
         for (std::size_t b = 0; b < reduces.size(); ++b) {
           EXPECT_EQ(reduces[b].bytes, ddp.buckets()[b].numel * 4)
@@ -319,6 +297,8 @@ TEST(BucketedDdp, HidesCommunicationBehindBackwardOnTheReferenceCluster) {
   const gtl::dist::Timeline naive = simulate_timeline(reference_step(false), reference_cluster());
   const double hidden = bucketed.world().hidden_comm_fraction.min;
   const double naive_hidden = naive.world().hidden_comm_fraction.max;
+  gtl::judge::Outputs recorded("BucketedDdp.HidesCommunicationBehindBackwardOnTheReferenceCluster");
+  recorded.record(reduced_bytes), recorded.record(hidden), recorded.record(bucketed.step_time());
   std::cout << "[ figures  ] hidden communication: bucketed " << hidden << ", naive "
             << naive_hidden << "; step time bucketed " << bucketed.step_time() * 1e6
             << " us, naive " << naive.step_time() * 1e6 << " us\n";

@@ -24,7 +24,8 @@ SyncFactory flat() {
 }
 
 TEST(NaiveDdp, TrainsLikeOneProcessOnTheFullBatch) {
-  testing::expect_equivalent_to_single_process(naive(), "naive DDP");
+  testing::expect_equivalent_to_single_process(naive(), "naive DDP",
+                                               "NaiveDdp.TrainsLikeOneProcessOnTheFullBatch");
 }
 
 TEST(NaiveDdp, AllReducesEveryGradientOnceInParameterOrder) {
@@ -49,7 +50,8 @@ TEST(NaiveDdp, AllReducesEveryGradientOnceInParameterOrder) {
 }
 
 TEST(FlatDdp, TrainsLikeOneProcessOnTheFullBatch) {
-  testing::expect_equivalent_to_single_process(flat(), "flat DDP");
+  testing::expect_equivalent_to_single_process(flat(), "flat DDP",
+                                               "FlatDdp.TrainsLikeOneProcessOnTheFullBatch");
 }
 
 TEST(FlatDdp, OneAllReduceOfTheWholeFlatGradient) {

@@ -15,27 +15,34 @@
 
 #include "ddp_training.h"
 #include "gtl/distributed/in_process.h"
+#include "gtl_judge_output.h"
+#include "lab05_cases.h"
 #include "lab05_test_util.h"
 
 namespace lab05::testing {
 
-inline std::vector<TrainResult> run_ddp(int world, const SyncFactory& sync, bool deterministic) {
+inline std::vector<TrainResult> run_ddp(int world, const SyncFactory& sync, bool deterministic,
+                                        const TrainConfig& config = TrainConfig{}) {
   std::vector<TrainResult> results(world);
   gtl::dist::run_ranks(
       world,
-      [&](Communicator& comm) {
-        results[comm.rank()] = train_lab_model(comm, TrainConfig{}, sync);
-      },
+      [&](Communicator& comm) { results[comm.rank()] = train_lab_model(comm, config, sync); },
       fast(deterministic));
   return results;
 }
 
-// `what` names the variant and the concept to revisit in failure messages.
-inline void expect_equivalent_to_single_process(const SyncFactory& sync, const std::string& what) {
+// `what` names the variant and the concept to revisit in failure messages; `test` the calling
+// test, whose name draws the data seed (lab05_cases.h) and names the weights every rank ends with
+// in deterministic mode, recorded for the judge.
+inline void expect_equivalent_to_single_process(const SyncFactory& sync, const std::string& what,
+                                                const std::string& test) {
+  const TrainConfig config = lab05_cases::seeded_train_config(test);
+  gtl::judge::Outputs recorded(test);
   for (int world : {1, 2, 3, 4}) {
-    const TrainResult ref = train_single_process(world, TrainConfig{});
-    const std::vector<TrainResult> got = run_ddp(world, sync, /*deterministic=*/true);
+    const TrainResult ref = train_single_process(world, config);
+    const std::vector<TrainResult> got = run_ddp(world, sync, /*deterministic=*/true, config);
     for (int r = 0; r < world; ++r) {
+      recorded.record_digest(got[r].weights.data(), got[r].weights.size());
       ASSERT_EQ(got[r].grads.size(), ref.grads.size());
       for (std::size_t s = 0; s < ref.grads.size(); ++s) {
         ASSERT_EQ(bitwise_diff(got[r].grads[s], ref.grads[s]), "")
@@ -46,13 +53,14 @@ inline void expect_equivalent_to_single_process(const SyncFactory& sync, const s
       EXPECT_EQ(bitwise_diff(got[r].weights, ref.weights), "")
           << what << ", " << world << " ranks, rank " << r << ": the weights after "
           << ref.grads.size() << " steps must equal single-process "
-          << "training on the full batch, bit for bit";
+          << "training on the full batch, bit for bit (data seed " << config.data_seed << ", "
+          << gtl::test_seed::describe() << ")";
     }
   }
   // The default (non-deterministic) ring: the rounding bound, and identical ranks.
   for (int world : {2, 3, 4}) {
-    const TrainResult ref = train_single_process(world, TrainConfig{});
-    const std::vector<TrainResult> got = run_ddp(world, sync, /*deterministic=*/false);
+    const TrainResult ref = train_single_process(world, config);
+    const std::vector<TrainResult> got = run_ddp(world, sync, /*deterministic=*/false, config);
     const double u = std::ldexp(1.0, -24);
     const std::vector<float>& g = got[0].grads[0];
     ASSERT_EQ(g.size(), ref.grads[0].size());

@@ -16,6 +16,7 @@
 #include "gtl/distributed/in_process.h"
 #include "gtl/distributed/nccl_communicator.h"
 #include "gtl/nn/models.h"
+#include "gtl_judge_output.h"
 #include "gtl_test.h"
 
 namespace lab05 {
@@ -45,6 +46,7 @@ TEST(GpuDdp, TwoRanksSharingOneGpuMatchTheCpu) {
   GTL_REQUIRE_GPU();
   const std::vector<float> cpu = synced_grad(gtl::Device::cpu());
   const std::vector<float> gpu = synced_grad(gtl::Device::cuda(0));
+  gtl::judge::Outputs("GpuDdp.TwoRanksSharingOneGpuMatchTheCpu").record_all(gpu);
   EXPECT_EQ(gtl::testing::compare(gpu, cpu, {1e-4, 1e-3}), "")
       << "flat DDP of two ranks on one GPU must give the CPU's averaged gradient";
 }
@@ -65,6 +67,8 @@ TEST(RealProcessesGpu, NcclOnTwoGpusMatchesTheCpuRun) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ResultFile file = read_result(out);
   std::remove(out.c_str());
+  gtl::judge::Outputs("RealProcessesGpu.NcclOnTwoGpusMatchesTheCpuRun")
+      .record_all(file.result.losses);
   EXPECT_EQ(file.backend, "nccl") << "under mpirun on GPUs the program must run NCCL";
   std::vector<TrainResult> cpu(2);
   gtl::dist::run_ranks(2, [&](Communicator& comm) {

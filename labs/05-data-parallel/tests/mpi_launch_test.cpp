@@ -12,6 +12,7 @@
 #include "data_parallel.h"
 #include "ddp_training.h"
 #include "gtl/distributed/in_process.h"
+#include "gtl_judge_output.h"
 #include "lab05_test_util.h"
 
 namespace lab05 {
@@ -33,8 +34,9 @@ TrainResult in_process(int world) {
   return results[0];
 }
 
+// The run's final weights and rank 0's losses go to the judge under `test`.
 void expect_matches(const std::string& command, const std::string& out, int world,
-                    const std::string& backend) {
+                    const std::string& backend, const std::string& test) {
   std::remove(out.c_str());
   const int rc = std::system(command.c_str());
   ASSERT_EQ(rc, 0) << "`" << command << "` failed (exit status " << rc << ")";
@@ -43,6 +45,9 @@ void expect_matches(const std::string& command, const std::string& out, int worl
                             << ": rank 0 of lab05_ddp_train must write it (write_result)";
   const ResultFile file = read_result(out);
   std::remove(out.c_str());
+  gtl::judge::Outputs recorded(test);
+  recorded.record_digest(file.result.weights.data(), file.result.weights.size());
+  recorded.record_digest(file.result.losses.data(), file.result.losses.size());
   EXPECT_EQ(file.backend, backend) << "the program must take its communicator from the "
                                    << "launcher's environment (init_from_environment)";
   EXPECT_EQ(file.world_size, world) << "world size of `" << command << "`";
@@ -57,7 +62,7 @@ void expect_matches(const std::string& command, const std::string& out, int worl
 TEST(RealProcesses, OneProcessWithoutALauncherMatchesOneInProcessRank) {
   const std::string out = temp_path();
   expect_matches(std::string(LAB05_DDP_TRAIN) + " --out " + out + " > /dev/null", out, 1,
-                 "in-process");
+                 "in-process", "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank");
 }
 
 TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
@@ -68,7 +73,7 @@ TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
   // 2 processes share fewer cores. GTL_DIST_BACKEND pins MPI even on a machine with GPUs.
   expect_matches("GTL_DIST_BACKEND=mpi " + mpiexec + " --oversubscribe --allow-run-as-root -np 2 " +
                      LAB05_DDP_TRAIN + " --out " + out + " > /dev/null",
-                 out, 2, "mpi");
+                 out, 2, "mpi", "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks");
 }
 
 }  // namespace

@@ -6,15 +6,15 @@
 #include "ddp_training.h"
 #include "gtl/nn/models.h"
 #include "gtl/ops/elementwise.h"
+#include "gtl_judge_output.h"
+#include "lab05_cases.h"
 #include "lab05_test_util.h"
 
 namespace lab05 {
 namespace {
 
-// Micro-batch m's gradient on rank r, element i: an integer.
-float micro_grad(int rank, int64_t m, int64_t i) {
-  return testing::value(rank + 3 * static_cast<int>(m), i);
-}
+// Micro-batch m's gradient on rank r, element i: an integer (lab05_cases.h, shared with the judge).
+using lab05_cases::micro_grad;
 
 TEST(NoSync, GradModeOverwritesFirstThenAccumulates) {
   gtl::dist::run_ranks(
@@ -43,6 +43,8 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
         Tensor(buffer.grads())
             .copy_(Tensor::full({n}, 1000.0));  // last step's gradients: must vanish
         NoSyncAccumulator acc(comm, buffer, k);
+        gtl::judge::Outputs recorded("NoSync.OneAllReduceOfTheAccumulatedGradientPerStep.rank" +
+                                     std::to_string(comm.rank()));
         for (int64_t step = 0; step < steps; ++step) {
           for (int64_t m = 0; m < k; ++m) {
             std::vector<float> g(static_cast<std::size_t>(n));
@@ -62,14 +64,9 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
                 << (m == k - 1 ? "the LAST micro-batch all-reduces the accumulated gradient once"
                                : "no communication before the last micro-batch (no_sync)");
           }
-          std::vector<float> expected(static_cast<std::size_t>(n), 0.f);
-          for (int64_t i = 0; i < n; ++i) {
-            float sum = 0;
-            for (int r = 0; r < world; ++r) {
-              for (int64_t m = 0; m < k; ++m) sum += micro_grad(r, m, i);
-            }
-            expected[i] = sum / float(world);
-          }
+          const std::vector<float> expected = lab05_cases::no_sync_expected(world, k, n);
+          const std::vector<float> synced = buffer.grads().to_vector();
+          recorded.record_digest(synced.data(), synced.size());
           EXPECT_EQ(testing::bitwise_diff(buffer.grads().to_vector(), expected), "")
               << "step " << step << ", rank " << comm.rank() << ": after " << k << " micro-batches "
               << "the gradient is the average over ranks of the SUM over micro-batches";

@@ -6,6 +6,8 @@
 #include <mutex>
 
 #include "data_parallel.h"
+#include "gtl_judge_output.h"
+#include "lab05_cases.h"
 #include "lab05_test_util.h"
 
 namespace lab05 {
@@ -41,6 +43,30 @@ TEST(RingAllReduce, EveryRankGetsTheExactSumForAnyRankCountAndSize) {
           << ": every rank must end with the element-wise sum of all ranks' inputs. Revisit the "
           << "chunk indices of the two phases (reduce-scatter: send r-s, add into r-s-1; "
           << "all-gather: send r+1-s, receive r-s) and the zero padding when N does not divide n";
+    }
+  }
+}
+
+// World sizes, sizes and values drawn from the grading seed; every rank's result goes to the judge.
+TEST(RingAllReduce, SeededWorldsSizesAndValues) {
+  gtl::judge::Outputs recorded("RingAllReduce.SeededWorldsSizesAndValues");
+  for (const lab05_cases::RingCase& c : lab05_cases::seeded_ring_cases()) {
+    std::vector<std::vector<float>> got(c.world);
+    run_ranks(
+        c.world,
+        [&](Communicator& comm) {
+          Tensor t = Tensor::from_vector(lab05_cases::ring_input(c, comm.rank()), {c.n});
+          ring_all_reduce(comm, t);
+          got[comm.rank()] = t.to_vector();
+        },
+        fast());
+    const std::vector<float> expected = lab05_cases::ring_sum(c);
+    for (int r = 0; r < c.world; ++r) {
+      recorded.record_digest(got[r].data(), got[r].size());
+      EXPECT_EQ(testing::bitwise_diff(got[r], expected), "")
+          << "ring_all_reduce, N = " << c.world << " ranks, n = " << c.n << " elements, rank " << r
+          << " (" << gtl::test_seed::describe() << "): every rank must end with the element-wise "
+          << "sum of all ranks' inputs";
     }
   }
 }

@@ -10,6 +10,8 @@
 #include "data_parallel.h"
 #include "ddp_training.h"
 #include "gtl/nn/models.h"
+#include "gtl_judge_output.h"
+#include "lab05_cases.h"
 #include "lab05_test_util.h"
 
 namespace lab05 {
@@ -68,14 +70,37 @@ TEST(DistributedSampler, TheOrderDependsOnSeedAndEpochOnly) {
   EXPECT_NE(shard_indices(50, 0, 1, 7, 0), identity) << "the epoch's order must be shuffled";
 }
 
+// Sizes, world sizes, seeds and epochs drawn from the grading seed: each shard must be the
+// interleaving of the world-1 order, padded with its first indices. The shards go to the judge.
+TEST(DistributedSampler, SeededShardsInterleaveTheSharedOrder) {
+  gtl::judge::Outputs recorded("DistributedSampler.SeededShardsInterleaveTheSharedOrder");
+  for (const lab05_cases::SamplerCase& c : lab05_cases::seeded_sampler_cases()) {
+    const std::vector<int64_t> order = shard_indices(c.size, 0, 1, c.seed, c.epoch);
+    recorded.record_all(order);
+    const int64_t per_rank = (c.size + c.world - 1) / c.world;
+    for (int r = 0; r < c.world; ++r) {
+      const std::vector<int64_t> mine = shard_indices(c.size, r, c.world, c.seed, c.epoch);
+      recorded.record_all(mine);
+      std::vector<int64_t> expected;
+      for (int64_t k = r; k < per_rank * c.world; k += c.world)
+        expected.push_back(order[std::size_t(k % c.size)]);
+      EXPECT_EQ(mine, expected) << "dataset " << c.size << ", rank " << r << " of " << c.world
+                                << ", seed " << c.seed << ", epoch " << c.epoch << " ("
+                                << gtl::test_seed::describe() << ")";
+    }
+  }
+}
+
 TEST(BroadcastParameters, EveryRankHoldsTheRootsInitialWeightsBitForBit) {
+  const uint64_t base = lab05_cases::broadcast_base_seed();  // drawn from the grading seed
+  gtl::judge::Outputs recorded("BroadcastParameters.EveryRankHoldsTheRootsInitialWeightsBitForBit");
   for (int root : {0, 2}) {
     std::vector<std::vector<float>> got(3);
     gtl::dist::run_ranks(
         3,
         [&](Communicator& comm) {
           gtl::nn::ModelConfig config = lab_model();
-          config.seed = 100 + static_cast<uint64_t>(comm.rank());  // different weights per rank
+          config.seed = base + static_cast<uint64_t>(comm.rank());  // different weights per rank
           auto model = gtl::nn::make_model(config);
           broadcast_parameters(comm, model->parameters(), root);
           std::vector<float> all;
@@ -86,14 +111,9 @@ TEST(BroadcastParameters, EveryRankHoldsTheRootsInitialWeightsBitForBit) {
           got[comm.rank()] = all;
         },
         testing::fast());
-    gtl::nn::ModelConfig config = lab_model();
-    config.seed = 100 + static_cast<uint64_t>(root);
-    std::vector<float> expected;
-    for (const ParamRef& p : gtl::nn::make_model(config)->parameters()) {
-      const std::vector<float> v = p.value.to_vector();
-      expected.insert(expected.end(), v.begin(), v.end());
-    }
+    const std::vector<float> expected = lab05_cases::initial_weights(base + uint64_t(root));
     for (int r = 0; r < 3; ++r) {
+      recorded.record_digest(got[r].data(), got[r].size());
       EXPECT_EQ(testing::bitwise_diff(got[r], expected), "")
           << "root " << root << ", rank " << r << ": after broadcast_parameters every rank holds "
           << "the root's initial weights (every parameter, bit for bit)";

@@ -1,0 +1,234 @@
+// The judge of lab 05 (docs/grader.md, "The judge"): built from the course alone (the lab's
+// headers, its pristine training harness src/ddp_training.cpp, the tests' shared cases and the
+// core), never from the student's files. gtl-grade runs `lab05_judge <check>` after the check's
+// tests; each case reads what those tests recorded (gtl_judge_output.h) for the inputs the
+// grading seed drew and recomputes it: sums for the ring, single-process training
+// (train_single_process) for every DDP variant, the core's flat all-reduce for the real-process
+// runs, the bucket rule for the buckets. Two cases check properties instead of recomputing: the
+// sampler's shards (the order itself is the student's design; its shards must interleave it) and
+// the overlap timeline (its figure is simulated from the student's trace, in the test process).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ddp_training.h"
+#include "gtl/distributed/in_process.h"
+#include "gtl/nn/models.h"
+#include "gtl_judge.h"
+#include "lab05_cases.h"
+
+namespace {
+
+using gtl::judge::Recorded;
+using gtl::judge::Rejection;
+using lab05::TrainResult;
+
+std::string ring_all_reduce() {
+  Recorded r("RingAllReduce.SeededWorldsSizesAndValues");
+  for (const auto& c : lab05_cases::seeded_ring_cases())
+    for (int rank = 0; rank < c.world; ++rank)
+      r.expect_digest(lab05_cases::ring_sum(c), "rank " + std::to_string(rank) + " of " +
+                                                    std::to_string(c.world) +
+                                                    ", n = " + std::to_string(c.n));
+  return "every rank of every seeded case holds the exact sum";
+}
+
+std::string distributed_sampler() {
+  Recorded r("DistributedSampler.SeededShardsInterleaveTheSharedOrder");
+  for (const auto& c : lab05_cases::seeded_sampler_cases()) {
+    const std::string what =
+        "dataset " + std::to_string(c.size) + ", epoch " + std::to_string(c.epoch);
+    const auto order = r.sequence<int64_t>(what + ": the world-1 order", std::size_t(c.size));
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < c.size; ++i)
+      if (sorted[std::size_t(i)] != i) throw Rejection(what + ": the order is not a permutation");
+    const int64_t per_rank = (c.size + c.world - 1) / c.world;
+    for (int rank = 0; rank < c.world; ++rank) {
+      const auto mine = r.sequence<int64_t>(what + ": a shard", std::size_t(per_rank));
+      for (int64_t k = rank, j = 0; k < per_rank * c.world; k += c.world, ++j)
+        if (mine[std::size_t(j)] != order[std::size_t(k % c.size)])
+          throw Rejection(what + ", rank " + std::to_string(rank) + " of " +
+                          std::to_string(c.world) + ": the shard does not interleave the order");
+    }
+  }
+  return "every seeded shard interleaves its permutation";
+}
+
+std::string broadcast_weights() {
+  Recorded r("BroadcastParameters.EveryRankHoldsTheRootsInitialWeightsBitForBit");
+  const uint64_t base = lab05_cases::broadcast_base_seed();
+  for (int root : {0, 2})
+    for (int rank = 0; rank < 3; ++rank)
+      r.expect_digest(lab05_cases::initial_weights(base + uint64_t(root)),
+                      "rank " + std::to_string(rank) + "'s weights after the broadcast from root " +
+                          std::to_string(root));
+  return "every rank holds the root's weights";
+}
+
+// Every rank's weights of the deterministic runs on 1 to 4 ranks: single-process training's.
+void expect_trains_like_one_process(const std::string& test) {
+  Recorded r(test);
+  const lab05::TrainConfig config = lab05_cases::seeded_train_config(test);
+  for (int world : {1, 2, 3, 4}) {
+    const TrainResult ref = lab05::train_single_process(world, config);
+    for (int rank = 0; rank < world; ++rank)
+      r.expect_digest(ref.weights, "the weights of rank " + std::to_string(rank) + " of " +
+                                       std::to_string(world) + " (data seed " +
+                                       std::to_string(config.data_seed) + ")");
+  }
+}
+
+std::string naive_ddp() {
+  expect_trains_like_one_process("NaiveDdp.TrainsLikeOneProcessOnTheFullBatch");
+  return "every rank trains like one process";
+}
+
+std::string flat_ddp() {
+  expect_trains_like_one_process("FlatDdp.TrainsLikeOneProcessOnTheFullBatch");
+  return "every rank trains like one process";
+}
+
+std::string bucketed_ddp() {
+  auto probe = gtl::nn::make_model(lab05::lab_model());
+  const gtl::nn::ParameterBuffer buffer(*probe, gtl::Device::cpu());
+  Recorded r("BucketedDdp.BucketsFollowReverseParameterOrderAndCloseAtTheByteSize");
+  for (int64_t bytes : lab05_cases::bucket_sizes(buffer.slots().back().numel * 4)) {
+    const auto want = lab05_cases::expected_buckets(buffer, bytes);
+    const std::string at = "bucket_bytes " + std::to_string(bytes);
+    gtl::judge::expect_equal(r.next<std::size_t>(at), want.size(), at + ": the number of buckets");
+    for (std::size_t b = 0; b < want.size(); ++b) {
+      const std::string what = at + ", bucket " + std::to_string(b);
+      if (r.sequence<int64_t>(what, want[b].params.size()) != want[b].params)
+        throw Rejection(what + ": other parameters than the rule gives");
+      gtl::judge::expect_equal(r.next<int64_t>(what), want[b].offset, what + ": its offset");
+      gtl::judge::expect_equal(r.next<int64_t>(what), want[b].numel, what + ": its numel");
+    }
+  }
+  expect_trains_like_one_process("BucketedDdp.TrainsLikeOneProcessOnTheFullBatch");
+  return "buckets as the rule gives, training like one process";
+}
+
+std::string bucket_launch_order() {
+  gtl::Generator gen(3);
+  lab05_cases::TwoBranches model(gen);
+  const gtl::nn::ParameterBuffer buffer(model, gtl::Device::cpu());
+  std::vector<int64_t> want;
+  for (const auto& b : lab05_cases::expected_buckets(buffer, 1)) want.push_back(b.numel * 4);
+  for (int rank = 0; rank < 2; ++rank) {
+    Recorded r("BucketedDdp.LaunchesInBucketOrderWhateverOrderGradientsArriveIn.rank" +
+               std::to_string(rank));
+    if (r.sequence<int64_t>("the all-reduces", want.size()) != want)
+      throw Rejection("rank " + std::to_string(rank) +
+                      ": the all-reduces were not the buckets in bucket order");
+  }
+  return "every rank launched the buckets in bucket order";
+}
+
+std::string bucketed_overlap_timeline() {
+  Recorded r("BucketedDdp.HidesCommunicationBehindBackwardOnTheReferenceCluster");
+  int64_t gradient_bytes = 0;
+  for (const auto& p : gtl::nn::make_model(lab05::reference_model())->parameters())
+    gradient_bytes += int64_t(p.grad.nbytes());
+  const auto reduced = r.next<int64_t>("the bytes all-reduced");
+  const auto hidden = r.next<double>("the hidden fraction");
+  if (reduced < gradient_bytes)
+    throw Rejection("the bucketed step all-reduced " + std::to_string(reduced) + " bytes of the " +
+                    std::to_string(gradient_bytes) + " the reference model's gradients hold");
+  if (!(hidden >= 0.7))
+    throw Rejection("the recorded hidden fraction " + gtl::judge::show(hidden) +
+                    " is below the bar 0.7");
+  return "every gradient reduced, the recorded hidden fraction above the bar";
+}
+
+std::string no_sync_accumulation() {
+  auto model = gtl::nn::make_model(lab05::lab_model());
+  const gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+  const std::vector<float> want = lab05_cases::no_sync_expected(3, 4, buffer.grads().numel());
+  for (int rank = 0; rank < 3; ++rank) {
+    Recorded r("NoSync.OneAllReduceOfTheAccumulatedGradientPerStep.rank" + std::to_string(rank));
+    for (int step = 0; step < 2; ++step)
+      r.expect_digest(
+          want, "rank " + std::to_string(rank) + "'s gradient after step " + std::to_string(step));
+  }
+  return "every rank's gradient is the average of the sums";
+}
+
+// The in-process run of TODO 7's training: deterministic sums, the core's flat all-reduce.
+TrainResult in_process(int world) {
+  std::vector<TrainResult> results(static_cast<std::size_t>(world));
+  gtl::dist::RunOptions o;
+  o.deterministic = true;
+  gtl::dist::run_ranks(
+      world,
+      [&](lab05::Communicator& comm) {
+        results[std::size_t(comm.rank())] =
+            lab05::train_lab_model(comm, lab05::TrainConfig{}, lab05::core_flat_sync());
+      },
+      o);
+  return results[0];
+}
+
+std::string real_processes() {
+  for (auto [world, test] :
+       {std::pair{1, "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank"},
+        {2, "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks"}}) {
+    Recorded r(test);
+    const TrainResult want = in_process(world);
+    r.expect_digest(want.weights, "the final weights on " + std::to_string(world) + " processes");
+    r.expect_digest(want.losses, "rank 0's losses on " + std::to_string(world) + " processes");
+  }
+  return "both runs equal the in-process training";
+}
+
+std::string ddp_gpu() {
+  // Two CPU ranks, the core's all-reduce (Avg) of the flat gradient: what flat DDP must give.
+  std::vector<float> want;
+  gtl::dist::run_ranks(2, [&](lab05::Communicator& comm) {
+    auto model = gtl::nn::make_model(lab05::lab_model());
+    gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+    gtl::nn::Context ctx;
+    gtl::Tensor x = gtl::Tensor::full({4, 1, 28, 28}, 0.25 * (comm.rank() + 1));
+    gtl::Tensor y = model->forward(x, ctx);
+    model->backward(ctx, gtl::Tensor::ones(y.shape()));
+    comm.all_reduce(buffer.grads(), gtl::dist::ReduceOp::Avg);
+    if (comm.rank() == 0) want = buffer.grads().to_vector();
+  });
+  Recorded r("GpuDdp.TwoRanksSharingOneGpuMatchTheCpu");
+  gtl::judge::expect_close({want.begin(), want.end()},
+                           r.sequence<float>("the synced gradient", want.size()), 1e-3, 1e-4,
+                           "the GPU's synced gradient");
+  return "the GPU's synced gradient is the CPU's within GEMM rounding";
+}
+
+std::string real_processes_nccl() {
+  std::vector<TrainResult> cpu(2);
+  gtl::dist::run_ranks(2, [&](lab05::Communicator& comm) {
+    cpu[std::size_t(comm.rank())] =
+        lab05::train_lab_model(comm, lab05::TrainConfig{}, lab05::core_flat_sync());
+  });
+  const std::vector<float>& want = cpu[0].losses;
+  Recorded r("RealProcessesGpu.NcclOnTwoGpusMatchesTheCpuRun");
+  gtl::judge::expect_close({want.begin(), want.end()}, r.sequence<float>("losses", want.size()),
+                           1e-3, 1e-4, "rank 0's losses under NCCL");
+  return "the NCCL run's losses are the CPU run's within GEMM rounding";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return gtl::judge::run(argc, argv,
+                         {{"ring-all-reduce", ring_all_reduce},
+                          {"distributed-sampler", distributed_sampler},
+                          {"broadcast-weights", broadcast_weights},
+                          {"naive-ddp", naive_ddp},
+                          {"flat-ddp", flat_ddp},
+                          {"bucketed-ddp", bucketed_ddp},
+                          {"bucket-launch-order", bucket_launch_order},
+                          {"bucketed-overlap-timeline", bucketed_overlap_timeline},
+                          {"no-sync-accumulation", no_sync_accumulation},
+                          {"real-processes", real_processes},
+                          {"ddp-gpu", ddp_gpu},
+                          {"real-processes-nccl", real_processes_nccl}});
+}
