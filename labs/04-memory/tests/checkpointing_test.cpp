@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "gtl_judge_output.h"
 #include "memory_lab.h"
 
 namespace {
@@ -28,7 +29,9 @@ int64_t held_after_forward(gtl::nn::Module& model, const lab04::LabBatch& b) {
 TEST(Checkpointing, SqrtPolicyIsCeilOfSqrt) {
   const std::map<int64_t, int64_t> expected = {{1, 1}, {2, 2},  {3, 2},  {4, 2},  {5, 3},
                                                {9, 3}, {10, 4}, {16, 4}, {17, 5}, {100, 10}};
+  gtl::judge::Outputs recorded("Checkpointing.SqrtPolicyIsCeilOfSqrt");
   for (const auto& [blocks, k] : expected) {
+    recorded.record(lab04::sqrt_segment_length(blocks));
     EXPECT_EQ(lab04::sqrt_segment_length(blocks), k)
         << "TODO 5b: L = " << blocks << ": segments of ceil(sqrt(L)) blocks (the handout: "
         << "ceil(L/k) kept inputs + k recomputed blocks is smallest there)";
@@ -45,9 +48,11 @@ TEST(Checkpointing, HeldBytesFollowTheFormulaForEverySegmentLength) {
   const int64_t block = 4 * batch * (10 * D + 2);    // one block's saved tensors
   ASSERT_EQ(held_after_forward(*plain, b), head + config.blocks * block)
       << "the plain model's held bytes (handout formula)";
+  gtl::judge::Outputs held("Checkpointing.HeldBytesFollowTheFormulaForEverySegmentLength");
   for (int64_t every : {1, 2, 3, 4, 6}) {
     auto model = lab04::make_checkpointed_model(config, every);
     const int64_t segments = (config.blocks + every - 1) / every;
+    held.record(held_after_forward(*model, b));
     EXPECT_EQ(held_after_forward(*model, b), head + segments * 4 * batch * D)
         << "TODO 5a: segments of " << every << " blocks: only each segment's INPUT ("
         << "D floats per sample) stays held, " << segments << " of them, plus the head";
@@ -63,11 +68,14 @@ TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
   const lab04::LabBatch b = lab04::make_batch(config, 16);
   auto plain = gtl::nn::make_model(config);
   const float plain_loss = lab04::forward_backward(*plain, b.images, b.labels);
+  gtl::judge::Outputs grads("Checkpointing.GradientsAreBitwiseThePlainModels");
   for (int64_t every : {int64_t(1), int64_t(2), lab04::sqrt_segment_length(config.blocks)}) {
     auto model = lab04::make_checkpointed_model(config, every);
     ASSERT_EQ(model->num_parameters(), plain->num_parameters())
         << "TODO 5a: the same layers (make_stage), only grouped";
     const float loss = lab04::forward_backward(*model, b.images, b.labels);
+    grads.record(loss);
+    for (const auto& g : gradients(*model)) grads.record_digest(g.data(), g.size());
     EXPECT_EQ(loss, plain_loss) << "TODO 5a: the same initial weights as make_model(config)";
     // Recomputation runs the same deterministic ops on the same input: bitwise the same.
     EXPECT_EQ(gradients(*model), gradients(*plain))
@@ -93,8 +101,10 @@ TEST(Checkpointing, EachCheckpointedModuleRunsForwardExactlyTwice) {
   };
   mark(*model, false);
   lab04::forward_backward(*model, b.images, b.labels);
+  gtl::judge::Outputs runs("Checkpointing.EachCheckpointedModuleRunsForwardExactlyTwice");
   int checkpointed = 0;
   for (const auto& [m, below] : inside) {
+    runs.record(below), runs.record(forwards[m]);
     EXPECT_EQ(forwards[m], below ? 2 : 1)
         << "TODO 5a: module '" << m->path() << "' (" << m->kind() << ") ran forward " << forwards[m]
         << " times; a module inside a checkpointed segment runs twice (forward, "

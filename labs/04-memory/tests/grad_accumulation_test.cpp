@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "gtl_judge_output.h"
 #include "memory_lab.h"
 
 namespace {
@@ -39,6 +40,10 @@ TEST(GradAccumulation, GradientsEqualTheWholeBatchWithinTheDerivedTolerance) {
   EXPECT_NEAR(loss, whole_loss, 1e-5f * std::abs(whole_loss))
       << "TODO 4: return the MEAN loss over the whole batch (each micro-batch's loss / k)";
   const auto expected = gradients(*whole), got = gradients(*accumulated);
+  gtl::judge::Outputs recorded(
+      "GradAccumulation.GradientsEqualTheWholeBatchWithinTheDerivedTolerance");
+  recorded.record(loss);
+  for (const auto& g : got) recorded.record_all(g);
   // Each gradient element is a sum over 64 samples; 4 micro-batches of 16 sum it in another
   // order and scale by 1/4 then 1/16 instead of 1/64 (exact: powers of two). Float32 reordering
   // of n terms moves the sum by at most n * eps * sum|terms| (the handout derives it); with
@@ -64,6 +69,8 @@ TEST(GradAccumulation, OneMicroBatchIsBitwiseThePlainStep) {
   lab04::forward_backward(*plain, b.images, b.labels);
   auto one = gtl::nn::make_model(config);
   lab04::accumulate_gradients(*one, b.images, b.labels, 1);
+  gtl::judge::Outputs one_recorded("GradAccumulation.OneMicroBatchIsBitwiseThePlainStep");
+  for (const auto& g : gradients(*one)) one_recorded.record_digest(g.data(), g.size());
   EXPECT_EQ(gradients(*one), gradients(*plain))
       << "TODO 4: k = 1 is the plain step: same order, same scale, bitwise the same gradients";
 }
@@ -90,6 +97,7 @@ TEST(GradAccumulation, PeakHoldsOneMicroBatchOfActivations) {
       }));
   const int64_t accumulated = step_peak(
       allocator, [&] { lab04::accumulate_gradients(*model, whole.images, whole.labels, k); });
+  gtl::judge::Outputs("GradAccumulation.PeakHoldsOneMicroBatchOfActivations").record(accumulated);
   EXPECT_EQ(accumulated, one) << "TODO 4: " << k << " micro-batches of " << b
                               << " must peak at ONE micro-batch's "
                               << "activations and backward (" << one

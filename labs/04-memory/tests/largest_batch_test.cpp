@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "gtl_judge_output.h"
 #include "memory_lab.h"
 
 namespace {
@@ -25,6 +26,8 @@ void expect_largest(int64_t limit, int64_t max_batch) {
   const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
   allocator->set_memory_limit(limit);
   const lab04::BatchSearch found = lab04::find_largest_batch(config, allocator, max_batch);
+  gtl::judge::Outputs("LargestBatch.FindsTheLargestBatchUnderALimit.limit" + std::to_string(limit))
+      .record(found.largest);
   const gtl::MemoryStats s = allocator->stats();
   EXPECT_EQ(s.allocated_bytes, 0)
       << "TODO 6: after the search the allocator holds nothing: every try, OOM or not, frees "
@@ -57,6 +60,7 @@ TEST(LargestBatch, EveryBatchFitsOrNoneDoes) {
   const auto tight = gtl::make_cpu_allocator();
   tight->set_memory_limit(int64_t(1) << 20);  // less than the model and AdamW
   const lab04::BatchSearch none = lab04::find_largest_batch(config, tight, 100);
+  gtl::judge::Outputs("LargestBatch.EveryBatchFitsOrNoneDoes").record(none.largest);
   EXPECT_EQ(none.largest, 0) << "TODO 6: not even batch 1 fits under 1 MiB: return 0";
   EXPECT_EQ(tight->stats().allocated_bytes, 0) << "TODO 6: clean after the OOM";
 }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "gtl_judge_output.h"
 #include "memory_lab.h"
 
 namespace {
@@ -39,10 +40,12 @@ Measured measure_step(const lab04::ModelConfig& config, int64_t batch) {
 }
 
 TEST(MemoryCalculator, CountsEveryParameterOfTheLabModel) {
+  gtl::judge::Outputs recorded("MemoryCalculator.CountsEveryParameterOfTheLabModel");
   for (int64_t blocks : {1, 2, 4}) {
     lab04::ModelConfig config;
     config.blocks = blocks;
     const int64_t expected = gtl::nn::make_model(config)->num_parameters();
+    recorded.record(lab04::count_parameters(config));
     EXPECT_EQ(lab04::count_parameters(config), expected)
         << "TODO 1: " << blocks << " blocks: Linear(784, 64) + blocks x (LayerNorm, fc1 64->256, "
         << "fc2 256->64) + LayerNorm + Linear(64, 10), weights AND biases (LayerNorm: gamma and "
@@ -53,6 +56,8 @@ TEST(MemoryCalculator, CountsEveryParameterOfTheLabModel) {
 TEST(MemoryCalculator, PersistentBytesAreExact) {
   lab04::ModelConfig config;
   const lab04::MemoryEstimate e = lab04::estimate_step_memory(config, 64);
+  gtl::judge::Outputs("MemoryCalculator.PersistentBytesAreExact")
+      .record_all(std::vector<int64_t>{e.weights, e.gradients, e.optimizer_state, e.batch});
   const Measured m = measure_step(config, 64);
   const int64_t p = 4 * gtl::nn::make_model(config)->num_parameters();
   EXPECT_EQ(e.weights, p) << "TODO 1: float32 weights, 4 bytes per parameter";
@@ -64,11 +69,13 @@ TEST(MemoryCalculator, PersistentBytesAreExact) {
 }
 
 TEST(MemoryCalculator, ActivationBytesAreExactAcrossBatchAndDepth) {
+  gtl::judge::Outputs recorded("MemoryCalculator.ActivationBytesAreExactAcrossBatchAndDepth");
   for (int64_t blocks : {1, 2, 4}) {
     for (int64_t batch : {1, 16, 64, 256}) {
       lab04::ModelConfig config;
       config.blocks = blocks;
       const Measured m = measure_step(config, batch);
+      recorded.record(lab04::estimate_step_memory(config, batch).activations);
       EXPECT_EQ(lab04::estimate_step_memory(config, batch).activations, m.activations)
           << "TODO 1: " << blocks << " blocks, batch " << batch
           << ": bytes held between forward and backward. Per sample: each block saves (10D + 2) "
@@ -79,12 +86,14 @@ TEST(MemoryCalculator, ActivationBytesAreExactAcrossBatchAndDepth) {
 }
 
 TEST(MemoryCalculator, PeakWithinTwoPercentOfTheMeasuredPeak) {
+  gtl::judge::Outputs recorded("MemoryCalculator.PeakWithinTwoPercentOfTheMeasuredPeak");
   for (int64_t blocks : {1, 2, 4}) {
     for (int64_t batch : {1, 16, 64, 256, 1024}) {
       lab04::ModelConfig config;
       config.blocks = blocks;
       const Measured m = measure_step(config, batch);
       const int64_t predicted = lab04::estimate_step_memory(config, batch).peak;
+      recorded.record(predicted);
       const double error = std::abs(double(predicted - m.peak)) / double(m.peak);
       EXPECT_LE(error, 0.02) << "TODO 1: " << blocks << " blocks, batch " << batch
                              << ": predicted peak " << predicted << " bytes, measured " << m.peak
