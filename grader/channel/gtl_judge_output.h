@@ -3,8 +3,8 @@
 //
 // Outside the grader (no GTL_JUDGE_OUTPUTS) nothing is written. The file is written once, when
 // the test ends, so a test that crashes records nothing and the judge rejects the check. Floating
-// values are written with enough digits to read back the same bits (max_digits10 of double), so a
-// judge can compare exactly where the test does.
+// values are written with enough digits to read back the same bits (max_digits10 of their type),
+// so a judge can compare exactly where the test does. The reading side is gtl_judge.h.
 #pragma once
 
 #include <cstdint>
