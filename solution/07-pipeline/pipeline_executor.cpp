@@ -15,16 +15,6 @@
 
 namespace lab07 {
 
-namespace {
-
-Shape rows_of(int64_t rows, const Shape& sample) {
-  Shape shape = sample;
-  shape.insert(shape.begin(), rows);
-  return shape;
-}
-
-}  // namespace
-
 float run_stage(Communicator& comm, const StageStep& step) {
   GTL_CHECK(step.layers != nullptr, "run_stage: no layers");
   GTL_CHECK(step.loss_weights.size() == step.micro_batches.size(),
@@ -35,6 +25,11 @@ float run_stage(Communicator& comm, const StageStep& step) {
   const bool first = s == 0, last = s == p - 1;
   const std::size_t m = step.micro_batches.size();
   const gtl::nn::CrossEntropyLoss head;
+  auto rows_of = [](int64_t rows, const Shape& sample) {
+    Shape shape = sample;
+    shape.insert(shape.begin(), rows);
+    return shape;
+  };
   std::vector<gtl::nn::Context> ctx(m), loss_ctx(m);
   std::vector<float> losses(m, 0.f);
   struct Message {

@@ -209,14 +209,21 @@ TEST(Executor, ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot) {
       << "the blocking executor on 1F1B p = 2, m = 4: stage 0 sends F1's activation while stage "
       << "1 sends B0's gradient, each waiting for the other to receive; the rendezvous mode "
       << "must report it as a deadlock, got: '" << error << "'";
+  int64_t sent_by_stage_0 = -1;
   EXPECT_NO_THROW(dist::run_ranks(
       2,
       [&](Communicator& comm) {
         pipeline_step(comm, config_for(2, 4), schedule[static_cast<std::size_t>(comm.rank())]);
+        if (comm.rank() == 0) sent_by_stage_0 = comm.total_counters().bytes_sent;
       },
       options))
       << "your executor on the same schedule, rendezvous sends: pair the send with the "
       << "receive from the same neighbour in one send_recv";
+  const PipelineConfig config = config_for(2, 4);
+  const int64_t activations =
+      config.batch * gtl::shape_numel(boundary_sample_shape(config.model, 3)) * 4;
+  EXPECT_EQ(sent_by_stage_0, activations)
+      << "stage 0 of 2 sends the activations of all " << config.batch << " rows to stage 1, once";
 }
 
 // Bytes one micro-batch's forward keeps for its backward on stage s (its nn::Context: the input
