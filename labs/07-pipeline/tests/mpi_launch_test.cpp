@@ -48,6 +48,16 @@ void expect_matches(const std::string& command, const std::string& prefix, int p
   const int rc = std::system(command.c_str());
   ASSERT_EQ(rc, 0) << "`" << command << "` failed (exit status " << rc << ")";
   const std::vector<StageResult> expected = in_process(p);
+  // The in-process run is itself checked against the whole model's sequential step, so that an
+  // executor that sends nothing cannot match itself.
+  const StageResult whole = sequential_step(testing::mpi_config(p));
+  for (const StageResult& stage : expected) {
+    for (const auto& [name, grad] : stage.grads) {
+      ASSERT_TRUE(whole.grads.count(name) && same_bits(grad, whole.grads.at(name)))
+          << "the in-process pipeline on " << p << " rank(s) must give the sequential step's "
+          << "gradient of " << name << " bit for bit (see Executor.*EqualsTheSequentialStep*)";
+    }
+  }
   for (int r = 0; r < p; ++r) {
     const std::string path = prefix + ".rank" + std::to_string(r);
     std::ifstream probe(path);
