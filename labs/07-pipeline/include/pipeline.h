@@ -138,4 +138,34 @@ struct BubbleReport {
 BubbleReport simulate_bubbles(const Schedule& schedule, const std::vector<double>& forward_time,
                               const std::vector<double>& backward_time);
 
+// ---- 7 (stretch, not graded). Interleaved 1F1B (interleaved_schedule.cpp)
+// ------------------------- Megatron-LM's interleaving: each of the p ranks holds v model chunks;
+// chunk c of rank r is VIRTUAL stage c * p + r, so a micro-batch crosses ranks 0, 1, ..., p-1 with
+// chunk 0, then again with chunk 1, and so on. A rank's action names the chunk it runs.
+struct ChunkAction {
+  Op op = Op::Forward;
+  int64_t micro_batch = 0;
+  int chunk = 0;
+  bool operator==(const ChunkAction& other) const {
+    return op == other.op && micro_batch == other.micro_batch && chunk == other.chunk;
+  }
+};
+using InterleavedSchedule = std::vector<std::vector<ChunkAction>>;  // index = rank
+
+// 7a. Megatron-LM's interleaved 1F1B for p ranks, v chunks, m micro-batches (m a multiple of p,
+// else gtl::Error). The k-th forward of a rank (k = 0 .. v m - 1) runs chunk (k mod p v) / p on
+// micro-batch (k / (p v)) p + k mod p; its k-th backward the same micro-batch on chunk
+// v - 1 - (k mod p v) / p. Rank r runs w_r = min((p - r - 1) 2 + (v - 1) p, v m) warm-up
+// forwards (all v m when m == p), then v m - w_r rounds of forward w_r + k and backward k, then
+// the remaining w_r backwards.
+InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m);
+
+// 7b. The bubble of an interleaved schedule on a clock, as simulate_bubbles: a chunk's forward
+// takes chunk_forward_time, its backward chunk_backward_time, on every rank; forward i on virtual
+// stage k waits for forward i on virtual stage k - 1, backward i on k for backward i on k + 1
+// (and the last virtual stage's backward for its own forward). Throws gtl::Error when the
+// orders cannot run. With equal chunks the bubble is (p - 1) / (v m + p - 1): v times smaller.
+BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
+                                          double chunk_forward_time, double chunk_backward_time);
+
 }  // namespace lab07
