@@ -28,17 +28,16 @@ using gtl::Shape;
 using gtl::Tensor;
 using gtl::dist::Communicator;
 
-// ---- 1. Partition (partition.cpp)
-// ---------------------------------------------------------------- Cuts layers 0..L-1
-// (layer_costs.size() == L, every cost >= 0) into `stages` = p contiguous, non-empty stages and
-// returns the p + 1 boundaries 0 = b_0 < b_1 < ... < b_p = L: stage s owns layers [b_s, b_{s+1}).
-// The boundaries MINIMISE THE COST OF THE SLOWEST STAGE (the sum of its layers' costs): the
-// pipeline runs at the pace of its slowest stage. When several cuts reach that minimum, any of them
-// is accepted. Throws gtl::Error unless 1 <= p <= L.
+// ---- 1. Partition (partition.cpp) -------------------------------------------------------------
+// Cuts layers 0..L-1 (layer_costs.size() == L, every cost >= 0) into `stages` = p contiguous,
+// non-empty stages and returns the p + 1 boundaries 0 = b_0 < b_1 < ... < b_p = L: stage s owns
+// layers [b_s, b_{s+1}). The boundaries MINIMISE THE COST OF THE SLOWEST STAGE (the sum of its
+// layers' costs): the pipeline runs at the pace of its slowest stage. When several cuts reach that
+// minimum, any of them is accepted. Throws gtl::Error unless 1 <= p <= L.
 std::vector<int64_t> partition_layers(const std::vector<double>& layer_costs, int stages);
 
-// ---- 2. Micro-batches (micro_batch.cpp)
-// ---------------------------------------------------------- Rows [begin, end) of the batch.
+// ---- 2. Micro-batches (micro_batch.cpp) -------------------------------------------------------
+// Rows [begin, end) of the batch.
 struct MicroBatch {
   int64_t begin = 0;
   int64_t end = 0;
@@ -55,11 +54,10 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m);
 // batch of `batch` rows.
 float micro_batch_weight(const MicroBatch& mb, int64_t batch);
 
-// ---- 3 and 4. Schedules as data
-// --------------------------------------------------------------------- One stage's work: forward
-// or backward of micro-batch `micro_batch`. Communication is implied (and is the executor's job,
-// TODO 5): forward i on stage s > 0 first needs stage s-1's output of micro-batch i, backward i on
-// stage s < p-1 first needs stage s+1's gradient of micro-batch i.
+// ---- 3 and 4. Schedules as data -----------------------------------------------------------------
+// One stage's work: forward or backward of micro-batch `micro_batch`. Communication is implied
+// (it is the executor's job, TODO 5): forward i on stage s > 0 first needs stage s-1's output of
+// micro-batch i, backward i on stage s < p-1 first needs stage s+1's gradient of micro-batch i.
 enum class Op { Forward, Backward };
 struct Action {
   Op op = Op::Forward;
@@ -93,9 +91,8 @@ Schedule gpipe_schedule(int stages, int64_t m);
 // Throws gtl::Error unless p >= 1 and m >= 1.
 Schedule one_f_one_b_schedule(int stages, int64_t m);
 
-// ---- 5. The executor (pipeline_executor.cpp)
-// --------------------------------------------------------- Everything rank s = comm.rank() of p =
-// comm.world_size() needs for one training step.
+// ---- 5. The executor (pipeline_executor.cpp) --------------------------------------------------
+// Everything rank s = comm.rank() of p = comm.world_size() needs for one training step.
 struct StageStep {
   gtl::nn::Module* layers = nullptr;  // this stage's layers (nn::make_stage), parameters in a
                                       // ParameterBuffer on `device`
@@ -123,11 +120,10 @@ struct StageStep {
 // Returns on the last stage the batch's loss, sum over i of loss_weights[i] x loss_i; 0 elsewhere.
 float run_stage(Communicator& comm, const StageStep& step);
 
-// ---- 6. Bubbles (bubble.cpp)
-// --------------------------------------------------------------------- Stage s's forward of one
-// micro-batch takes forward_time[s], its backward backward_time[s] (seconds, > 0); messages are
-// free. Every action starts as soon as the stage has finished its previous action and the action's
-// dependency (forward i on s-1, backward i on s+1) has finished.
+// ---- 6. Bubbles (bubble.cpp) ------------------------------------------------------------------
+// Stage s's forward of one micro-batch takes forward_time[s], its backward backward_time[s]
+// (seconds, > 0); messages are free. Every action starts as soon as the stage has finished its
+// previous action and the action's dependency (forward i on s-1, backward i on s+1) has finished.
 struct BubbleReport {
   double step_time = 0;        // when the last action of any stage ends
   std::vector<double> busy;    // per stage: seconds of work
@@ -138,10 +134,10 @@ struct BubbleReport {
 BubbleReport simulate_bubbles(const Schedule& schedule, const std::vector<double>& forward_time,
                               const std::vector<double>& backward_time);
 
-// ---- 7 (stretch, not graded). Interleaved 1F1B (interleaved_schedule.cpp)
-// ------------------------- Megatron-LM's interleaving: each of the p ranks holds v model chunks;
-// chunk c of rank r is VIRTUAL stage c * p + r, so a micro-batch crosses ranks 0, 1, ..., p-1 with
-// chunk 0, then again with chunk 1, and so on. A rank's action names the chunk it runs.
+// ---- 7 (stretch, not graded). Interleaved 1F1B (interleaved_schedule.cpp) -------------------
+// Megatron-LM's interleaving: each of the p ranks holds v model chunks; chunk c of rank r is
+// VIRTUAL stage c * p + r, so a micro-batch crosses ranks 0, 1, ..., p-1 with chunk 0, then again
+// with chunk 1, and so on. A rank's action names the chunk it runs.
 struct ChunkAction {
   Op op = Op::Forward;
   int64_t micro_batch = 0;
