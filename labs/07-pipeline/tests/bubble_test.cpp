@@ -1,0 +1,141 @@
+// TODO 6: the bubble of a schedule, on a clock. Expected figures are exact: small integer times
+// make every sum exact in double, and the GPipe/1F1B bubble is (p-1)/(m+p-1) for equal stages.
+// The tests run the tables of lab07_schedules.h, not your TODOs 3 and 4.
+// Then the simulated timeline of your executor (TODO 5) on the reference cluster: the core's cost
+// model, from the traces of a real step, gives the same bubble within 1%, and the handout's
+// Chrome traces.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+
+#include "gtl/distributed/in_process.h"
+#include "gtl/distributed/timeline.h"
+#include "gtl/runtime/error.h"
+#include "lab07_schedules.h"
+#include "pipeline.h"
+#include "pipeline_training.h"
+
+namespace lab07 {
+namespace {
+
+double formula(int p, int64_t m) {
+  return static_cast<double>(p - 1) / static_cast<double>(m + p - 1);
+}
+
+void expect_formula(const char* name, const Schedule& schedule, int p, int64_t m, double f,
+                    double b) {
+  const BubbleReport r =
+      simulate_bubbles(schedule, std::vector<double>(p, f), std::vector<double>(p, b));
+  EXPECT_EQ(r.step_time, static_cast<double>(m + p - 1) * (f + b))
+      << name << " p = " << p << ", m = " << m << ", forward " << f << ", backward " << b
+      << ": the step lasts (m + p - 1) x (forward + backward): the last micro-batch's forward "
+      << "crosses p stages, then its backward comes back";
+  ASSERT_EQ(r.bubble.size(), static_cast<std::size_t>(p)) << "one bubble per stage";
+  ASSERT_EQ(r.busy.size(), static_cast<std::size_t>(p)) << "one busy time per stage";
+  for (int s = 0; s < p; ++s) {
+    EXPECT_EQ(r.busy[static_cast<std::size_t>(s)], static_cast<double>(m) * (f + b))
+        << name << " stage " << s << ": busy m x (forward + backward)";
+    EXPECT_DOUBLE_EQ(r.bubble[static_cast<std::size_t>(s)], formula(p, m))
+        << name << " p = " << p << ", m = " << m << ", forward " << f << ", backward " << b
+        << ", stage " << s << ": idle fraction 1 - busy / step_time = (p-1)/(m+p-1)";
+  }
+}
+
+TEST(Bubbles, UnitCostsGiveTheFormulaForGpipeAnd1F1B) {
+  for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{
+           {1, 4}, {2, 4}, {3, 5}, {4, 1}, {4, 2}, {4, 4}, {4, 8}}) {
+    expect_formula("GPipe", testing::gpipe_table(p, m), p, m, 1, 1);
+    expect_formula("1F1B", testing::one_f_one_b_table(p, m), p, m, 1, 1);
+  }
+}
+
+TEST(Bubbles, BackwardTwiceAsLongAsForwardKeepsTheFraction) {
+  for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{{2, 4}, {3, 5}, {4, 2}, {4, 8}}) {
+    expect_formula("GPipe", testing::gpipe_table(p, m), p, m, 1, 2);
+    expect_formula("1F1B", testing::one_f_one_b_table(p, m), p, m, 1, 2);
+  }
+}
+
+// Worked by hand. GPipe, p = 2, m = 2; stage 0: forward 1, backward 2; stage 1 (twice as slow):
+// forward 2, backward 4.
+//   stage 0: F0 [0,1]  F1 [1,2]                            B0 [9,11]  B1 [13,15]
+//   stage 1:           F0 [1,3]  F1 [3,5]  B0 [5,9]  B1 [9,13]
+// Step 15; busy 6 and 12: bubbles 9/15 and 3/15. The slow stage sets the pace.
+TEST(Bubbles, ASlowStageSetsThePace) {
+  const BubbleReport r = simulate_bubbles(testing::gpipe_table(2, 2), {1, 2}, {2, 4});
+  EXPECT_EQ(r.step_time, 15.0) << "worked example in bubble_test.cpp";
+  ASSERT_EQ(r.bubble.size(), 2u);
+  EXPECT_EQ(r.busy, (std::vector<double>{6, 12}));
+  EXPECT_DOUBLE_EQ(r.bubble[0], 9.0 / 15.0) << "stage 0 waits for the slow stage 1";
+  EXPECT_DOUBLE_EQ(r.bubble[1], 3.0 / 15.0);
+}
+
+// A valid but poor order: stage 0 waits for each backward before the next forward (no
+// pipelining at all): step 4 x (1 + 1) x 2 = 16, each stage busy 8 of it.
+TEST(Bubbles, AnUnpipelinedOrderIsNotTheFormula) {
+  const Schedule serial = testing::parse({"F0 B0 F1 B1 F2 B2 F3 B3", "F0 B0 F1 B1 F2 B2 F3 B3"});
+  const BubbleReport r = simulate_bubbles(serial, {1, 1}, {1, 1});
+  EXPECT_EQ(r.step_time, 16.0) << "simulate the schedule you are given: F(i+1) on stage 0 waits "
+                               << "for B(i), which waits for stage 1";
+  ASSERT_EQ(r.bubble.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.bubble[0], 0.5);
+  EXPECT_DOUBLE_EQ(r.bubble[1], 0.5);
+}
+
+TEST(Bubbles, RejectsAScheduleThatCannotRun) {
+  EXPECT_THROW(simulate_bubbles(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), {1, 1}, {1, 1}),
+               gtl::Error)
+      << "stage 0 waits for B0, stage 1 first for F1: a cycle, not a timeline";
+  EXPECT_THROW(simulate_bubbles(testing::gpipe_table(2, 2), {1}, {1, 1}), gtl::Error)
+      << "one forward time per stage";
+}
+
+// ---- the simulated timeline of your executor on the reference cluster ---------------------------
+
+std::vector<std::vector<gtl::dist::TraceEvent>> reference_traces(int64_t m) {
+  const int p = 4;
+  const Schedule schedule = testing::one_f_one_b_table(p, m);
+  std::vector<std::vector<gtl::dist::TraceEvent>> traces(p);
+  std::mutex mutex;
+  gtl::dist::RunOptions options;
+  options.timeout = std::chrono::seconds(20);
+  gtl::dist::run_ranks(
+      p,
+      [&](Communicator& comm) {
+        auto events =
+            traced_reference_step(comm, schedule[static_cast<std::size_t>(comm.rank())], m);
+        std::lock_guard<std::mutex> lock(mutex);
+        traces[static_cast<std::size_t>(comm.rank())] = std::move(events);
+      },
+      options);
+  return traces;
+}
+
+TEST(PipelineTimeline, OneFOneBOnTheReferenceClusterShowsTheFormulasBubble) {
+  const int p = 4;
+  for (const int64_t m : {1, 4, 8}) {
+    const gtl::dist::Timeline tl =
+        gtl::dist::simulate_timeline(reference_traces(m), reference_cluster());
+    ASSERT_EQ(tl.ranks.size(), static_cast<std::size_t>(p));
+    for (int s = 0; s < p; ++s) {
+      const double bubble = tl.ranks[static_cast<std::size_t>(s)].bubble_fraction;
+      EXPECT_NEAR(bubble, formula(p, m), 0.01 * formula(p, m))
+          << "1F1B p = 4, m = " << m << ", stage " << s << " on the reference cluster: the "
+          << "simulated bubble " << bubble << " must be the formula's " << formula(p, m)
+          << " within 1% (equal stages, free links): if it is larger, your executor makes a "
+          << "stage wait for something the schedule does not need";
+    }
+    std::cout << "[ figures  ] 1F1B p = 4, m = " << m << ": simulated step " << tl.step_time() * 1e6
+              << " us, bubble " << tl.world().bubble_fraction.max << " (formula " << formula(p, m)
+              << ")\n";
+    if (const char* dir = std::getenv("LAB07_FIGURES_DIR")) {  // regenerates the handout's figures
+      gtl::dist::write_chrome_trace(tl,
+                                    std::string(dir) + "/1f1b_p4_m" + std::to_string(m) + ".json");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lab07

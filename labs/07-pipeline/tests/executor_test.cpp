@@ -1,0 +1,290 @@
+// TODO 5: the executor. It runs the tests' own schedule tables (lab07_schedules.h), so these checks
+// do not depend on TODOs 3 and 4, and checks the systems properties exactly: the pipelined step
+// equals the sequential one bit for bit; each stage sends exactly its activations and gradients,
+// with send_recv where it meets the same neighbour both ways; a blocking executor deadlocks where
+// yours must not; and the activations a stage holds follow the schedule (GPipe m micro-batches,
+// 1F1B at most p - s), from each rank's own allocator.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "gtl/distributed/in_process.h"
+#include "gtl/memory/allocator.h"
+#include "gtl/nn/models.h"
+#include "gtl/nn/parameter_buffer.h"
+#include "lab07_schedules.h"
+#include "pipeline.h"
+#include "pipeline_training.h"
+
+namespace lab07 {
+namespace {
+
+namespace nn = gtl::nn;
+namespace dist = gtl::dist;
+
+dist::RunOptions fast() {
+  dist::RunOptions o;
+  o.timeout = std::chrono::seconds(10);
+  return o;
+}
+
+// The lab model's 6 layers in p stages.
+std::vector<int64_t> boundaries(int p) {
+  switch (p) {
+    case 1:
+      return {0, 6};
+    case 2:
+      return {0, 3, 6};
+    case 3:
+      return {0, 2, 4, 6};
+    default:
+      return {0, 2, 3, 4, 6};
+  }
+}
+
+PipelineConfig config_for(int p, int64_t m) {
+  PipelineConfig c;
+  c.boundaries = boundaries(p);
+  c.micro_batches = m;
+  return c;
+}
+
+std::string first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size())
+    return "sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      std::ostringstream s;
+      s.precision(9);
+      s << "element " << i << ": got " << a[i] << ", expected " << b[i];
+      return s.str();
+    }
+  }
+  return "";
+}
+
+void expect_equals_sequential(const std::string& name, const Schedule& schedule, int p, int64_t m) {
+  const PipelineConfig config = config_for(p, m);
+  std::vector<StageResult> stages(static_cast<std::size_t>(p));
+  dist::run_ranks(
+      p,
+      [&](Communicator& comm) {
+        stages[static_cast<std::size_t>(comm.rank())] =
+            pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
+      },
+      fast());
+  const StageResult whole = sequential_step(config);
+  std::size_t seen = 0;
+  for (int s = 0; s < p; ++s) {
+    for (const auto& [param, grad] : stages[static_cast<std::size_t>(s)].grads) {
+      ++seen;
+      ASSERT_TRUE(whole.grads.count(param)) << param;
+      EXPECT_EQ(first_difference(grad, whole.grads.at(param)), "")
+          << name << " p = " << p << ", m = " << m << ": stage " << s << "'s gradient of " << param
+          << " must equal the sequential step's bit for bit (same micro-batches, "
+          << "backwards in order; the stage's first backward OVERWRITES, the next ACCUMULATE)";
+    }
+  }
+  EXPECT_EQ(seen, whole.grads.size()) << "every parameter belongs to exactly one stage";
+  const float loss = stages[static_cast<std::size_t>(p) - 1].loss;
+  EXPECT_EQ(first_difference({loss}, {whole.loss}), "")
+      << name << " p = " << p << ", m = " << m << ": the last stage returns the batch's loss, "
+      << "sum of loss_weights[i] x loss_i";
+  for (int s = 0; s + 1 < p; ++s) {
+    EXPECT_EQ(stages[static_cast<std::size_t>(s)].loss, 0.f) << "stage " << s << " returns 0";
+  }
+}
+
+TEST(Executor, GpipeStepEqualsTheSequentialStepBitwise) {
+  for (const auto& [p, m] :
+       std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
+    expect_equals_sequential("GPipe", testing::gpipe_table(p, m), p, m);
+  }
+}
+
+TEST(Executor, OneFOneBStepEqualsTheSequentialStepBitwise) {
+  for (const auto& [p, m] :
+       std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
+    expect_equals_sequential("1F1B", testing::one_f_one_b_table(p, m), p, m);
+  }
+}
+
+// What the header's pairing rule gives for stage s: the number of send_recv calls (a send to a
+// neighbour followed by a receive from the same neighbour).
+int64_t expected_send_recvs(const StageSchedule& actions, int s, int p) {
+  int64_t pairs = 0;
+  for (std::size_t k = 0; k + 1 < actions.size(); ++k) {
+    const bool f = actions[k].op == Op::Forward, next_f = actions[k + 1].op == Op::Forward;
+    const int sends_to = f ? (s + 1 < p ? s + 1 : -1) : (s > 0 ? s - 1 : -1);
+    const int receives_from = next_f ? (s > 0 ? s - 1 : -1) : (s + 1 < p ? s + 1 : -1);
+    if (sends_to >= 0 && sends_to == receives_from) ++pairs;
+  }
+  return pairs;
+}
+
+TEST(Executor, SendsEachActivationAndGradientExactlyOncePairedWithSendRecv) {
+  for (const bool one_f_one_b : {false, true}) {
+    const int p = 3;
+    const int64_t m = 5;
+    const PipelineConfig config = config_for(p, m);
+    const Schedule schedule =
+        one_f_one_b ? testing::one_f_one_b_table(p, m) : testing::gpipe_table(p, m);
+    const char* name = one_f_one_b ? "1F1B" : "GPipe";
+    std::vector<std::map<std::string, dist::OpCounters>> counters(p);
+    dist::run_ranks(
+        p,
+        [&](Communicator& comm) {
+          pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
+          counters[static_cast<std::size_t>(comm.rank())] = comm.counters();
+        },
+        fast());
+    for (int s = 0; s < p; ++s) {
+      const auto& c = counters[static_cast<std::size_t>(s)];
+      const int64_t in = s > 0 ? gtl::shape_numel(boundary_sample_shape(
+                                     config.model, config.boundaries[static_cast<std::size_t>(s)]))
+                               : 0;
+      const int64_t out =
+          s + 1 < p ? gtl::shape_numel(boundary_sample_shape(
+                          config.model, config.boundaries[static_cast<std::size_t>(s) + 1]))
+                    : 0;
+      // Every row of the batch crosses each boundary once forward and once backward.
+      const int64_t sent = config.batch * (out + in) * 4, received = sent;
+      int64_t got_sent = 0, got_received = 0;
+      for (const auto& [op, k] : c) {
+        got_sent += k.bytes_sent;
+        got_received += k.bytes_received;
+      }
+      EXPECT_EQ(got_sent, sent) << name << " p = 3, m = 5, stage " << s
+                                << ": bytes sent per step must be the m "
+                                << "activations to s+1 (" << config.batch << " rows x " << out
+                                << " floats) plus the m "
+                                << "input gradients to s-1 (" << config.batch << " rows x " << in
+                                << " floats)";
+      EXPECT_EQ(got_received, received) << name << " stage " << s << ": bytes received";
+      const int64_t pairs = expected_send_recvs(schedule[static_cast<std::size_t>(s)], s, p);
+      const auto it = c.find("send_recv");
+      EXPECT_EQ(it == c.end() ? 0 : it->second.calls, pairs)
+          << name << " p = 3, m = 5, stage " << s << " ("
+          << to_string(schedule[static_cast<std::size_t>(s)]) << "): a send to a neighbour "
+          << "followed by a receive from the SAME neighbour is one send_recv (expected " << pairs
+          << " of them); every other message a plain send or recv";
+    }
+  }
+}
+
+// A blocking executor: each message on its own, the send as soon as the output exists, the
+// receive just before the action needs it. Only the communication, no layers.
+void naive_blocking_stage(Communicator& comm, const StageSchedule& actions) {
+  const int s = comm.rank(), p = comm.world_size();
+  Tensor message = Tensor::zeros({4});
+  for (const Action& a : actions) {
+    const bool f = a.op == Op::Forward;
+    if (f && s > 0) comm.recv(message, s - 1);
+    if (!f && s + 1 < p) comm.recv(message, s + 1);
+    if (f && s + 1 < p) comm.send(message, s + 1);
+    if (!f && s > 0) comm.send(message, s - 1);
+  }
+}
+
+TEST(Executor, ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot) {
+  const Schedule schedule = testing::one_f_one_b_table(2, 4);
+  dist::RunOptions options = fast();
+  options.timeout = std::chrono::milliseconds(500);
+  std::string error;
+  try {
+    dist::run_ranks(
+        2,
+        [&](Communicator& comm) {
+          naive_blocking_stage(comm, schedule[static_cast<std::size_t>(comm.rank())]);
+        },
+        options);
+  } catch (const dist::DistError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("deadlock"), std::string::npos)
+      << "the blocking executor on 1F1B p = 2, m = 4: stage 0 sends F1's activation while stage "
+      << "1 sends B0's gradient, each waiting for the other to receive; the rendezvous mode "
+      << "must report it as a deadlock, got: '" << error << "'";
+  int64_t sent_by_stage_0 = -1;
+  EXPECT_NO_THROW(dist::run_ranks(
+      2,
+      [&](Communicator& comm) {
+        pipeline_step(comm, config_for(2, 4), schedule[static_cast<std::size_t>(comm.rank())]);
+        if (comm.rank() == 0) sent_by_stage_0 = comm.total_counters().bytes_sent;
+      },
+      fast()))  // rendezvous sends too, with a timeout no load can reach
+      << "your executor on the same schedule, rendezvous sends: pair the send with the "
+      << "receive from the same neighbour in one send_recv";
+  const PipelineConfig config = config_for(2, 4);
+  const int64_t activations =
+      config.batch * gtl::shape_numel(boundary_sample_shape(config.model, 3)) * 4;
+  EXPECT_EQ(sent_by_stage_0, activations)
+      << "stage 0 of 2 sends the activations of all " << config.batch << " rows to stage 1, once";
+}
+
+// Bytes one micro-batch's forward keeps for its backward on stage s (its nn::Context: the input
+// received from s-1 and what the layers save). On the middle stages of the lab model these are
+// all fresh allocations (on stage 0 the input is a view of the batch; the last stage adds the
+// loss's context), so the rank's allocator peak during the step, divided by it, counts the
+// micro-batches in flight: the step's temporaries (the messages, a GELU output) stay below one.
+int64_t one_micro_batch_context_bytes(const PipelineConfig& config, int s, int64_t rows) {
+  auto layers = nn::make_stage(config.model, config.boundaries[static_cast<std::size_t>(s)],
+                               config.boundaries[static_cast<std::size_t>(s) + 1]);
+  Shape shape = boundary_sample_shape(config.model, config.boundaries[static_cast<std::size_t>(s)]);
+  shape.insert(shape.begin(), rows);
+  nn::Context ctx;
+  layers->forward(Tensor::zeros(shape), ctx);
+  return ctx.saved_bytes();
+}
+
+TEST(Executor, HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B) {
+  const int p = 4;
+  const int64_t m = 8;
+  PipelineConfig config = config_for(p, m);
+  config.batch = 24;  // 3 rows per micro-batch
+  std::map<std::string, std::vector<int64_t>> peaks;
+  for (const bool one_f_one_b : {false, true}) {
+    const Schedule schedule =
+        one_f_one_b ? testing::one_f_one_b_table(p, m) : testing::gpipe_table(p, m);
+    std::vector<int64_t>& peak = peaks[one_f_one_b ? "1F1B" : "GPipe"];
+    peak.resize(p);
+    std::vector<std::shared_ptr<gtl::Allocator>> allocators;
+    for (int r = 0; r < p; ++r) allocators.push_back(gtl::make_cpu_allocator());
+    dist::RunOptions options = fast();
+    options.allocators = allocators;
+    dist::run_ranks(
+        p,
+        [&](Communicator& comm) {
+          const auto s = static_cast<std::size_t>(comm.rank());
+          peak[s] = pipeline_step(comm, config, schedule[s]).step_peak_bytes;
+        },
+        options);
+  }
+  for (int s = 1; s + 1 < p; ++s) {
+    const int64_t per_micro_batch = one_micro_batch_context_bytes(config, s, 3);
+    const auto at = static_cast<std::size_t>(s);
+    EXPECT_EQ(peaks["GPipe"][at] / per_micro_batch, m)
+        << "GPipe p = 4, m = 8, stage " << s << ": a peak of " << peaks["GPipe"][at]
+        << " bytes during the step is " << peaks["GPipe"][at] / per_micro_batch
+        << " micro-batches of " << per_micro_batch << " bytes in flight, expected all m = " << m;
+    EXPECT_EQ(peaks["1F1B"][at] / per_micro_batch, p - s)
+        << "1F1B p = 4, m = 8, stage " << s << ": a peak of " << peaks["1F1B"][at] << " bytes is "
+        << peaks["1F1B"][at] / per_micro_batch << " micro-batches of " << per_micro_batch
+        << " bytes in flight, expected p - s = " << p - s
+        << ": keep a micro-batch's context, input and messages only from its forward to its "
+        << "backward (do not keep received tensors or outputs for the whole step)";
+  }
+  // Stage 0 keeps views of the batch (no activation bytes of its own): only its temporaries.
+  for (int s = 1; s < p; ++s) {
+    EXPECT_LE(peaks["1F1B"][static_cast<std::size_t>(s)],
+              peaks["GPipe"][static_cast<std::size_t>(s)])
+        << "stage " << s << ": 1F1B never holds more than GPipe";
+  }
+}
+
+}  // namespace
+}  // namespace lab07

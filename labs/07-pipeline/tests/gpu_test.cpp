@@ -1,0 +1,52 @@
+// GPU: the stages as simulated ranks sharing one GPU (RunOptions::device) run your executor (TODO
+// 5) on 1F1B and give the CPU pipeline's gradients (the GEMMs round differently on the GPU, hence
+// a tolerance). Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gtl/distributed/in_process.h"
+#include "gtl_test.h"
+#include "lab07_schedules.h"
+#include "pipeline_training.h"
+
+namespace lab07 {
+namespace {
+
+std::vector<StageResult> run(gtl::Device device) {
+  PipelineConfig config;
+  config.boundaries = {0, 2, 4, 6};
+  config.device = device;
+  const Schedule schedule = testing::one_f_one_b_table(3, 5);
+  config.micro_batches = 5;
+  std::vector<StageResult> results(3);
+  gtl::dist::RunOptions options;
+  options.device = device;
+  gtl::dist::run_ranks(
+      3,
+      [&](Communicator& comm) {
+        const auto s = static_cast<std::size_t>(comm.rank());
+        results[s] = pipeline_step(comm, config, schedule[s]);
+      },
+      options);
+  return results;
+}
+
+TEST(GpuPipeline, ThreeStagesSharingOneGpuMatchTheCpu) {
+  GTL_REQUIRE_GPU();
+  const std::vector<StageResult> cpu = run(gtl::Device::cpu());
+  const std::vector<StageResult> gpu = run(gtl::Device::cuda(0));
+  for (std::size_t s = 0; s < cpu.size(); ++s) {
+    for (const auto& [name, grad] : cpu[s].grads) {
+      ASSERT_TRUE(gpu[s].grads.count(name)) << name;
+      EXPECT_EQ(gtl::testing::compare(gpu[s].grads.at(name), grad, {1e-6, 1e-3}), "")
+          << "stage " << s << ", " << name << ": 1F1B on three ranks sharing one GPU must give "
+          << "the CPU pipeline's gradient within GEMM rounding";
+    }
+  }
+  EXPECT_NEAR(gpu.back().loss, cpu.back().loss, 1e-4 * std::abs(cpu.back().loss))
+      << "the last stage's loss";
+}
+
+}  // namespace
+}  // namespace lab07

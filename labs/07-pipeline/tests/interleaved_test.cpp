@@ -1,0 +1,108 @@
+// TODO 7 (stretch, not graded): interleaved 1F1B. The order is Megatron-LM's (checked against a
+// table for p = 2, v = 2, m = 4), every rank runs every micro-batch on each of its chunks once
+// each way, and the bubble is exactly (p-1)/(v m + p - 1): the formula of 1F1B with v times as
+// many micro-batches.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "gtl/runtime/error.h"
+#include "pipeline.h"
+
+namespace lab07 {
+namespace {
+
+// "F0.1": forward of micro-batch 0 on chunk 1.
+std::string describe(const std::vector<ChunkAction>& actions) {
+  std::ostringstream s;
+  for (std::size_t k = 0; k < actions.size(); ++k) {
+    s << (k ? " " : "") << (actions[k].op == Op::Forward ? 'F' : 'B') << actions[k].micro_batch
+      << "." << actions[k].chunk;
+  }
+  return s.str();
+}
+
+TEST(Interleaved, MatchesMegatronsOrderForTwoRanksAndTwoChunks) {
+  const InterleavedSchedule s = interleaved_schedule(2, 2, 4);
+  ASSERT_EQ(s.size(), 2u) << "one list of actions per rank";
+  // Rank 0 warms up with (p - r - 1) 2 + (v - 1) p = 4 forwards, rank 1 with 2.
+  EXPECT_EQ(describe(s[0]),
+            "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0")
+      << "rank 0: forwards go p micro-batches at a time through chunk 0, then chunk 1; "
+      << "backwards the same groups through the chunks in reverse";
+  EXPECT_EQ(describe(s[1]),
+            "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0")
+      << "rank 1";
+}
+
+TEST(Interleaved, EveryRankRunsEveryMicroBatchOnEachChunkOnceEachWay) {
+  for (int p : {2, 4}) {
+    for (int v : {1, 2, 3}) {
+      for (int64_t m : {int64_t{p}, int64_t{2 * p}, int64_t{4 * p}}) {
+        const InterleavedSchedule s = interleaved_schedule(p, v, m);
+        ASSERT_EQ(s.size(), static_cast<std::size_t>(p));
+        for (int r = 0; r < p; ++r) {
+          std::map<std::tuple<bool, int64_t, int>, int> seen;
+          for (const ChunkAction& a : s[static_cast<std::size_t>(r)]) {
+            ++seen[{a.op == Op::Forward, a.micro_batch, a.chunk}];
+          }
+          EXPECT_EQ(seen.size(), static_cast<std::size_t>(2 * v * m))
+              << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << r
+              << ": forward and backward of every (micro-batch, chunk) pair";
+          for (const auto& [key, n] : seen) {
+            EXPECT_EQ(n, 1) << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << r
+                            << ": micro-batch " << std::get<1>(key) << " chunk " << std::get<2>(key)
+                            << " runs " << n << " times one way";
+          }
+        }
+      }
+    }
+  }
+  EXPECT_THROW(interleaved_schedule(4, 2, 6), gtl::Error) << "m must be a multiple of p";
+}
+
+TEST(Interleaved, BubbleIsTheFormulaWithVTimesTheMicroBatches) {
+  for (int p : {2, 4}) {
+    for (int v : {1, 2, 3}) {
+      for (int64_t m : {int64_t{p}, int64_t{2 * p}, int64_t{4 * p}}) {
+        const BubbleReport r = simulate_interleaved_bubbles(interleaved_schedule(p, v, m), v, 1, 2);
+        const double vm = static_cast<double>(v) * static_cast<double>(m);
+        EXPECT_EQ(r.step_time, (vm + p - 1) * 3)
+            << "p = " << p << ", v = " << v << ", m = " << m << ": chunk forward 1, backward 2";
+        ASSERT_EQ(r.bubble.size(), static_cast<std::size_t>(p));
+        // busy and step_time are exact integers; 1e-12 absorbs the rounding of 1 - busy / step.
+        for (int s = 0; s < p; ++s) {
+          EXPECT_NEAR(r.bubble[static_cast<std::size_t>(s)], (p - 1) / (vm + p - 1), 1e-12)
+              << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << s
+              << ": the bubble of interleaved 1F1B is (p-1)/(v m + p - 1)";
+        }
+      }
+    }
+  }
+}
+
+// A valid order with no pipelining (p = 2, v = 1, m = 2, each micro-batch through and back before
+// the next): F0 [0,1] on rank 0, [1,2] on rank 1, B0 [2,4] and [4,6], then micro-batch 1 from 6 to
+// 12. Busy 6 of 12 on both ranks: 0.5, not the formula's 1/3.
+TEST(Interleaved, AnUnpipelinedOrderIsSimulatedNotAssumed) {
+  const std::vector<ChunkAction> serial = {
+      {Op::Forward, 0, 0}, {Op::Backward, 0, 0}, {Op::Forward, 1, 0}, {Op::Backward, 1, 0}};
+  const BubbleReport r = simulate_interleaved_bubbles({serial, serial}, 1, 1, 2);
+  EXPECT_EQ(r.step_time, 12.0) << "see the worked example above the test";
+  ASSERT_EQ(r.bubble.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.bubble[0], 0.5);
+  EXPECT_DOUBLE_EQ(r.bubble[1], 0.5);
+}
+
+TEST(Interleaved, ABubbleOfAnOrderThatCannotRunThrows) {
+  // Rank 0 wants micro-batch 0's backward on chunk 0 before running chunk 1's forward.
+  const InterleavedSchedule bad = {
+      {{Op::Forward, 0, 0}, {Op::Backward, 0, 0}, {Op::Forward, 0, 1}, {Op::Backward, 0, 1}},
+      {{Op::Forward, 0, 0}, {Op::Forward, 0, 1}, {Op::Backward, 0, 1}, {Op::Backward, 0, 0}}};
+  EXPECT_THROW(simulate_interleaved_bubbles(bad, 2, 1, 2), gtl::Error);
+}
+
+}  // namespace
+}  // namespace lab07

@@ -1,0 +1,151 @@
+// TODO 1: the partition minimises the slowest stage. Every expected figure is the minimum over ALL
+// cuts, found here by brute force (at most a few hundred cuts), so any optimal cut passes and a
+// cut that is merely balanced by layer count, or greedy, fails where it is not optimal.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <sstream>
+
+#include "gtl/distributed/in_process.h"
+#include "gtl/memory/allocator.h"
+#include "gtl/nn/models.h"
+#include "gtl/runtime/error.h"
+#include "pipeline.h"
+#include "pipeline_training.h"
+
+namespace lab07 {
+namespace {
+
+std::string describe(const std::vector<int64_t>& v) {
+  std::ostringstream s;
+  s << "{";
+  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  return s.str() + "}";
+}
+
+double slowest(const std::vector<double>& costs, const std::vector<int64_t>& b) {
+  double worst = 0;
+  for (std::size_t s = 0; s + 1 < b.size(); ++s) {
+    double c = 0;
+    for (int64_t l = b[s]; l < b[s + 1]; ++l) c += costs[static_cast<std::size_t>(l)];
+    worst = std::max(worst, c);
+  }
+  return worst;
+}
+
+// The minimum over every cut of L layers into p non-empty stages.
+double brute_force_optimum(const std::vector<double>& costs, int p) {
+  const auto layers = static_cast<int64_t>(costs.size());
+  double best = 1e300;
+  std::vector<int64_t> b(static_cast<std::size_t>(p) + 1);
+  b[0] = 0;
+  b[static_cast<std::size_t>(p)] = layers;
+  std::function<void(int)> place = [&](int k) {
+    if (k == p) {
+      best = std::min(best, slowest(costs, b));
+      return;
+    }
+    for (int64_t at = b[static_cast<std::size_t>(k) - 1] + 1; at <= layers - (p - k); ++at) {
+      b[static_cast<std::size_t>(k)] = at;
+      place(k + 1);
+    }
+  };
+  place(1);
+  return best;
+}
+
+// "" when b is a cut of L layers into p contiguous non-empty stages.
+std::string cut_problem(const std::vector<int64_t>& b, int64_t layers, int p) {
+  if (b.size() != static_cast<std::size_t>(p) + 1) {
+    return "expected " + std::to_string(p + 1) + " boundaries (p + 1), got " + describe(b);
+  }
+  if (b.front() != 0 || b.back() != layers) {
+    return "boundaries must start at 0 and end at L = " + std::to_string(layers) + ", got " +
+           describe(b);
+  }
+  for (std::size_t s = 0; s + 1 < b.size(); ++s) {
+    if (b[s] >= b[s + 1]) return "stage " + std::to_string(s) + " is empty in " + describe(b);
+  }
+  return "";
+}
+
+void expect_optimal(const std::vector<double>& costs, int p) {
+  const std::vector<int64_t> b = partition_layers(costs, p);
+  const auto layers = static_cast<int64_t>(costs.size());
+  const std::string problem = cut_problem(b, layers, p);
+  ASSERT_EQ(problem, "") << "partition_layers(" << layers << " layers, p = " << p << ")";
+  EXPECT_EQ(slowest(costs, b), brute_force_optimum(costs, p))
+      << "p = " << p << ": your cut " << describe(b) << " has a slowest stage of "
+      << slowest(costs, b) << ", but some cut reaches " << brute_force_optimum(costs, p)
+      << ": minimise the MAXIMUM stage cost (the pipeline runs at its slowest stage's pace), "
+      << "not the layer counts";
+}
+
+TEST(Partition, SlowestStageIsTheMinimumOverAllCutsForEveryStageCount) {
+  const std::vector<std::vector<double>> cases = {
+      {1, 1, 1, 1, 1, 1},       {5, 1, 1, 1, 1, 1, 1, 1},   {1, 2, 3, 4, 5, 6, 7},
+      {7, 6, 5, 4, 3, 2, 1},    {3, 3, 2, 2, 2, 2, 4, 1},   {0, 0, 5, 0, 5, 0},
+      {9, 1, 1, 1, 1, 1, 1, 9}, {2, 7, 1, 8, 2, 8, 1, 8, 2}};
+  for (const auto& costs : cases) {
+    for (int p = 1; p <= static_cast<int>(costs.size()); ++p) expect_optimal(costs, p);
+  }
+}
+
+TEST(Partition, OneStageTakesEveryLayerAndPEqualsLGivesOneLayerEach) {
+  const std::vector<double> costs = {4, 1, 3, 2};
+  EXPECT_EQ(partition_layers(costs, 1), (std::vector<int64_t>{0, 4}))
+      << "p = 1: the one stage owns layers [0, L)";
+  EXPECT_EQ(partition_layers(costs, 4), (std::vector<int64_t>{0, 1, 2, 3, 4}))
+      << "p = L: the only cut with no empty stage is one layer per stage";
+}
+
+TEST(Partition, AHeavyLayerGetsAStageOfItsOwn) {
+  // Equal layer counts give {0, 2, 4} (slowest 9); the optimum is 8, and only one cut reaches it.
+  EXPECT_EQ(partition_layers({1, 1, 1, 1, 8}, 2), (std::vector<int64_t>{0, 4, 5}))
+      << "the heavy last layer alone, the four light ones together: a slowest stage of 8";
+  EXPECT_EQ(partition_layers({8, 1, 1, 1, 1}, 2), (std::vector<int64_t>{0, 1, 5}));
+}
+
+TEST(Partition, RejectsStageCountsWithAnEmptyStage) {
+  EXPECT_THROW(partition_layers({1, 2, 3}, 4), gtl::Error) << "4 stages of 3 layers: one empty";
+  EXPECT_THROW(partition_layers({1, 2, 3}, 0), gtl::Error) << "0 stages";
+}
+
+// The lab model cut by parameter count into 2 and 3 stages: each rank's stage allocates exactly
+// the parameters of its layers (nn::make_stage), and the largest is the smallest possible.
+TEST(Partition, EachStageOwnsOnlyItsLayersParametersBalancedByCount) {
+  const gtl::nn::ModelConfig config = lab_model();
+  const std::vector<double> counts = layer_parameter_counts(config);
+  for (int p : {2, 3}) {
+    const std::vector<int64_t> b = partition_layers(counts, p);
+    ASSERT_EQ(cut_problem(b, static_cast<int64_t>(counts.size()), p), "");
+    std::vector<std::shared_ptr<gtl::Allocator>> allocators;
+    for (int r = 0; r < p; ++r) allocators.push_back(gtl::make_cpu_allocator());
+    gtl::dist::RunOptions options;
+    options.allocators = allocators;
+    std::vector<int64_t> held(static_cast<std::size_t>(p));
+    gtl::dist::run_ranks(
+        p,
+        [&](Communicator& comm) {
+          const std::size_t s = static_cast<std::size_t>(comm.rank());
+          auto stage = gtl::nn::make_stage(config, b[s], b[s + 1]);
+          held[s] = gtl::current_allocator(gtl::Device::cpu())->stats().allocated_bytes;
+        },
+        options);
+    for (int s = 0; s < p; ++s) {
+      double expected = 0;
+      for (int64_t l = b[static_cast<std::size_t>(s)]; l < b[static_cast<std::size_t>(s) + 1]; ++l)
+        expected += 2 * 4 * counts[static_cast<std::size_t>(l)];  // value + gradient, float32
+      EXPECT_EQ(static_cast<double>(held[static_cast<std::size_t>(s)]), expected)
+          << "stage " << s << " of " << describe(b) << " must hold exactly its layers' "
+          << "parameters and gradients";
+    }
+    EXPECT_EQ(slowest(counts, b), brute_force_optimum(counts, p))
+        << "p = " << p << ": the stage with the most parameters must be as small as possible";
+  }
+}
+
+}  // namespace
+}  // namespace lab07

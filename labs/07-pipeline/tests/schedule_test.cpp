@@ -1,0 +1,110 @@
+// TODOs 3 and 4: GPipe and 1F1B as data. Each schedule is checked against the header's words for
+// every p = 1..4 and m = 1..8 (m < p included): valid (schedule_problem), the exact order of
+// actions, the warm-up length p - s - 1, and the activations each stage holds at most.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "lab07_schedules.h"
+#include "pipeline.h"
+
+namespace lab07 {
+namespace {
+
+// The most micro-batches stage `actions` holds at once: forwards done minus backwards done.
+int64_t peak_in_flight(const StageSchedule& actions) {
+  int64_t now = 0, peak = 0;
+  for (const Action& a : actions) {
+    now += a.op == Op::Forward ? 1 : -1;
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
+// Forwards before the stage's first backward.
+int64_t forwards_before_first_backward(const StageSchedule& actions) {
+  int64_t n = 0;
+  for (const Action& a : actions) {
+    if (a.op == Op::Backward) break;
+    ++n;
+  }
+  return n;
+}
+
+TEST(GpipeSchedule, AllForwardsThenAllBackwardsOnEveryStage) {
+  const Schedule s = gpipe_schedule(3, 4);
+  ASSERT_EQ(s.size(), 3u) << "one list of actions per stage";
+  for (std::size_t st = 0; st < s.size(); ++st) {
+    EXPECT_EQ(to_string(s[st]), "F0 F1 F2 F3 B0 B1 B2 B3") << "GPipe, p = 3, m = 4, stage " << st;
+  }
+}
+
+TEST(GpipeSchedule, IsValidAndHoldsAllMicroBatchesForEveryShape) {
+  for (int p = 1; p <= 4; ++p) {
+    for (int64_t m = 1; m <= 8; ++m) {
+      const Schedule s = gpipe_schedule(p, m);
+      ASSERT_EQ(s.size(), static_cast<std::size_t>(p)) << "p = " << p << ", m = " << m;
+      EXPECT_EQ(schedule_problem(s, m), "") << "GPipe p = " << p << ", m = " << m;
+      EXPECT_EQ(s, testing::gpipe_table(p, m))
+          << "GPipe p = " << p << ", m = " << m << ", stage 0: " << to_string(s[0]);
+      for (int st = 0; st < p; ++st) {
+        EXPECT_EQ(peak_in_flight(s[static_cast<std::size_t>(st)]), m)
+            << "GPipe holds every micro-batch's activations at the turn: stage " << st;
+      }
+    }
+  }
+  EXPECT_THROW(gpipe_schedule(0, 4), gtl::Error);
+  EXPECT_THROW(gpipe_schedule(2, 0), gtl::Error);
+}
+
+TEST(OneFOneBSchedule, MatchesTheHandoutsTables) {
+  for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{
+           {1, 4}, {2, 4}, {3, 5}, {4, 1}, {4, 2}, {4, 4}, {4, 8}}) {
+    const Schedule got = one_f_one_b_schedule(p, m);
+    const Schedule expected = testing::one_f_one_b_table(p, m);
+    ASSERT_EQ(got.size(), expected.size()) << "1F1B p = " << p << ", m = " << m;
+    for (std::size_t s = 0; s < got.size(); ++s) {
+      EXPECT_EQ(to_string(got[s]), to_string(expected[s]))
+          << "1F1B p = " << p << ", m = " << m << ", stage " << s
+          << ": warm-up min(p-s-1, m) = " << std::min<int64_t>(p - static_cast<int>(s) - 1, m)
+          << " forwards, then forward/backward pairs, then the cool-down backwards";
+    }
+  }
+}
+
+TEST(OneFOneBSchedule, WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS) {
+  for (int p = 1; p <= 4; ++p) {
+    for (int64_t m = 1; m <= 8; ++m) {
+      const Schedule s = one_f_one_b_schedule(p, m);
+      ASSERT_EQ(s.size(), static_cast<std::size_t>(p)) << "p = " << p << ", m = " << m;
+      EXPECT_EQ(schedule_problem(s, m), "") << "1F1B p = " << p << ", m = " << m;
+      for (int st = 0; st < p; ++st) {
+        const StageSchedule& a = s[static_cast<std::size_t>(st)];
+        const int64_t warmup = std::min<int64_t>(p - st - 1, m);
+        EXPECT_EQ(forwards_before_first_backward(a), std::min<int64_t>(warmup + 1, m))
+            << "1F1B p = " << p << ", m = " << m << ", stage " << st << " (" << to_string(a)
+            << "): " << warmup << " warm-up forwards (p - s - 1, at most m), then the first "
+            << "steady forward, then its first backward";
+        EXPECT_EQ(peak_in_flight(a), std::min<int64_t>(p - st, m))
+            << "1F1B p = " << p << ", m = " << m << ", stage " << st << " (" << to_string(a)
+            << ") must hold at most p - s micro-batches (GPipe: all m)";
+      }
+    }
+  }
+  EXPECT_THROW(one_f_one_b_schedule(0, 4), gtl::Error);
+  EXPECT_THROW(one_f_one_b_schedule(2, 0), gtl::Error);
+}
+
+// The validity check itself (provided), on schedules that break each rule.
+TEST(ScheduleProblem, NamesWhatIsWrong) {
+  EXPECT_EQ(schedule_problem(testing::parse({"F0 F1 B0 B1", "F0 B0 F1 B1"}), 2), "");
+  EXPECT_NE(schedule_problem(testing::parse({"F0 B0", "F0 B0 B0"}), 1), "") << "backward twice";
+  EXPECT_NE(schedule_problem(testing::parse({"F0 F1 B0 B1", "F0 B0"}), 2), "") << "F1 missing";
+  EXPECT_NE(schedule_problem(testing::parse({"B0 F0", "F0 B0"}), 1), "")
+      << "backward before its own forward";
+  EXPECT_NE(schedule_problem(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), 2), "")
+      << "a cycle: stage 0 waits for B0 from stage 1, which first waits for F1 from stage 0";
+}
+
+}  // namespace
+}  // namespace lab07

@@ -1,0 +1,100 @@
+// Lab 07, TODO 7 (stretch, not graded): interleaved 1F1B and its bubble.
+//
+// Cut each rank's layers into v chunks placed round-robin over the ranks: the pipeline is then
+// v p virtual stages deep, but each is v times shorter, so filling and draining it (the bubble)
+// takes p - 1 chunk-times instead of p - 1 stage-times: (p-1)/(v m + p - 1). The price: v times
+// as many messages, and the warm-up holds more micro-batches.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "gtl/runtime/error.h"
+#include "pipeline.h"
+
+namespace lab07 {
+
+InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
+  GTL_CHECK(ranks >= 1 && chunks >= 1 && m >= 1 && m % ranks == 0,
+            "interleaved_schedule: need p >= 1, v >= 1 and m a multiple of p, got p "
+                << ranks << ", v " << chunks << ", m " << m);
+  // SOLUTION(lab07) step 7a: Megatron-LM's order of chunks and micro-batches.
+  const int64_t p = ranks, v = chunks, total = v * m;
+  auto micro_batch = [&](int64_t k) { return (k / (p * v)) * p + k % p; };
+  auto chunk = [&](int64_t k, bool forward) {
+    const auto c = static_cast<int>((k % (p * v)) / p);
+    return forward ? c : chunks - 1 - c;
+  };
+  InterleavedSchedule schedule(static_cast<std::size_t>(ranks));
+  for (int64_t r = 0; r < p; ++r) {
+    auto& actions = schedule[static_cast<std::size_t>(r)];
+    const int64_t warmup = m == p ? total : std::min((p - r - 1) * 2 + (v - 1) * p, total);
+    auto forward = [&](int64_t k) {
+      actions.push_back({Op::Forward, micro_batch(k), chunk(k, true)});
+    };
+    auto backward = [&](int64_t k) {
+      actions.push_back({Op::Backward, micro_batch(k), chunk(k, false)});
+    };
+    for (int64_t k = 0; k < warmup; ++k) forward(k);
+    for (int64_t k = 0; k < total - warmup; ++k) {
+      forward(warmup + k);
+      backward(k);
+    }
+    for (int64_t k = total - warmup; k < total; ++k) backward(k);
+  }
+  return schedule;
+  // END SOLUTION(lab07)
+}
+
+BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
+                                          double chunk_forward_time, double chunk_backward_time) {
+  GTL_CHECK(!schedule.empty() && chunks >= 1, "simulate_interleaved_bubbles: no ranks or chunks");
+  // SOLUTION(lab07) step 7b: the clock of simulate_bubbles over virtual stages.
+  const int p = static_cast<int>(schedule.size());
+  const int last = chunks * p - 1;  // the last virtual stage
+  // End time of (forward?, micro-batch, virtual stage).
+  std::map<std::tuple<bool, int64_t, int>, double> end;
+  auto done = [&](bool forward, int64_t i, int stage, double& at) {
+    const auto it = end.find({forward, i, stage});
+    if (it == end.end()) return false;
+    at = it->second;
+    return true;
+  };
+  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+  std::vector<double> clock(static_cast<std::size_t>(p), 0.0);
+  BubbleReport report;
+  report.busy.assign(static_cast<std::size_t>(p), 0.0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int r = 0; r < p; ++r) {
+      const auto ur = static_cast<std::size_t>(r);
+      while (next[ur] < schedule[ur].size()) {
+        const ChunkAction& a = schedule[ur][next[ur]];
+        const bool forward = a.op == Op::Forward;
+        const int stage = a.chunk * p + r;
+        double ready = 0.0;
+        if (forward && stage > 0 && !done(true, a.micro_batch, stage - 1, ready)) break;
+        if (!forward && stage < last && !done(false, a.micro_batch, stage + 1, ready)) break;
+        if (!forward && stage == last && !done(true, a.micro_batch, stage, ready)) break;
+        const double work = forward ? chunk_forward_time : chunk_backward_time;
+        clock[ur] = std::max(clock[ur], ready) + work;
+        end[{forward, a.micro_batch, stage}] = clock[ur];
+        report.busy[ur] += work;
+        ++next[ur];
+        moved = true;
+      }
+    }
+  }
+  for (int r = 0; r < p; ++r) {
+    GTL_CHECK(next[static_cast<std::size_t>(r)] == schedule[static_cast<std::size_t>(r)].size(),
+              "simulate_interleaved_bubbles: the orders cannot run: rank "
+                  << r << " is stuck at action " << next[static_cast<std::size_t>(r)]);
+  }
+  report.step_time = *std::max_element(clock.begin(), clock.end());
+  for (int r = 0; r < p; ++r) {
+    report.bubble.push_back(1.0 - report.busy[static_cast<std::size_t>(r)] / report.step_time);
+  }
+  return report;
+  // END SOLUTION(lab07)
+}
+
+}  // namespace lab07
