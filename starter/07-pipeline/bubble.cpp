@@ -24,8 +24,9 @@ BubbleReport simulate_bubbles(const Schedule& schedule, const std::vector<double
   //   clock, the end of its dependency: forward i on s-1, backward i on s+1) and lasts
   //   forward_time[s] or backward_time[s]. Loop over the stages, advancing each while its next
   //   action's dependency has an end time; throw gtl::Error when a pass moves no stage before
-  //   all are done (or check schedule_problem first). step_time = the latest end; busy[s] = its
-  //   work; bubble[s] = 1 - busy[s] / step_time. About 35 lines.
+  //   all are done (or check schedule_problem(schedule, m) first, with m = 1 + the largest
+  //   micro_batch index). step_time = the latest end; busy[s] = its work;
+  //   bubble[s] = 1 - busy[s] / step_time. About 35 lines.
   return {};
   // END TODO(lab07)
 }

@@ -21,9 +21,10 @@ float run_stage(Communicator& comm, const StageStep& step) {
             "run_stage: " << step.loss_weights.size() << " loss weights for "
                           << step.micro_batches.size() << " micro-batches");
   // TODO(lab07) step 5: run the actions; pair a send with the next receive from the same peer.
-  //   Spec (pipeline.h, run_stage): keep one nn::Context per micro-batch (and one for the loss
-  //   on the last stage). For each action, work out what it must receive first (forward on
-  //   s > 0: an activation [rows, input_sample...] from s-1; backward on s < p-1: a gradient
+  //   Spec (pipeline.h, run_stage): keep one nn::Context per micro-batch (on the last stage,
+  //   one loss Context per micro-batch too: GPipe holds m of them at once). For each action,
+  //   work out what it must receive first (forward on s > 0: an activation
+  //   [rows, input_sample...] from s-1; backward on s < p-1: a gradient
   //   [rows, output_sample...] from s+1; allocate it on step.device) and what the PREVIOUS
   //   action left to send. Same neighbour: one comm.send_recv; otherwise comm.send the old
   //   output, then comm.recv the new input. Then compute: forward (stage 0 reads

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 
 #include "gtl/distributed/in_process.h"
 #include "gtl/memory/allocator.h"
@@ -26,10 +28,28 @@ namespace {
 namespace nn = gtl::nn;
 namespace dist = gtl::dist;
 
+// A healthy step takes milliseconds; a stuck one is reported after 3 s (a deadlock in rendezvous
+// mode is found by its timeout: both ranks wait in a send no receive will ever meet).
 dist::RunOptions fast() {
   dist::RunOptions o;
-  o.timeout = std::chrono::seconds(10);
+  o.timeout = std::chrono::seconds(3);
   return o;
+}
+
+// run_ranks, with the lesson first when the stages deadlock.
+void run_stages(int p, const std::function<void(Communicator&)>& body,
+                const dist::RunOptions& options = fast()) {
+  try {
+    dist::run_ranks(p, body, options);
+  } catch (const dist::DistError& e) {
+    if (std::string(e.what()).find("deadlock") == std::string::npos) throw;
+    throw std::runtime_error(
+        "your executor deadlocked: a send followed by a recv from the same neighbour must be ONE "
+        "comm.send_recv (both neighbours send first in the 1F1B steady state; see "
+        "Executor.ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot). The communicator "
+        "said: " +
+        std::string(e.what()));
+  }
 }
 
 // The lab model's 6 layers in p stages.
@@ -70,7 +90,7 @@ std::string first_difference(const std::vector<float>& a, const std::vector<floa
 void expect_equals_sequential(const std::string& name, const Schedule& schedule, int p, int64_t m) {
   const PipelineConfig config = config_for(p, m);
   std::vector<StageResult> stages(static_cast<std::size_t>(p));
-  dist::run_ranks(
+  run_stages(
       p,
       [&](Communicator& comm) {
         stages[static_cast<std::size_t>(comm.rank())] =
@@ -135,7 +155,7 @@ TEST(Executor, SendsEachActivationAndGradientExactlyOncePairedWithSendRecv) {
         one_f_one_b ? testing::one_f_one_b_table(p, m) : testing::gpipe_table(p, m);
     const char* name = one_f_one_b ? "1F1B" : "GPipe";
     std::vector<std::map<std::string, dist::OpCounters>> counters(p);
-    dist::run_ranks(
+    run_stages(
         p,
         [&](Communicator& comm) {
           pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
@@ -256,7 +276,7 @@ TEST(Executor, HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B) {
     for (int r = 0; r < p; ++r) allocators.push_back(gtl::make_cpu_allocator());
     dist::RunOptions options = fast();
     options.allocators = allocators;
-    dist::run_ranks(
+    run_stages(
         p,
         [&](Communicator& comm) {
           const auto s = static_cast<std::size_t>(comm.rank());
