@@ -1,4 +1,6 @@
 // Lab 04, TODO 1: predict the bytes of a training step before running it.
+#include <algorithm>
+
 #include "memory_lab.h"
 
 namespace lab04 {

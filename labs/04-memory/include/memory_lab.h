@@ -10,6 +10,8 @@
 // a step asks you to write.
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -18,7 +20,10 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/cross_entropy.h"
@@ -144,6 +149,185 @@ class LabCachingAllocator final : public gtl::Allocator {
   mutable std::mutex mutex_;
 };
 
+// ---- 3. A memory timeline (memory_timeline.cpp) -----------------------------------------------
+// Every allocation and free of a training step, with what the bytes are for, so the forward ramp,
+// the backward fall and the optimizer state's arrival can be seen (and plotted from the JSON).
+//
+// Categories are set by whoever runs the step, with a MemoryCategory scope (record_training_step
+// below sets them phase by phase): an allocation belongs to the category current when it was
+// made, and its free takes the bytes back from THAT category, whatever scope the free runs in.
+enum class Category : int { Weights, Gradients, OptimizerState, Batch, Activations, Temporaries };
+constexpr int kNumCategories = 6;
+// "weights", "gradients", "optimizer_state", "batch", "activations", "temporaries".
+inline const char* category_name(Category c) {
+  static const char* const kNames[kNumCategories] = {"weights", "gradients",   "optimizer_state",
+                                                     "batch",   "activations", "temporaries"};
+  return kNames[static_cast<int>(c)];
+}
+
+// The category of this thread's allocations until the scope ends (Temporaries outside any).
+class MemoryCategory {
+ public:
+  explicit MemoryCategory(Category c) : previous_(slot()) { slot() = c; }
+  ~MemoryCategory() { slot() = previous_; }
+  MemoryCategory(const MemoryCategory&) = delete;
+  MemoryCategory& operator=(const MemoryCategory&) = delete;
+  static Category current() { return slot(); }
+
+ private:
+  static Category& slot() {
+    thread_local Category category = Category::Temporaries;
+    return category;
+  }
+  Category previous_;
+};
+
+// One allocation (bytes > 0) or free (bytes < 0: minus the bytes the allocation had).
+struct TimelineEvent {
+  Category category = Category::Temporaries;
+  int64_t bytes = 0;  // requested bytes, as the allocator's statistics count them
+  int64_t live = 0;   // bytes live, all categories together, just AFTER this event
+  bool operator==(const TimelineEvent& o) const {
+    return category == o.category && bytes == o.bytes && live == o.live;
+  }
+};
+
+class MemoryTimeline {
+ public:
+  // Called by TimelineAllocator after each successful allocation / before each free.
+  void on_alloc(const void* ptr, int64_t bytes, Category category);  // TODO 3
+  // Throws gtl::Error for a pointer that is not live (never allocated, or freed already).
+  void on_free(const void* ptr);  // TODO 3
+
+  const std::vector<TimelineEvent>& events() const { return events_; }
+  int64_t live_bytes() const;            // TODO 3: now, all categories
+  int64_t live_bytes(Category c) const;  // TODO 3: now, one category
+  int64_t peak_bytes() const;            // TODO 3: highest `live` over the events
+  // Index of the FIRST event at which live reached peak_bytes() (-1 without events).
+  int64_t peak_event() const;               // TODO 3
+  int64_t bytes_at_peak(Category c) const;  // TODO 3: live in c after peak_event()
+  int64_t peak_bytes(Category c) const;     // TODO 3: highest live in c alone
+  // {"events": [{"category": "weights", "bytes": 1024, "live": 1024}, ...],
+  //  "peak": {"bytes": ..., "event": ..., "by_category": {"weights": ..., ...}}}
+  nlohmann::json to_json() const;                            // TODO 3
+  static MemoryTimeline from_json(const nlohmann::json& j);  // TODO 3: replays the events
+  // A few lines for people: the peak, and per category its bytes at the peak and its own peak.
+  std::string summary() const;  // TODO 3
+
+ private:
+  std::vector<TimelineEvent> events_;
+  // Yours to use as you like (the pointer's bytes and category, the live bytes per category):
+  std::unordered_map<const void*, std::pair<int64_t, Category>> live_;
+  std::array<int64_t, kNumCategories> live_by_category_{};
+  std::array<int64_t, kNumCategories> peak_by_category_{};
+};
+
+// Provided: an Allocator that forwards to `inner` and tells `timeline` about every allocation
+// and free, in the category current on the calling thread. It also keeps, per event, what the
+// inner allocator's own statistics said just after it (allocated bytes), which the tests replay
+// your timeline against.
+class TimelineAllocator final : public gtl::Allocator {
+ public:
+  TimelineAllocator(std::shared_ptr<gtl::Allocator> inner, MemoryTimeline& timeline)
+      : gtl::Allocator(inner->device()), inner_(std::move(inner)), timeline_(timeline) {}
+  std::string name() const override { return "timeline over " + inner_->name(); }
+  void* allocate(std::size_t bytes, const gtl::Stream& stream = gtl::Stream()) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    void* ptr = inner_->allocate(bytes, stream);
+    if (ptr == nullptr) return ptr;
+    note_alloc(static_cast<int64_t>(bytes));
+    timeline_.on_alloc(ptr, static_cast<int64_t>(bytes), MemoryCategory::current());
+    observed_.push_back(inner_->stats().allocated_bytes);
+    return ptr;
+  }
+  void deallocate(void* ptr) override {
+    if (ptr == nullptr) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    timeline_.on_free(ptr);
+    const int64_t before = inner_->stats().allocated_bytes;
+    inner_->deallocate(ptr);
+    const int64_t after = inner_->stats().allocated_bytes;
+    note_free(before - after);
+    observed_.push_back(after);
+  }
+  void empty_cache() override { inner_->empty_cache(); }
+  // The inner allocator's allocated bytes after each event, in event order.
+  const std::vector<int64_t>& observed() const { return observed_; }
+
+ private:
+  std::shared_ptr<gtl::Allocator> inner_;
+  MemoryTimeline& timeline_;
+  std::vector<int64_t> observed_;
+  std::mutex mutex_;
+};
+
+// Provided: `steps` float32 training steps of the lab model with AdamW (created, as PyTorch
+// does, just before the first step) on `batch` samples, every byte recorded in `timeline` under
+// its category: Weights while the model is built, Gradients for its gradient tensors (the core
+// allocates each with its weight; they are given fresh bytes under Gradients), Batch, then per
+// step Activations (forward and loss), Temporaries (backward and the update), OptimizerState
+// (AdamW's moments). Runs on `inner` (make_cpu_allocator() when null); returns the observed
+// statistics (TimelineAllocator::observed()) and the inner allocator's peak above its start.
+struct RecordedRun {
+  std::vector<int64_t> observed;  // inner allocated bytes after each event, minus `start`
+  int64_t measured_peak = 0;      // inner peak_allocated_bytes - start
+  int64_t start = 0;              // inner allocated bytes before the run
+};
+inline RecordedRun record_training_step(const ModelConfig& config, int64_t batch, int steps,
+                                        MemoryTimeline& timeline,
+                                        std::shared_ptr<gtl::Allocator> inner = nullptr) {
+  if (!inner) inner = gtl::make_cpu_allocator();
+  inner->reset_peak_stats();
+  RecordedRun run;
+  run.start = inner->stats().allocated_bytes;
+  auto recorder = std::make_shared<TimelineAllocator>(inner, timeline);
+  {
+    const gtl::AllocatorScope scope(recorder);
+    std::unique_ptr<gtl::nn::Sequential> model;
+    {
+      const MemoryCategory c(Category::Weights);
+      model = gtl::nn::make_model(config);
+    }
+    for (gtl::optim::ParamRef p : model->parameters()) {  // copies share the storage
+      const std::size_t bytes = p.grad.storage()->nbytes();
+      p.grad.storage()->release();
+      const MemoryCategory c(Category::Gradients);
+      p.grad.storage()->allocate(bytes);
+      p.grad.zero_();
+    }
+    std::unique_ptr<LabBatch> data;
+    {
+      const MemoryCategory c(Category::Batch);
+      data = std::make_unique<LabBatch>(make_batch(config, batch));
+    }
+    std::unique_ptr<gtl::optim::AdamW> adamw;
+    const gtl::nn::CrossEntropyLoss head;
+    for (int s = 0; s < steps; ++s) {
+      gtl::nn::Context ctx, loss_ctx;
+      Tensor logits;
+      {
+        const MemoryCategory c(Category::Activations);
+        logits = model->forward(data->images, ctx);
+        (void)head.forward(logits, data->labels, loss_ctx).item();
+      }
+      {
+        const MemoryCategory c(Category::Temporaries);
+        logits = Tensor();
+        model->backward(ctx, head.backward(loss_ctx, 1.f), gtl::nn::GradMode::Overwrite);
+      }
+      if (!adamw) {
+        const MemoryCategory c(Category::OptimizerState);
+        adamw = std::make_unique<gtl::optim::AdamW>(model->parameters());
+      }
+      const MemoryCategory c(Category::Temporaries);
+      adamw->step();
+    }
+  }
+  for (int64_t v : recorder->observed()) run.observed.push_back(v - run.start);
+  run.measured_peak = inner->stats().peak_allocated_bytes - run.start;
+  return run;
+}
+
 // ---- 4. Gradient accumulation (grad_accumulation.cpp) ------------------------------------------
 // Forward and backward of `images` / `labels` ([k*b] samples) in `micro_batches` = k parts of b
 // samples, leaving in the model's gradients what ONE forward/backward of the whole batch leaves
@@ -197,6 +381,74 @@ inline void train_step_once(const ModelConfig& config, int64_t batch) {
   const LabBatch b = make_batch(config, batch);
   forward_backward(*model, b.images, b.labels);
   adamw.step();
+}
+
+// ---- 7. Fix a memory-hungry loop (training_loop.cpp) --------------------------------------------
+// What a training loop logs per step: the loss, how many samples the model got right (argmax of
+// the logits == label) and the global gradient norm.
+struct LoopLog {
+  std::vector<float> losses;
+  std::vector<int64_t> correct;
+  std::vector<double> grad_norms;
+  bool operator==(const LoopLog& o) const {
+    return losses == o.losses && correct == o.correct && grad_norms == o.grad_norms;
+  }
+};
+// Samples of `logits` [N, C] whose largest logit (the first, among equals) is their label.
+// Reads host copies: allocates nothing from the allocator.
+inline int64_t count_correct(const Tensor& logits, const Tensor& labels) {
+  const std::vector<float> l = logits.to_vector(), y = labels.to_vector();
+  const std::size_t classes = l.size() / y.size();
+  int64_t correct = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < classes; ++c)
+      if (l[i * classes + c] > l[i * classes + best]) best = c;
+    correct += static_cast<float>(best) == y[i];
+  }
+  return correct;
+}
+// sqrt(sum of squares) over `grads` in order, summed in double. Allocates nothing either.
+inline double grad_norm(const std::vector<Tensor>& grads) {
+  double sum = 0;
+  for (const Tensor& g : grads)
+    for (float v : g.to_vector()) sum += double(v) * double(v);
+  return std::sqrt(sum);
+}
+
+// One step per batch of `batches`: forward, loss, backward (GradMode::Overwrite, dloss 1) and
+// adamw.step(), logging each step. The provided loop (your starting point, and the reference
+// your results must equal BITWISE) is hungry_train_loop below; yours must log the same numbers
+// and leave the same weights, while its peak stays within ONE step's: no more than
+// forward_backward + adamw.step() of one batch reach above the model, optimizer and batches.
+LoopLog train_loop(gtl::nn::Module& model, gtl::optim::AdamW& adamw,
+                   const std::vector<LabBatch>& batches);  // TODO 7
+
+// The hungry loop, as provided in training_loop.cpp before your fix.
+inline LoopLog hungry_train_loop(gtl::nn::Module& model, gtl::optim::AdamW& adamw,
+                                 const std::vector<LabBatch>& batches) {
+  const gtl::nn::CrossEntropyLoss head;
+  std::vector<Tensor> logged_logits;              // every batch's outputs, for the accuracy log
+  std::vector<std::vector<Tensor>> logged_grads;  // every step's gradients, for the norm log
+  LoopLog log;
+  Tensor logits, loss;  // the step's outputs
+  for (const LabBatch& b : batches) {
+    gtl::nn::Context ctx, loss_ctx;
+    logits = model.forward(b.images, ctx);
+    loss = head.forward(logits, b.labels, loss_ctx);
+    logged_logits.push_back(logits);
+    model.backward(ctx, head.backward(loss_ctx, 1.f), gtl::nn::GradMode::Overwrite);
+    std::vector<Tensor> grads;
+    for (const gtl::optim::ParamRef& p : model.parameters()) grads.push_back(p.grad.clone());
+    logged_grads.push_back(grads);
+    adamw.step();
+    log.losses.push_back(loss.item());
+  }
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    log.correct.push_back(count_correct(logged_logits[i], batches[i].labels));
+    log.grad_norms.push_back(grad_norm(logged_grads[i]));
+  }
+  return log;
 }
 
 }  // namespace lab04
