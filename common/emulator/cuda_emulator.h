@@ -38,9 +38,10 @@
 #include <sanitizer/common_interface_defs.h>
 
 // Leaks are not a kernel's fault (a GPU reports none): only out-of-bounds accesses stop a test.
-// The emulator's own SIGSEGV handler (emu::KernelOutput) must be allowed to replace ASan's.
-extern "C" inline const char* __asan_default_options() {
-  return "detect_leaks=0:allow_user_segv_handler=1";
+// The emulator's own SIGSEGV handler (emu::KernelOutput) must be allowed to replace ASan's. A
+// device allocation the host cannot back fails as cudaMalloc does, instead of stopping the test.
+extern "C" __attribute__((used)) inline const char* __asan_default_options() {
+  return "detect_leaks=0:allow_user_segv_handler=1:allocator_may_return_null=1";
 }
 #endif
 
@@ -230,10 +231,13 @@ inline cudaError_t error(cudaError_t e) {
 }
 // No GPU has 2^40 bytes: a size above that is a negative count converted to size_t.
 constexpr size_t kImpossibleBytes = size_t{1} << 40;
+// The emulated device's memory (an H100's 80 GiB, cudaGetDeviceProperties): no one allocation is
+// larger.
+constexpr size_t kDeviceBytes = size_t{80} << 30;
 }  // namespace emu
 
 inline cudaError_t cudaMalloc(void** p, size_t n) {
-  *p = n < emu::kImpossibleBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
+  *p = n <= emu::kDeviceBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
   return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 template <typename T>
@@ -445,7 +449,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   if (d != 0) return emu::error(cudaErrorInvalidDevice);
   *p = {};
   std::snprintf(p->name, sizeof p->name, "CPU emulator (H100 figures)");
-  p->totalGlobalMem = size_t{80} << 30;
+  p->totalGlobalMem = emu::kDeviceBytes;
   p->sharedMemPerBlock = 48 << 10;
   p->warpSize = 32;
   p->maxThreadsPerBlock = 1024;
