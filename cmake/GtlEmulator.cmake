@@ -93,6 +93,9 @@ function(gtl_add_emulated_library)
   target_include_directories(${L_NAME} BEFORE PUBLIC ${GTL_EMULATOR_DIR})
   target_include_directories(${L_NAME} PRIVATE ${out_dir})
   gtl_emulated_sanitizers(${L_NAME} PUBLIC)
+  # -O1 (the level AddressSanitizer recommends): half the compile time of -O3 for the same checks,
+  # and for the tests that link it.
+  target_compile_options(${L_NAME} PUBLIC -O1)
   gtl_target_warnings(${L_NAME})
 endfunction()
 
