@@ -370,6 +370,25 @@ TEST(OpsGpu, SpecialValuesMatchCpu) {
           return std::vector{sum(t[0]), max(t[0]), softmax(t[1]), log_softmax(t[1])};
         },
         true);
+    // Row 0 holds inf, -inf and NaN; row 1 finite values up to 3e38 (inf in float16), whose
+    // squares overflow float: LayerNorm must still normalise it. No NaN may leak across rows.
+    expect_gpu_matches_cpu(
+        "cross_entropy, its backward, layernorm forward and backward" + ctx,
+        {x.slice(0, 12).reshape({2, 6}), Tensor::from_vector({1.f, 4.f}, {2}, DType::Int32),
+         Tensor::ones({6}), Tensor::zeros({6}), random_tensor({2, 6}, 25, -1.f, 1.f, dt)},
+        [](auto& t) {
+          const LayerNormForward f = layernorm_forward(t[0], t[2], t[3]);
+          const LayerNormBackward g = layernorm_backward(t[4], t[0], t[2], f.mean, f.rstd);
+          return std::vector{cross_entropy(t[0], t[1]),
+                             cross_entropy_backward(t[0], t[1]),
+                             f.out,
+                             f.mean,
+                             f.rstd,
+                             g.dx,
+                             g.dweight,
+                             g.dbias};
+        },
+        true);
   }
 }
 
