@@ -23,7 +23,9 @@
 //
 // Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
 // `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
-// stream)(args)` (cmake/GtlEmulator.cmake).
+// stream)(args)` (cmake/GtlEmulator.cmake). The launcher takes the kernel's address before it sees
+// the arguments, so a launch of a kernel template names its template arguments (`k<T><<<...>>>`);
+// deducing them from the arguments, which nvcc allows, does not compile here.
 #pragma once
 
 #include <setjmp.h>
@@ -36,9 +38,10 @@
 #include <sanitizer/common_interface_defs.h>
 
 // Leaks are not a kernel's fault (a GPU reports none): only out-of-bounds accesses stop a test.
-// The emulator's own SIGSEGV handler (emu::KernelOutput) must be allowed to replace ASan's.
-extern "C" inline const char* __asan_default_options() {
-  return "detect_leaks=0:allow_user_segv_handler=1";
+// The emulator's own SIGSEGV handler (emu::KernelOutput) must be allowed to replace ASan's. A
+// device allocation the host cannot back fails as cudaMalloc does, instead of stopping the test.
+extern "C" __attribute__((used)) inline const char* __asan_default_options() {
+  return "detect_leaks=0:allow_user_segv_handler=1:allocator_may_return_null=1";
 }
 #endif
 
@@ -51,6 +54,7 @@ extern "C" inline const char* __asan_default_options() {
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -94,7 +98,12 @@ enum cudaError {
   cudaErrorNotReady = 600,
 };
 typedef enum cudaError cudaError_t;
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount, cudaDevAttrL2CacheSize, cudaDevAttrWarpSize };
+enum cudaDeviceAttr {
+  cudaDevAttrMultiProcessorCount,
+  cudaDevAttrL2CacheSize,
+  cudaDevAttrWarpSize,
+  cudaDevAttrMemoryClockRate
+};
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost,
   cudaMemcpyHostToDevice,
@@ -103,6 +112,7 @@ enum cudaMemcpyKind {
   cudaMemcpyDefault
 };
 constexpr unsigned cudaStreamDefault = 0, cudaStreamNonBlocking = 1;
+constexpr unsigned cudaEventDefault = 0, cudaEventDisableTiming = 2;
 
 #define __global__
 #define __device__
@@ -119,6 +129,9 @@ inline uint3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 
 // ---- device math and intrinsics (the host library computes them) --------------------------------
+using std::isfinite;
+using std::isinf;
+using std::isnan;
 using std::max;
 using std::min;
 inline float rsqrtf(float x) {
@@ -218,10 +231,13 @@ inline cudaError_t error(cudaError_t e) {
 }
 // No GPU has 2^40 bytes: a size above that is a negative count converted to size_t.
 constexpr size_t kImpossibleBytes = size_t{1} << 40;
+// The emulated device's memory (an H100's 80 GiB, cudaGetDeviceProperties): no one allocation is
+// larger.
+constexpr size_t kDeviceBytes = size_t{80} << 30;
 }  // namespace emu
 
 inline cudaError_t cudaMalloc(void** p, size_t n) {
-  *p = n < emu::kImpossibleBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
+  *p = n <= emu::kDeviceBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
   return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 template <typename T>
@@ -381,9 +397,67 @@ inline cudaError_t cudaGetDevice(int* d) {
   *d = 0;
   return cudaSuccess;
 }
-// An H100's figures, so that code sizing its grid from the device sees a realistic GPU.
-inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
-  *v = a == cudaDevAttrMultiProcessorCount ? 132 : a == cudaDevAttrWarpSize ? 32 : 50 << 20;
+// One emulated device, cuda:0, with an H100's figures, so that code sizing its grid from the
+// device sees a realistic GPU. Selecting any other device fails as on a one-GPU machine.
+inline cudaError_t cudaGetDeviceCount(int* n) {
+  *n = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int d) {
+  return d == 0 ? cudaSuccess : emu::error(cudaErrorInvalidDevice);
+}
+// CUDA's encoding, 1000 * major + 10 * minor: the emulator stands in for CUDA 12.4.
+inline cudaError_t cudaRuntimeGetVersion(int* v) {
+  *v = 12040;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDriverGetVersion(int* v) {
+  *v = 12040;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d) {
+  if (d != 0) return emu::error(cudaErrorInvalidDevice);
+  switch (a) {
+    case cudaDevAttrMultiProcessorCount:
+      *v = 132;
+      break;
+    case cudaDevAttrWarpSize:
+      *v = 32;
+      break;
+    case cudaDevAttrMemoryClockRate:
+      *v = 2619000;  // kHz
+      break;
+    default:
+      *v = 50 << 20;  // the L2 cache, bytes
+  }
+  return cudaSuccess;
+}
+// The fields of cudaDeviceProp that host code reads (the toolkit's struct has many more).
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem;
+  size_t sharedMemPerBlock;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int major;
+  int minor;
+  int multiProcessorCount;
+  int l2CacheSize;
+  int memoryBusWidth;
+};
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
+  if (d != 0) return emu::error(cudaErrorInvalidDevice);
+  *p = {};
+  std::snprintf(p->name, sizeof p->name, "CPU emulator (H100 figures)");
+  p->totalGlobalMem = emu::kDeviceBytes;
+  p->sharedMemPerBlock = 48 << 10;
+  p->warpSize = 32;
+  p->maxThreadsPerBlock = 1024;
+  p->major = 9;
+  p->minor = 0;
+  p->multiProcessorCount = 132;
+  p->l2CacheSize = 50 << 20;
+  p->memoryBusWidth = 5120;
   return cudaSuccess;
 }
 inline cudaError_t cudaGetLastError() {
@@ -411,6 +485,10 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t) {
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
   return cudaSuccess;
 }
+// Every call completes before it returns: a stream has never any work left.
+inline cudaError_t cudaStreamQuery(cudaStream_t) {
+  return cudaSuccess;
+}
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) {
   return cudaSuccess;
 }
@@ -418,6 +496,10 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) 
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   *e = reinterpret_cast<cudaEvent_t>(new double(0.0));
   return cudaSuccess;
+}
+// Timing or not, an event is the same host clock reading here.
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  return cudaEventCreate(e);
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<double*>(e);
@@ -430,6 +512,9 @@ inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventQuery(cudaEvent_t) {
   return cudaSuccess;
 }
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t begin, cudaEvent_t end) {
@@ -474,14 +559,14 @@ enum class State { kRun, kBlockBarrier, kWarpBarrier, kDone };
 
 struct Fiber {
   ucontext_t start;  // used once, to enter the fiber on its own stack
-  jmp_buf env;       // every later switch: _setjmp/_longjmp make no system call
+  void* env[5];      // every later switch: __builtin_setjmp/longjmp, no system call
   bool started = false;
   uint3 tid;
   State state = State::kRun;
 };
 
 struct Block {
-  jmp_buf scheduler;
+  void* scheduler[5];
   std::vector<Fiber> fibers;
   int current = 0;
   std::vector<uint64_t> lanes;  // the values lanes hand each other in a shuffle
@@ -489,6 +574,7 @@ struct Block {
 };
 
 inline Block* g_block = nullptr;
+inline std::mutex g_launch_mutex;                      // held by a launch while its blocks run
 inline std::vector<std::unique_ptr<char[]>> g_stacks;  // reused by every block, never zeroed
 inline std::vector<float4> g_dynamic_shared;  // extern __shared__ arrays point here (16-aligned)
 constexpr size_t kStackBytes = 64 * 1024;
@@ -509,7 +595,13 @@ inline void* dynamic_shared() {
 // AddressSanitizer (emulated tests use it: an out-of-bounds access is what compute-sanitizer
 // reports on a GPU) must be told when execution moves to another stack, or it takes the fiber
 // stacks for a corrupted one. Without the sanitizer these compile to nothing.
+// The switches themselves are neither instrumented nor intercepted: ASan treats every longjmp
+// as leaving the stack for good and unpoisons all of it (a system call and a 64 KiB clear per
+// switch, most of an emulated test's time), so they use GCC's __builtin_setjmp/__builtin_longjmp
+// (inline code, no library call) in functions built without ASan. The fiber annotations keep
+// ASan right about which stack runs.
 #if defined(__SANITIZE_ADDRESS__)
+#define EMU_NO_ASAN __attribute__((no_sanitize_address))
 inline const void* g_scheduler_stack = nullptr;  // the scheduler's (the test's) stack
 inline size_t g_scheduler_stack_size = 0;
 inline void enter_fiber_stack(void** save, int i) {
@@ -525,27 +617,33 @@ inline void arrived_on_scheduler(void* save) {
   __sanitizer_finish_switch_fiber(save, nullptr, nullptr);
 }
 #else
+#define EMU_NO_ASAN
 inline void enter_fiber_stack(void**, int) {}
 inline void leave_fiber_stack(void**) {}
 inline void arrived_on_fiber(void*) {}
 inline void arrived_on_scheduler(void*) {}
 #endif
 
-inline void yield(State s) {
+// Resumes the context saved in `env` by __builtin_setjmp, which GCC wants in another function.
+[[noreturn]] EMU_NO_ASAN __attribute__((noinline)) inline void jump_to(void** env) {
+  __builtin_longjmp(env, 1);
+}
+
+EMU_NO_ASAN inline void yield(State s) {
   Fiber& f = g_block->fibers[g_block->current];
   f.state = s;
   void* save = nullptr;
   leave_fiber_stack(&save);
-  if (_setjmp(f.env) == 0) _longjmp(g_block->scheduler, 1);
+  if (__builtin_setjmp(f.env) == 0) jump_to(g_block->scheduler);
   arrived_on_fiber(save);
 }
 
-inline void fiber_main() {
+EMU_NO_ASAN inline void fiber_main() {
   arrived_on_fiber(nullptr);
   g_block->body();
   g_block->fibers[g_block->current].state = State::kDone;
   leave_fiber_stack(nullptr);  // nullptr: this fiber's stack is done with
-  _longjmp(g_block->scheduler, 1);
+  jump_to(g_block->scheduler);
 }
 
 // The order threads run in between barriers. Each order hides some missing barriers and exposes
@@ -599,19 +697,19 @@ inline bool release_warps(Block& block) {
 }
 
 // Runs fiber i until its next barrier or its end. A function of its own: no local variable of the
-// caller lives across the _setjmp.
-__attribute__((noinline)) inline void run_until_it_waits(Block& block, int i) {
+// caller lives across the __builtin_setjmp.
+EMU_NO_ASAN __attribute__((noinline)) inline void run_until_it_waits(Block& block, int i) {
   Fiber& f = block.fibers[i];
   block.current = i;
   threadIdx = f.tid;
   void* save = nullptr;
   enter_fiber_stack(&save, i);
-  if (_setjmp(block.scheduler) == 0) {
+  if (__builtin_setjmp(block.scheduler) == 0) {
     if (!f.started) {
       f.started = true;
       setcontext(&f.start);
     }
-    _longjmp(f.env, 1);
+    jump_to(f.env);
   }
   arrived_on_scheduler(save);
 }
@@ -718,6 +816,9 @@ struct Launcher {
   template <typename... A>
   void operator()(A&&... args) const {
     if (rejected()) return;
+    // One launch at a time in the process: the block state (threadIdx, shared memory) is global.
+    // Host threads that launch at once (ranks of an in-process communicator) take turns.
+    const std::lock_guard<std::mutex> one_at_a_time(g_launch_mutex);
     const std::tuple<P...> params(static_cast<P>(args)...);  // converted as a launch would
     // A new buffer of this launch's size, not an earlier launch's larger one kept: AddressSanitizer
     // then stops a kernel that uses more dynamic shared memory than its launch gave.

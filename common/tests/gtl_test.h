@@ -1,6 +1,7 @@
 // Helpers shared by the course's tests.
 //
 //   GTL_REQUIRE_GPU();                       skip (with the reason) when no GPU is usable
+//   gpu_or_emulated(gpu, emulated)           a test size: large on a GPU, small when emulated
 //   expect_close(actual, expected, tol, what)  element-wise check that fails on NaN and inf
 //
 // Comparisons are written so that NaN fails: `!(err <= tol)` is true for NaN, whereas the common
@@ -23,6 +24,19 @@
   } while (0)
 
 namespace gtl::testing {
+
+// A size for a test of the CUDA path: `gpu` on a GPU, `emulated` in the emulated-CUDA build
+// (GTL_EMULATED_CUDA: every CUDA thread is a fiber on one CPU core, thousands of times slower).
+// Pick the small size of the same kind as the large one: odd, over several blocks, and so on.
+constexpr int64_t gpu_or_emulated(int64_t gpu, int64_t emulated) {
+#ifdef GTL_EMULATED_CUDA
+  (void)gpu;
+  return emulated;
+#else
+  (void)emulated;
+  return gpu;
+#endif
+}
 
 // Tolerance: |a - e| <= atol + rtol * |e|, element by element.
 struct Tolerance {

@@ -88,8 +88,8 @@ Tensor global_l2_norm_cuda(const std::vector<Tensor>& tensors) {
     const int64_t blocks = partials_for(t.numel());
     if (blocks == 0) continue;
     GTL_DISPATCH_FLOATING(t.dtype(), T, {
-      sum_squares_partial<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(t.data<T>(),
-                                                                                  t.numel(), slot);
+      sum_squares_partial<T>
+          <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(t.data<T>(), t.numel(), slot);
     });
     GTL_CUDA_CHECK_LAUNCH();
     slot += blocks;

@@ -8,6 +8,8 @@
 //   and dbias          sums a chunk of rows for 256 columns into partials; a second kernel adds
 //                      the chunks in a fixed order (deterministic, no atomics).
 // clang-format on
+#include <cfloat>
+
 #include "gtl/ops/detail/dispatch.h"
 #include "gtl/ops/detail/layernorm_cuda.h"
 #include "gtl/ops/detail/warp_reduce.cuh"
@@ -40,15 +42,28 @@ __global__ void forward_kernel(const T* x, const W* weight, const W* bias, T* ou
     // sum of x itself loses ~1e-4 of the mean, and a mean rounded to float is off by half an
     // ulp of 1e4 (5e-4); x - shift is exact (nearby floats) and small, and so is its mean.
     const float shift = convert<float>(xr[0]);
-    float s = 0.f;
-    for (int64_t c = lane; c < cols; c += kWarpSize) s += convert<float>(xr[c]) - shift;
+    float s = 0.f, largest = 0.f;
+    for (int64_t c = lane; c < cols; c += kWarpSize) {
+      const float d = convert<float>(xr[c]) - shift;
+      s += d;
+      largest = cuda_detail::nan_max(largest, fabsf(d));
+    }
     const float m_shifted = warp_sum(s) / static_cast<float>(cols);
+    // The squares are taken of d / scale, scale = max(1, largest |x - shift|): a finite row whose
+    // deviations pass ~1.8e19 (bfloat16 holds up to 3e38) would square to infinity in float, and
+    // rstd would be 0 where the CPU's double statistics give the right one. Rows within 1 are
+    // not scaled at all.
+    const float row_largest = cuda_detail::warp_max(largest);
+    const float scale = row_largest > 1.f && row_largest <= FLT_MAX ? row_largest : 1.f;
+    const float inv_scale = 1.f / scale;
     float v = 0.f;
     for (int64_t c = lane; c < cols; c += kWarpSize) {
-      const float d = (convert<float>(xr[c]) - shift) - m_shifted;
+      const float d = ((convert<float>(xr[c]) - shift) - m_shifted) * inv_scale;
       v += d * d;
     }
-    const float rs = rsqrtf(warp_sum(v) / static_cast<float>(cols) + eps);
+    // 1 / sqrt(var + eps) with var = scale^2 * (sum of scaled squares) / cols.
+    const float rs =
+        rsqrtf(warp_sum(v) / static_cast<float>(cols) + eps * inv_scale * inv_scale) / scale;
     const float m = shift + m_shifted;
     for (int64_t c = lane; c < cols; c += kWarpSize) {
       const float xhat = ((convert<float>(xr[c]) - shift) - m_shifted) * rs;

@@ -31,9 +31,9 @@ void non_finite_flag_cuda(const std::vector<Tensor>& tensors, const Tensor& flag
   for (const Tensor& t : tensors) {
     if (t.numel() == 0) continue;
     GTL_DISPATCH_FLOATING(t.dtype(), T, {
-      non_finite_kernel<<<launch::grid_stride_blocks(t.numel(), kThreadsPerBlock, kMaxBlocks),
-                          kThreadsPerBlock, 0, stream>>>(t.data<T>(), t.numel(),
-                                                         flag.data<float>());
+      non_finite_kernel<T>
+          <<<launch::grid_stride_blocks(t.numel(), kThreadsPerBlock, kMaxBlocks), kThreadsPerBlock,
+             0, stream>>>(t.data<T>(), t.numel(), flag.data<float>());
     });
     GTL_CUDA_CHECK_LAUNCH();
   }

@@ -60,10 +60,13 @@ Tensor reduce_all(const char* name, Op op, const Tensor& x) {
 #ifdef GTL_WITH_CUDA
     DeviceGuard guard(x.device());
     Tensor partials = Tensor::empty({cuda::reduce_partials_needed(n)}, DType::Float32, x.device());
-    const float multiplier = op == Op::Mean ? 1.f / static_cast<float>(n) : 1.f;
+    // The mean of nothing is NaN (0 / 0, as on the CPU); the sum of nothing is 0.
+    const float multiplier = op != Op::Mean ? 1.f
+                             : n == 0       ? std::nanf("")
+                                            : 1.f / static_cast<float>(n);
     cuda::reduce_all(op == Op::Max ? cuda::ReduceOp::Max : cuda::ReduceOp::Sum, x.data_ptr(),
-                     x.dtype(), n, n == 0 ? std::nanf("") : multiplier, partials.data<float>(),
-                     out.data<float>(), current_stream().handle());
+                     x.dtype(), n, multiplier, partials.data<float>(), out.data<float>(),
+                     current_stream().handle());
     return out;
 #else
     detail::no_cuda(name);

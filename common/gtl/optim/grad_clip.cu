@@ -29,7 +29,7 @@ void scale_by_clip_coef_cuda(const Tensor& grad, const Tensor& norm, float max_n
   DeviceGuard guard(grad.device());
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(grad.dtype(), T, {
-    clip_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+    clip_kernel<T><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
         grad.data<T>(), n, norm.data<float>(), max_norm);
   });
   GTL_CUDA_CHECK_LAUNCH();

@@ -33,7 +33,7 @@ void unscale_cuda(const Tensor& grad, float inv_scale, const Tensor& flag) {
   DeviceGuard guard(grad.device());
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(grad.dtype(), T, {
-    unscale_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+    unscale_kernel<T><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
         grad.data<T>(), n, inv_scale, flag.data<float>());
   });
   GTL_CUDA_CHECK_LAUNCH();

@@ -28,8 +28,8 @@ void convert_into_cuda(const Tensor& src, const Tensor& dst) {
   cudaStream_t stream = current_stream().handle();
   GTL_DISPATCH_FLOATING(src.dtype(), S, {
     GTL_DISPATCH_FLOATING(dst.dtype(), D, {
-      convert_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(src.data<S>(),
-                                                                             dst.data<D>(), n);
+      convert_kernel<S, D>
+          <<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(src.data<S>(), dst.data<D>(), n);
     });
   });
   GTL_CUDA_CHECK_LAUNCH();

@@ -54,15 +54,16 @@ __global__ void normal_kernel(T* p, int64_t n, uint64_t seed, uint64_t offset, f
 
 void fill(void* data, DType dtype, int64_t n, double value, cudaStream_t stream) {
   GTL_DISPATCH_ALL(dtype, T, {
-    fill_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n,
-                                                                        convert<T>(value));
+    fill_kernel<T><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n,
+                                                                           convert<T>(value));
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
 
 void arange(void* data, DType dtype, int64_t n, cudaStream_t stream) {
   GTL_DISPATCH_ALL(dtype, T, {
-    arange_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n);
+    arange_kernel<T>
+        <<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -72,7 +73,7 @@ void cast(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t 
   if (n == 0) return;
   GTL_DISPATCH_ALL(src_dtype, S, {
     GTL_DISPATCH_ALL(dst_dtype, D, {
-      cast_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+      cast_kernel<S, D><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
           static_cast<const S*>(src), static_cast<D*>(dst), n);
     });
   });
@@ -83,8 +84,8 @@ void uniform(void* data, DType dtype, int64_t n, uint64_t seed, uint64_t offset,
              float high, cudaStream_t stream) {
   if (n == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    uniform_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n,
-                                                                           seed, offset, low, high);
+    uniform_kernel<T><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+        static_cast<T*>(data), n, seed, offset, low, high);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }
@@ -93,8 +94,8 @@ void normal(void* data, DType dtype, int64_t n, uint64_t seed, uint64_t offset, 
             float std, cudaStream_t stream) {
   if (n == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    normal_kernel<<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(static_cast<T*>(data), n,
-                                                                          seed, offset, mean, std);
+    normal_kernel<T><<<grid_stride_blocks(n), kThreadsPerBlock, 0, stream>>>(
+        static_cast<T*>(data), n, seed, offset, mean, std);
   });
   GTL_CUDA_CHECK_LAUNCH();
 }

@@ -1,7 +1,9 @@
 // The CUDA path of every op in this folder against its CPU path (itself checked against double
 // references in the CPU tests), for every floating dtype, on odd sizes: one element, rows that
 // are not a multiple of 32 (a warp), a 10000-wide row, 100003 elements (not a multiple of any
-// block size). Also: mixing a CPU and a CUDA tensor is an error naming both devices.
+// block size), empty tensors, views at odd offsets and special values (inf, NaN, -0, limits).
+// Also: mixing a CPU and a CUDA tensor is an error naming both devices. Built twice: for a GPU
+// (label gpu) and on the CPU emulator (ops_emulated_test, label cpu, smaller large sizes).
 //
 // Tolerances (atol, rtol), GPU against CPU: the GPU reduces in float32 in a different order than
 // the CPU's double accumulators and uses its own expf/tanh, and a 16-bit result may round to the
@@ -34,8 +36,12 @@ using testing::Tolerance;
 using Op = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 const DType kDtypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
-const int64_t kSizes[] = {1, 3, 17, 1000, 100003};
-const int64_t kShapes[][2] = {{1, 1}, {3, 17}, {1000, 3}, {33, 1000}, {5, 10000}};
+// Under the CPU emulator (GTL_EMULATED_CUDA) the largest sizes shrink: 4099 elements still span
+// 17 blocks of 256 and end mid-warp, a 1500-wide row still takes a warp 47 turns.
+const int64_t kLarge = testing::gpu_or_emulated(100003, 4099);
+const int64_t kSizes[] = {1, 3, 17, 1000, kLarge};
+const int64_t kShapes[][2] = {
+    {1, 1}, {3, 17}, {1000, 3}, {33, 1000}, {5, testing::gpu_or_emulated(10000, 1500)}};
 
 Tolerance tol_for(DType out_dtype, bool row_wise) {
   switch (out_dtype) {
@@ -165,9 +171,9 @@ TEST(OpsGpu, ReductionsMatchCpu) {
           [](auto& t) { return std::vector{sum_rows(t[0])}; }, true, static_cast<double>(s[0]));
     }
     expect_gpu_matches_cpu(
-        "sum_rows " + std::string(dtype_name(dt)) + " [100003, 5]",
-        {random_tensor({100003, 5}, 9, -1.f, 1.f, dt)},
-        [](auto& t) { return std::vector{sum_rows(t[0])}; }, true, 100003.0);
+        "sum_rows " + std::string(dtype_name(dt)) + " " + shape_name(kLarge, 5),
+        {random_tensor({kLarge, 5}, 9, -1.f, 1.f, dt)},
+        [](auto& t) { return std::vector{sum_rows(t[0])}; }, true, static_cast<double>(kLarge));
   }
   // Empty tensors: no kernel may be launched with an empty grid.
   expect_gpu_matches_cpu(
@@ -271,6 +277,119 @@ TEST(OpsGpu, LayerNormMatchesCpu) {
         return std::vector{f.out, f.rstd};
       },
       true);
+}
+
+// Empty tensors on every op: no kernel may be launched with an empty grid (a launch error), and
+// the results (empty tensors, zero column sums, zero LayerNorm weight gradients) match the CPU.
+TEST(OpsGpu, ZeroSizeTensorsMatchCpu) {
+  GTL_REQUIRE_GPU();
+  for (DType dt : kDtypes) {
+    const std::string ctx = std::string(" of empty ") + dtype_name(dt) + " tensors";
+    const Tensor flat = Tensor::zeros({0}, dt), rows = Tensor::zeros({0, 5}, dt);
+    expect_gpu_matches_cpu(
+        "element-wise ops and activations" + ctx, {flat, flat},
+        [](auto& t) {
+          Tensor y = t[1].clone();
+          axpy_(2.f, t[0], y);
+          return std::vector{add(t[0], t[1]), mul(t[0], t[1]), scale(t[0], 3.f),         y,
+                             relu(t[0]),      gelu(t[0]),      gelu_backward(t[0], t[1])};
+        },
+        false);
+    expect_gpu_matches_cpu(
+        "bias_add, sum_rows, softmax and log_softmax" + ctx,
+        {rows, random_tensor({5}, 21, -1.f, 1.f, dt), Tensor::zeros({5, 0}, dt)},
+        [](auto& t) {
+          return std::vector{bias_add(t[0], t[1]), sum_rows(t[0]), sum_rows(t[2]), softmax(t[0]),
+                             log_softmax(t[0])};
+        },
+        true);
+    expect_gpu_matches_cpu(
+        "layernorm forward and backward" + ctx,
+        {Tensor::zeros({0, 7}, dt), Tensor::ones({7}), Tensor::zeros({7}),
+         Tensor::zeros({0, 7}, dt)},
+        [](auto& t) {
+          const LayerNormForward f = layernorm_forward(t[0], t[1], t[2]);
+          const LayerNormBackward g = layernorm_backward(t[3], t[0], t[1], f.mean, f.rstd);
+          return std::vector{f.out, f.mean, f.rstd, g.dx, g.dweight, g.dbias};
+        },
+        true);
+  }
+}
+
+// Views that start at an odd element of their storage (slice(1, ...)): for 16-bit types the data
+// is then only 2-byte aligned, which a kernel using wide (vector) loads would get wrong, and
+// every kernel must index from the view's start, not the storage's.
+TEST(OpsGpu, ViewsAtOddOffsetsMatchCpu) {
+  GTL_REQUIRE_GPU();
+  for (DType dt : kDtypes) {
+    const std::string ctx = std::string(" on views at odd offsets, ") + dtype_name(dt);
+    // Views made on each device from the same full tensors, so the GPU's start at the same offset.
+    const auto views = [](const std::vector<Tensor>& t) {
+      return std::vector{t[0].slice(1, t[0].size(0)), t[1].slice(3, t[1].size(0)),
+                         t[2].slice(1, t[2].size(0))};
+    };
+    expect_gpu_matches_cpu(
+        "element-wise ops, activations and reductions" + ctx,
+        {random_tensor({1000}, 22, -3.f, 3.f, dt), random_tensor({1002}, 23, -3.f, 3.f, dt),
+         random_tensor({38, 37}, 24, -4.f, 4.f, dt)},
+        [&](auto& full) {
+          const std::vector<Tensor> t = views(full);
+          Tensor y = t[1].clone();
+          axpy_(0.5f, t[0], y);
+          return std::vector{add(t[0], t[1]), gelu(t[0]),    y, sum(t[1]), max(t[0]),
+                             softmax(t[2]),   sum_rows(t[2])};
+        },
+        true, 37.0);
+  }
+}
+
+// Infinities, NaN, signed zeros and values near the dtype's limits go through the CUDA path as
+// through the CPU path (expect_close requires NaN where the CPU has NaN and equal infinities).
+TEST(OpsGpu, SpecialValuesMatchCpu) {
+  GTL_REQUIRE_GPU();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> special = {0.f,   -0.f, inf,  -inf,    nan,      1e-30f, -1e-30f,
+                                      3e38f, 1.f,  -1.f, 60000.f, -60000.f, 7.f,    -7.f};
+  const int64_t n = static_cast<int64_t>(special.size());
+  for (DType dt : kDtypes) {
+    const std::string ctx = std::string(" on special values, ") + dtype_name(dt);
+    const Tensor x = Tensor::from_vector(special, {n}, dt);
+    std::vector<float> reversed(special.rbegin(), special.rend());
+    const Tensor y = Tensor::from_vector(reversed, {n}, dt);
+    expect_gpu_matches_cpu(
+        "add, mul, scale, relu, gelu and their backward" + ctx, {x, y},
+        [](auto& t) {
+          return std::vector{
+              add(t[0], t[1]), mul(t[0], t[1]),           scale(t[0], 0.5f),        relu(t[0]),
+              gelu(t[0]),      relu_backward(t[0], t[1]), gelu_backward(t[0], t[1])};
+        },
+        false);
+    expect_gpu_matches_cpu(
+        "sum, max, softmax and log_softmax" + ctx, {x, x.reshape({2, n / 2})},
+        [](auto& t) {
+          return std::vector{sum(t[0]), max(t[0]), softmax(t[1]), log_softmax(t[1])};
+        },
+        true);
+    // Row 0 holds inf, -inf and NaN; row 1 finite values up to 3e38 (inf in float16), whose
+    // squares overflow float: LayerNorm must still normalise it. No NaN may leak across rows.
+    expect_gpu_matches_cpu(
+        "cross_entropy, its backward, layernorm forward and backward" + ctx,
+        {x.slice(0, 12).reshape({2, 6}), Tensor::from_vector({1.f, 4.f}, {2}, DType::Int32),
+         Tensor::ones({6}), Tensor::zeros({6}), random_tensor({2, 6}, 25, -1.f, 1.f, dt)},
+        [](auto& t) {
+          const LayerNormForward f = layernorm_forward(t[0], t[2], t[3]);
+          const LayerNormBackward g = layernorm_backward(t[4], t[0], t[2], f.mean, f.rstd);
+          return std::vector{cross_entropy(t[0], t[1]),
+                             cross_entropy_backward(t[0], t[1]),
+                             f.out,
+                             f.mean,
+                             f.rstd,
+                             g.dx,
+                             g.dweight,
+                             g.dbias};
+        },
+        true);
+  }
 }
 
 TEST(OpsGpu, MixingDevicesNamesBoth) {

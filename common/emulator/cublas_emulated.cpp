@@ -1,0 +1,170 @@
+// cuBLAS on the CPU: see cublas_emulated.h for what is emulated and what is not.
+#include "cublas_emulated.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+};
+
+namespace {
+
+// x rounded to TF32: 8 exponent bits and 10 mantissa bits, to nearest even (inf and NaN kept).
+float to_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) {
+    const uint32_t lsb = (bits >> 13) & 1u;
+    bits = (bits + 0xfffu + lsb) & ~uint32_t{0x1fff};
+  }
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+bool is_operation(cublasOperation_t op) {
+  return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
+}
+
+// A, B and C of one type, computed in float32 (cuBLAS's table for cublasGemmEx lists more).
+bool supported(cudaDataType_t a, cudaDataType_t b, cudaDataType_t c, cublasComputeType_t compute) {
+  const bool float32_compute = compute == CUBLAS_COMPUTE_32F ||
+                               compute == CUBLAS_COMPUTE_32F_PEDANTIC ||
+                               compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const bool one_type = a == b && b == c;
+  const bool known = a == CUDA_R_32F || a == CUDA_R_16F || a == CUDA_R_16BF;
+  // TF32 is a float32 compute mode: it applies to float32 data only.
+  const bool tf32_ok = compute != CUBLAS_COMPUTE_32F_FAST_TF32 || a == CUDA_R_32F;
+  return float32_compute && one_type && known && tf32_ok;
+}
+
+// Element (row, col) of op(X), X column-major with leading dimension ld.
+int64_t at(cublasOperation_t op, int64_t row, int64_t col, int ld) {
+  return op == CUBLAS_OP_N ? row + col * int64_t{ld} : col + row * int64_t{ld};
+}
+
+}  // namespace
+
+cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *handle = new cublasContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *stream = handle->stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const int base = mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+  if (base < CUBLAS_DEFAULT_MATH || base > CUBLAS_TF32_TENSOR_OP_MATH)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  handle->math = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *mode = handle->math;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                            const void* A, cudaDataType_t Atype, int lda, const void* B,
+                            cudaDataType_t Btype, int ldb, const void* beta, void* C,
+                            cudaDataType_t Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || k < 0 || !is_operation(transa) || !is_operation(transb))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  // The stored rows of A are m for op N, else k; of B, k for op N, else n.
+  const int a_rows = transa == CUBLAS_OP_N ? m : k, b_rows = transb == CUBLAS_OP_N ? k : n;
+  if (lda < std::max(1, a_rows) || ldb < std::max(1, b_rows) || ldc < std::max(1, m))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (!supported(Atype, Btype, Ctype, computeType)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+
+  const float a_scale = *static_cast<const float*>(alpha);
+  const float c_scale = *static_cast<const float*>(beta);
+  const bool tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const emu::OutputsWritable writable;  // the library's kernels write C
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) {
+      float sum = 0.f;
+      for (int64_t l = 0; l < k; ++l) {
+        float x = emu::load_as_float(A, Atype, at(transa, i, l, lda));
+        float y = emu::load_as_float(B, Btype, at(transb, l, j, ldb));
+        if (tf32) {
+          x = to_tf32(x);
+          y = to_tf32(y);
+        }
+        sum += x * y;
+      }
+      const int64_t c = i + j * int64_t{ldc};
+      const float old = c_scale == 0.f ? 0.f : c_scale * emu::load_as_float(C, Ctype, c);
+      emu::store_float(C, Ctype, c, a_scale * sum + old);
+    }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+const char* cublasGetStatusName(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+      return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR:
+      return "CUBLAS_STATUS_LICENSE_ERROR";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+const char* cublasGetStatusString(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "the library was not initialized";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "an unsupported value or parameter was passed to the function";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "the functionality requested is not supported";
+    default:
+      return "an error (cuBLAS emulated on the CPU)";
+  }
+}
