@@ -791,7 +791,8 @@ void expect_report(Recorded& r, const BubbleReport& want, const std::string& wha
 
 void expect_clocked(Recorded& r, const std::string& name, const Schedule& schedule,
                     const std::vector<double>& fwd, const std::vector<double>& bwd) {
-  const std::string what = name + " p = " + std::to_string(schedule.size()) + ", forward " +
+  const std::string what = name + " p = " + std::to_string(schedule.size()) +
+                           ", m = " + std::to_string(schedule[0].size() / 2) + ", forward " +
                            text(fwd) + ", backward " + text(bwd);
   expect_report(r, judge_clock(schedule, fwd, bwd), what);
 }
@@ -801,8 +802,8 @@ std::string bubbles() {
     Recorded r("Bubbles.UnitCostsGiveTheFormulaForGpipeAnd1F1B");
     for (const auto& [p, m] : lab07_cases::one_f_one_b_table_shapes()) {
       const std::vector<double> one(std::size_t(p), 1.0);
-      expect_clocked(r, "GPipe m = " + std::to_string(m), gpipe_order(p, m), one, one);
-      expect_clocked(r, "1F1B m = " + std::to_string(m), one_f_one_b_order(p, m), one, one);
+      expect_clocked(r, "GPipe", gpipe_order(p, m), one, one);
+      expect_clocked(r, "1F1B", one_f_one_b_order(p, m), one, one);
     }
   }
   {
@@ -810,20 +811,20 @@ std::string bubbles() {
     for (const auto& [p, m] :
          std::vector<std::pair<int, int64_t>>{{2, 4}, {3, 5}, {4, 2}, {4, 8}}) {
       const std::vector<double> f(std::size_t(p), 1.0), b(std::size_t(p), 2.0);
-      expect_clocked(r, "GPipe m = " + std::to_string(m), gpipe_order(p, m), f, b);
-      expect_clocked(r, "1F1B m = " + std::to_string(m), one_f_one_b_order(p, m), f, b);
+      expect_clocked(r, "GPipe", gpipe_order(p, m), f, b);
+      expect_clocked(r, "1F1B", one_f_one_b_order(p, m), f, b);
     }
   }
   {
     Recorded r("Bubbles.SeededTimesAndShapes");
     for (const auto& c : lab07_cases::seeded_bubble_cases())
-      expect_clocked(r, (c.one_f_one_b ? "1F1B m = " : "GPipe m = ") + std::to_string(c.m),
+      expect_clocked(r, c.one_f_one_b ? "1F1B" : "GPipe",
                      c.one_f_one_b ? one_f_one_b_order(c.p, c.m) : gpipe_order(c.p, c.m), c.forward,
                      c.backward);
   }
   {
     Recorded r("Bubbles.ASlowStageSetsThePace");
-    expect_clocked(r, "GPipe m = 2", gpipe_order(2, 2), {1, 2}, {2, 4});
+    expect_clocked(r, "GPipe", gpipe_order(2, 2), {1, 2}, {2, 4});
   }
   {
     Recorded r("Bubbles.AnUnpipelinedOrderIsNotTheFormula");
