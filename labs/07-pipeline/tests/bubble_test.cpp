@@ -13,6 +13,9 @@
 #include "gtl/distributed/in_process.h"
 #include "gtl/distributed/timeline.h"
 #include "gtl/runtime/error.h"
+#include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "lab07_cases.h"
 #include "lab07_schedules.h"
 #include "pipeline.h"
 #include "pipeline_training.h"
@@ -24,10 +27,12 @@ double formula(int p, int64_t m) {
   return static_cast<double>(p - 1) / static_cast<double>(m + p - 1);
 }
 
-void expect_formula(const char* name, const Schedule& schedule, int p, int64_t m, double f,
-                    double b) {
+// The report goes to the judge, which simulates the schedule on its own clock.
+void expect_formula(const std::string& name, const Schedule& schedule, int p, int64_t m, double f,
+                    double b, gtl::judge::Outputs& recorded) {
   const BubbleReport r =
       simulate_bubbles(schedule, std::vector<double>(p, f), std::vector<double>(p, b));
+  lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, static_cast<double>(m + p - 1) * (f + b))
       << name << " p = " << p << ", m = " << m << ", forward " << f << ", backward " << b
       << ": the step lasts (m + p - 1) x (forward + backward): the last micro-batch's forward "
@@ -44,17 +49,57 @@ void expect_formula(const char* name, const Schedule& schedule, int p, int64_t m
 }
 
 TEST(Bubbles, UnitCostsGiveTheFormulaForGpipeAnd1F1B) {
+  gtl::judge::Outputs recorded("Bubbles.UnitCostsGiveTheFormulaForGpipeAnd1F1B");
   for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{
            {1, 4}, {2, 4}, {3, 5}, {4, 1}, {4, 2}, {4, 4}, {4, 8}}) {
-    expect_formula("GPipe", testing::gpipe_table(p, m), p, m, 1, 1);
-    expect_formula("1F1B", testing::one_f_one_b_table(p, m), p, m, 1, 1);
+    expect_formula("GPipe", testing::gpipe_table(p, m), p, m, 1, 1, recorded);
+    expect_formula("1F1B", testing::one_f_one_b_table(p, m), p, m, 1, 1, recorded);
   }
 }
 
 TEST(Bubbles, BackwardTwiceAsLongAsForwardKeepsTheFraction) {
+  gtl::judge::Outputs recorded("Bubbles.BackwardTwiceAsLongAsForwardKeepsTheFraction");
   for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{{2, 4}, {3, 5}, {4, 2}, {4, 8}}) {
-    expect_formula("GPipe", testing::gpipe_table(p, m), p, m, 1, 2);
-    expect_formula("1F1B", testing::one_f_one_b_table(p, m), p, m, 1, 2);
+    expect_formula("GPipe", testing::gpipe_table(p, m), p, m, 1, 2, recorded);
+    expect_formula("1F1B", testing::one_f_one_b_table(p, m), p, m, 1, 2, recorded);
+  }
+}
+
+// Times drawn from the grading seed: equal stages give the formula exactly; stages of their own
+// speeds (GPipe) keep every stage busy m x (forward + backward), the bubble 1 - busy / step, and a
+// step no shorter than the slowest stage's work plus the first forward reaching it and the last
+// backward leaving it. The judge recomputes every figure on its own clock.
+TEST(Bubbles, SeededTimesAndShapes) {
+  gtl::judge::Outputs recorded("Bubbles.SeededTimesAndShapes");
+  for (const lab07_cases::BubbleCase& c : lab07_cases::seeded_bubble_cases()) {
+    const Schedule schedule =
+        c.one_f_one_b ? testing::one_f_one_b_table(c.p, c.m) : testing::gpipe_table(c.p, c.m);
+    const std::string name =
+        std::string(c.one_f_one_b ? "1F1B" : "GPipe") + " (" + gtl::test_seed::describe() + ")";
+    const bool equal = std::equal(c.forward.begin() + 1, c.forward.end(), c.forward.begin()) &&
+                       std::equal(c.backward.begin() + 1, c.backward.end(), c.backward.begin());
+    if (equal) {
+      expect_formula(name, schedule, c.p, c.m, c.forward[0], c.backward[0], recorded);
+      continue;
+    }
+    const BubbleReport r = simulate_bubbles(schedule, c.forward, c.backward);
+    lab07_cases::record_report(recorded, r);
+    ASSERT_EQ(r.busy.size(), static_cast<std::size_t>(c.p)) << name << ": one busy time per stage";
+    ASSERT_EQ(r.bubble.size(), static_cast<std::size_t>(c.p)) << name << ": one bubble per stage";
+    double before = 0;  // the first forward's time through the stages before s
+    for (int s = 0; s < c.p; ++s) {
+      const auto at = static_cast<std::size_t>(s);
+      const double work = c.forward[at] + c.backward[at];
+      EXPECT_EQ(r.busy[at], static_cast<double>(c.m) * work)
+          << name << " p = " << c.p << ", m = " << c.m << ", stage " << s
+          << ": busy m x (forward + backward)";
+      EXPECT_DOUBLE_EQ(r.bubble[at], 1.0 - r.busy[at] / r.step_time)
+          << name << " stage " << s << ": idle fraction 1 - busy / step_time";
+      EXPECT_GE(r.step_time, before + static_cast<double>(c.m) * work)
+          << name << " p = " << c.p << ", m = " << c.m << ", stage " << s
+          << ": the step cannot end before the stage's own work and the passes before it";
+      before += work;
+    }
   }
 }
 
@@ -65,6 +110,8 @@ TEST(Bubbles, BackwardTwiceAsLongAsForwardKeepsTheFraction) {
 // Step 15; busy 6 and 12: bubbles 9/15 and 3/15. The slow stage sets the pace.
 TEST(Bubbles, ASlowStageSetsThePace) {
   const BubbleReport r = simulate_bubbles(testing::gpipe_table(2, 2), {1, 2}, {2, 4});
+  gtl::judge::Outputs recorded("Bubbles.ASlowStageSetsThePace");
+  lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, 15.0) << "worked example in bubble_test.cpp";
   ASSERT_EQ(r.bubble.size(), 2u);
   EXPECT_EQ(r.busy, (std::vector<double>{6, 12}));
@@ -77,6 +124,8 @@ TEST(Bubbles, ASlowStageSetsThePace) {
 TEST(Bubbles, AnUnpipelinedOrderIsNotTheFormula) {
   const Schedule serial = testing::parse({"F0 B0 F1 B1 F2 B2 F3 B3", "F0 B0 F1 B1 F2 B2 F3 B3"});
   const BubbleReport r = simulate_bubbles(serial, {1, 1}, {1, 1});
+  gtl::judge::Outputs recorded("Bubbles.AnUnpipelinedOrderIsNotTheFormula");
+  lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, 16.0) << "simulate the schedule you are given: F(i+1) on stage 0 waits "
                                << "for B(i), which waits for stage 1";
   ASSERT_EQ(r.bubble.size(), 2u);
@@ -85,6 +134,13 @@ TEST(Bubbles, AnUnpipelinedOrderIsNotTheFormula) {
 }
 
 TEST(Bubbles, RejectsAScheduleThatCannotRun) {
+  gtl::judge::Outputs recorded("Bubbles.RejectsAScheduleThatCannotRun");
+  recorded.record(lab07_cases::throws_error([] {
+    simulate_bubbles(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), {1, 1}, {1, 1});
+  }));
+  recorded.record(lab07_cases::throws_error([] {
+    simulate_bubbles(testing::gpipe_table(2, 2), {1}, {1, 1});
+  }));
   EXPECT_THROW(simulate_bubbles(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), {1, 1}, {1, 1}),
                gtl::Error)
       << "stage 0 waits for B0, stage 1 first for F1: a cycle, not a timeline";
@@ -115,9 +171,12 @@ std::vector<std::vector<gtl::dist::TraceEvent>> reference_traces(int64_t m) {
 
 TEST(PipelineTimeline, OneFOneBOnTheReferenceClusterShowsTheFormulasBubble) {
   const int p = 4;
+  gtl::judge::Outputs recorded(
+      "PipelineTimeline.OneFOneBOnTheReferenceClusterShowsTheFormulasBubble");
   for (const int64_t m : {1, 4, 8}) {
-    const gtl::dist::Timeline tl =
-        gtl::dist::simulate_timeline(reference_traces(m), reference_cluster());
+    const std::vector<std::vector<gtl::dist::TraceEvent>> traces = reference_traces(m);
+    lab07_cases::record_traces(recorded, traces);
+    const gtl::dist::Timeline tl = gtl::dist::simulate_timeline(traces, reference_cluster());
     ASSERT_EQ(tl.ranks.size(), static_cast<std::size_t>(p));
     for (int s = 0; s < p; ++s) {
       const double bubble = tl.ranks[static_cast<std::size_t>(s)].bubble_fraction;

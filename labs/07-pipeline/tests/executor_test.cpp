@@ -18,6 +18,9 @@
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/models.h"
 #include "gtl/nn/parameter_buffer.h"
+#include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "lab07_cases.h"
 #include "lab07_schedules.h"
 #include "pipeline.h"
 #include "pipeline_training.h"
@@ -87,8 +90,11 @@ std::string first_difference(const std::vector<float>& a, const std::vector<floa
   return "";
 }
 
-void expect_equals_sequential(const std::string& name, const Schedule& schedule, int p, int64_t m) {
-  const PipelineConfig config = config_for(p, m);
+// Every stage's loss and gradients go to the judge, which recomputes the sequential step.
+void expect_equals_sequential(const std::string& name, const Schedule& schedule,
+                              const PipelineConfig& config, gtl::judge::Outputs& recorded) {
+  const int p = static_cast<int>(config.boundaries.size()) - 1;
+  const int64_t m = config.micro_batches;
   std::vector<StageResult> stages(static_cast<std::size_t>(p));
   run_stages(
       p,
@@ -97,6 +103,7 @@ void expect_equals_sequential(const std::string& name, const Schedule& schedule,
             pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
       },
       fast());
+  for (const StageResult& stage : stages) lab07_cases::record_stage(recorded, stage);
   const StageResult whole = sequential_step(config);
   std::size_t seen = 0;
   for (int s = 0; s < p; ++s) {
@@ -120,17 +127,33 @@ void expect_equals_sequential(const std::string& name, const Schedule& schedule,
 }
 
 TEST(Executor, GpipeStepEqualsTheSequentialStepBitwise) {
+  gtl::judge::Outputs recorded("Executor.GpipeStepEqualsTheSequentialStepBitwise");
   for (const auto& [p, m] :
        std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
-    expect_equals_sequential("GPipe", testing::gpipe_table(p, m), p, m);
+    expect_equals_sequential("GPipe", testing::gpipe_table(p, m), config_for(p, m), recorded);
   }
 }
 
 TEST(Executor, OneFOneBStepEqualsTheSequentialStepBitwise) {
+  gtl::judge::Outputs recorded("Executor.OneFOneBStepEqualsTheSequentialStepBitwise");
   for (const auto& [p, m] :
        std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
-    expect_equals_sequential("1F1B", testing::one_f_one_b_table(p, m), p, m);
+    expect_equals_sequential("1F1B", testing::one_f_one_b_table(p, m), config_for(p, m), recorded);
   }
+}
+
+// A shape of the 1F1B tables, a batch (uneven micro-batches included) and data drawn from the
+// grading seed, under both schedules.
+TEST(Executor, SeededBatchStepEqualsTheSequentialStepBitwise) {
+  const std::string test = "Executor.SeededBatchStepEqualsTheSequentialStepBitwise";
+  gtl::judge::Outputs recorded(test);
+  const lab07_cases::ExecutorCase c = lab07_cases::seeded_executor_case(test);
+  const std::string where = " (batch " + std::to_string(c.config.batch) + ", data seed " +
+                            std::to_string(c.config.data_seed) + ", " + gtl::test_seed::describe() +
+                            ")";
+  expect_equals_sequential("GPipe" + where, testing::gpipe_table(c.p, c.m), c.config, recorded);
+  expect_equals_sequential("1F1B" + where, testing::one_f_one_b_table(c.p, c.m), c.config,
+                           recorded);
 }
 
 // What the header's pairing rule gives for stage s: the number of send_recv calls (a send to a
@@ -146,14 +169,16 @@ int64_t expected_send_recvs(const StageSchedule& actions, int s, int p) {
   return pairs;
 }
 
-TEST(Executor, SendsEachActivationAndGradientExactlyOncePairedWithSendRecv) {
+// Each stage's bytes sent and received and its send_recv calls go to the judge, which computes
+// them from the boundaries' sizes and the schedule.
+void expect_traffic(const PipelineConfig& config, gtl::judge::Outputs& recorded,
+                    const std::string& where) {
+  const int p = static_cast<int>(config.boundaries.size()) - 1;
+  const int64_t m = config.micro_batches;
   for (const bool one_f_one_b : {false, true}) {
-    const int p = 3;
-    const int64_t m = 5;
-    const PipelineConfig config = config_for(p, m);
     const Schedule schedule =
         one_f_one_b ? testing::one_f_one_b_table(p, m) : testing::gpipe_table(p, m);
-    const char* name = one_f_one_b ? "1F1B" : "GPipe";
+    const std::string name = std::string(one_f_one_b ? "1F1B" : "GPipe") + where;
     std::vector<std::map<std::string, dist::OpCounters>> counters(p);
     run_stages(
         p,
@@ -178,7 +203,10 @@ TEST(Executor, SendsEachActivationAndGradientExactlyOncePairedWithSendRecv) {
         got_sent += k.bytes_sent;
         got_received += k.bytes_received;
       }
-      EXPECT_EQ(got_sent, sent) << name << " p = 3, m = 5, stage " << s
+      const auto send_recv = c.find("send_recv");
+      recorded.record(got_sent), recorded.record(got_received);
+      recorded.record(send_recv == c.end() ? 0 : send_recv->second.calls);
+      EXPECT_EQ(got_sent, sent) << name << " p = " << p << ", m = " << m << ", stage " << s
                                 << ": bytes sent per step must be the m "
                                 << "activations to s+1 (" << config.batch << " rows x " << out
                                 << " floats) plus the m "
@@ -188,12 +216,28 @@ TEST(Executor, SendsEachActivationAndGradientExactlyOncePairedWithSendRecv) {
       const int64_t pairs = expected_send_recvs(schedule[static_cast<std::size_t>(s)], s, p);
       const auto it = c.find("send_recv");
       EXPECT_EQ(it == c.end() ? 0 : it->second.calls, pairs)
-          << name << " p = 3, m = 5, stage " << s << " ("
+          << name << " p = " << p << ", m = " << m << ", stage " << s << " ("
           << to_string(schedule[static_cast<std::size_t>(s)]) << "): a send to a neighbour "
           << "followed by a receive from the SAME neighbour is one send_recv (expected " << pairs
           << " of them); every other message a plain send or recv";
     }
   }
+}
+
+TEST(Executor, SendsEachActivationAndGradientExactlyOncePairedWithSendRecv) {
+  gtl::judge::Outputs recorded(
+      "Executor.SendsEachActivationAndGradientExactlyOncePairedWithSendRecv");
+  expect_traffic(config_for(3, 5), recorded, "");
+}
+
+// The same on a shape of the 1F1B tables and a batch drawn from the grading seed.
+TEST(Executor, SendsEachActivationAndGradientExactlyOnceOnASeededBatch) {
+  const std::string test = "Executor.SendsEachActivationAndGradientExactlyOnceOnASeededBatch";
+  gtl::judge::Outputs recorded(test);
+  const lab07_cases::ExecutorCase c = lab07_cases::seeded_executor_case(test);
+  expect_traffic(
+      c.config, recorded,
+      " (batch " + std::to_string(c.config.batch) + ", " + gtl::test_seed::describe() + ")");
 }
 
 // A blocking executor: each message on its own, the send as soon as the output exists, the
@@ -208,6 +252,31 @@ void naive_blocking_stage(Communicator& comm, const StageSchedule& actions) {
     if (f && s + 1 < p) comm.send(message, s + 1);
     if (!f && s > 0) comm.send(message, s - 1);
   }
+}
+
+// Your executor on 1F1B p = 2, m = 4 under rendezvous sends: it must finish, and stage 0 must send
+// every row's activation once (recorded for the judge, with whether the step threw).
+void expect_runs_under_rendezvous(const PipelineConfig& config, gtl::judge::Outputs& recorded,
+                                  const std::string& where) {
+  const Schedule schedule = testing::one_f_one_b_table(2, 4);
+  int64_t sent_by_stage_0 = -1;
+  bool finished = false;
+  EXPECT_NO_THROW({
+    dist::run_ranks(
+        2,
+        [&](Communicator& comm) {
+          pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
+          if (comm.rank() == 0) sent_by_stage_0 = comm.total_counters().bytes_sent;
+        },
+        fast());  // rendezvous sends too, with a timeout no load can reach
+    finished = true;
+  }) << "your executor on the same schedule, rendezvous sends: pair the send with the "
+     << "receive from the same neighbour in one send_recv" << where;
+  recorded.record(finished), recorded.record(sent_by_stage_0);
+  const int64_t activations =
+      config.batch * gtl::shape_numel(boundary_sample_shape(config.model, 3)) * 4;
+  EXPECT_EQ(sent_by_stage_0, activations) << "stage 0 of 2 sends the activations of all "
+                                          << config.batch << " rows to stage 1, once" << where;
 }
 
 TEST(Executor, ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot) {
@@ -229,21 +298,18 @@ TEST(Executor, ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot) {
       << "the blocking executor on 1F1B p = 2, m = 4: stage 0 sends F1's activation while stage "
       << "1 sends B0's gradient, each waiting for the other to receive; the rendezvous mode "
       << "must report it as a deadlock, got: '" << error << "'";
-  int64_t sent_by_stage_0 = -1;
-  EXPECT_NO_THROW(dist::run_ranks(
-      2,
-      [&](Communicator& comm) {
-        pipeline_step(comm, config_for(2, 4), schedule[static_cast<std::size_t>(comm.rank())]);
-        if (comm.rank() == 0) sent_by_stage_0 = comm.total_counters().bytes_sent;
-      },
-      fast()))  // rendezvous sends too, with a timeout no load can reach
-      << "your executor on the same schedule, rendezvous sends: pair the send with the "
-      << "receive from the same neighbour in one send_recv";
-  const PipelineConfig config = config_for(2, 4);
-  const int64_t activations =
-      config.batch * gtl::shape_numel(boundary_sample_shape(config.model, 3)) * 4;
-  EXPECT_EQ(sent_by_stage_0, activations)
-      << "stage 0 of 2 sends the activations of all " << config.batch << " rows to stage 1, once";
+  gtl::judge::Outputs recorded("Executor.ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot");
+  expect_runs_under_rendezvous(config_for(2, 4), recorded, "");
+}
+
+// Your executor on the same schedule with a batch drawn from the grading seed.
+TEST(Executor, ABlockingExecutorDeadlocksYoursDoesNotOnASeededBatch) {
+  gtl::judge::Outputs recorded("Executor.ABlockingExecutorDeadlocksYoursDoesNotOnASeededBatch");
+  PipelineConfig config = config_for(2, 4);
+  config.batch = lab07_cases::seeded_deadlock_batch();
+  expect_runs_under_rendezvous(
+      config, recorded,
+      " (batch " + std::to_string(config.batch) + ", " + gtl::test_seed::describe() + ")");
 }
 
 // Bytes one micro-batch's forward keeps for its backward on stage s (its nn::Context: the input
@@ -261,11 +327,14 @@ int64_t one_micro_batch_context_bytes(const PipelineConfig& config, int s, int64
   return ctx.saved_bytes();
 }
 
-TEST(Executor, HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B) {
+// p = 4, m = 8 with `rows` rows per micro-batch; every stage's peak under GPipe, then under 1F1B,
+// goes to the judge, which measures a micro-batch's context with the core's forward.
+void expect_micro_batches_in_flight(int64_t rows, gtl::judge::Outputs& recorded,
+                                    const std::string& where) {
   const int p = 4;
   const int64_t m = 8;
   PipelineConfig config = config_for(p, m);
-  config.batch = 24;  // 3 rows per micro-batch
+  config.batch = m * rows;
   std::map<std::string, std::vector<int64_t>> peaks;
   for (const bool one_f_one_b : {false, true}) {
     const Schedule schedule =
@@ -283,27 +352,43 @@ TEST(Executor, HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B) {
           peak[s] = pipeline_step(comm, config, schedule[s]).step_peak_bytes;
         },
         options);
+    recorded.record_all(peak);
   }
   for (int s = 1; s + 1 < p; ++s) {
-    const int64_t per_micro_batch = one_micro_batch_context_bytes(config, s, 3);
+    const int64_t per_micro_batch = one_micro_batch_context_bytes(config, s, rows);
     const auto at = static_cast<std::size_t>(s);
     EXPECT_EQ(peaks["GPipe"][at] / per_micro_batch, m)
         << "GPipe p = 4, m = 8, stage " << s << ": a peak of " << peaks["GPipe"][at]
         << " bytes during the step is " << peaks["GPipe"][at] / per_micro_batch
-        << " micro-batches of " << per_micro_batch << " bytes in flight, expected all m = " << m;
+        << " micro-batches of " << per_micro_batch << " bytes in flight, expected all m = " << m
+        << where;
     EXPECT_EQ(peaks["1F1B"][at] / per_micro_batch, p - s)
         << "1F1B p = 4, m = 8, stage " << s << ": a peak of " << peaks["1F1B"][at] << " bytes is "
         << peaks["1F1B"][at] / per_micro_batch << " micro-batches of " << per_micro_batch
         << " bytes in flight, expected p - s = " << p - s
         << ": keep a micro-batch's context, input and messages only from its forward to its "
-        << "backward (do not keep received tensors or outputs for the whole step)";
+        << "backward (do not keep received tensors or outputs for the whole step)" << where;
   }
   // Stage 0 keeps views of the batch (no activation bytes of its own): only its temporaries.
   for (int s = 1; s < p; ++s) {
     EXPECT_LE(peaks["1F1B"][static_cast<std::size_t>(s)],
               peaks["GPipe"][static_cast<std::size_t>(s)])
-        << "stage " << s << ": 1F1B never holds more than GPipe";
+        << "stage " << s << ": 1F1B never holds more than GPipe" << where;
   }
+}
+
+TEST(Executor, HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B) {
+  gtl::judge::Outputs recorded("Executor.HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B");
+  expect_micro_batches_in_flight(3, recorded, "");
+}
+
+// The same with rows per micro-batch drawn from the grading seed.
+TEST(Executor, HoldsMMicroBatchesOnASeededBatch) {
+  gtl::judge::Outputs recorded("Executor.HoldsMMicroBatchesOnASeededBatch");
+  const int64_t rows = lab07_cases::seeded_memory_rows();
+  expect_micro_batches_in_flight(
+      rows, recorded,
+      " (" + std::to_string(rows) + " rows per micro-batch, " + gtl::test_seed::describe() + ")");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "gtl/distributed/in_process.h"
+#include "gtl_judge_output.h"
 #include "gtl_test.h"
 #include "lab07_schedules.h"
 #include "pipeline_training.h"
@@ -36,6 +37,13 @@ TEST(GpuPipeline, ThreeStagesSharingOneGpuMatchTheCpu) {
   GTL_REQUIRE_GPU();
   const std::vector<StageResult> cpu = run(gtl::Device::cpu());
   const std::vector<StageResult> gpu = run(gtl::Device::cuda(0));
+  // Every stage's loss and gradients (values: the judge compares them within GEMM rounding).
+  gtl::judge::Outputs recorded("GpuPipeline.ThreeStagesSharingOneGpuMatchTheCpu");
+  for (const StageResult& stage : gpu) {
+    recorded.record(stage.loss);
+    recorded.record(stage.grads.size());
+    for (const auto& [name, grad] : stage.grads) recorded.record(name), recorded.record_all(grad);
+  }
   for (std::size_t s = 0; s < cpu.size(); ++s) {
     for (const auto& [name, grad] : cpu[s].grads) {
       ASSERT_TRUE(gpu[s].grads.count(name)) << name;

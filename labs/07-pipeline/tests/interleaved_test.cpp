@@ -9,6 +9,9 @@
 #include <tuple>
 
 #include "gtl/runtime/error.h"
+#include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "lab07_cases.h"
 #include "pipeline.h"
 
 namespace lab07 {
@@ -26,6 +29,8 @@ std::string describe(const std::vector<ChunkAction>& actions) {
 
 TEST(Interleaved, MatchesMegatronsOrderForTwoRanksAndTwoChunks) {
   const InterleavedSchedule s = interleaved_schedule(2, 2, 4);
+  gtl::judge::Outputs recorded("Interleaved.MatchesMegatronsOrderForTwoRanksAndTwoChunks");
+  lab07_cases::record_interleaved(recorded, s);
   ASSERT_EQ(s.size(), 2u) << "one list of actions per rank";
   // Rank 0 warms up with (p - r - 1) 2 + (v - 1) p = 4 forwards, rank 1 with 2.
   EXPECT_EQ(describe(s[0]),
@@ -37,49 +42,77 @@ TEST(Interleaved, MatchesMegatronsOrderForTwoRanksAndTwoChunks) {
       << "rank 1";
 }
 
+// Every (micro-batch, chunk) pair once each way on every rank; the schedule goes to the judge.
+void expect_every_pair_once(int p, int v, int64_t m, gtl::judge::Outputs& recorded) {
+  const InterleavedSchedule s = interleaved_schedule(p, v, m);
+  lab07_cases::record_interleaved(recorded, s);
+  ASSERT_EQ(s.size(), static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    std::map<std::tuple<bool, int64_t, int>, int> seen;
+    for (const ChunkAction& a : s[static_cast<std::size_t>(r)]) {
+      ++seen[{a.op == Op::Forward, a.micro_batch, a.chunk}];
+    }
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(2 * v * m))
+        << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << r
+        << ": forward and backward of every (micro-batch, chunk) pair";
+    for (const auto& [key, n] : seen) {
+      EXPECT_EQ(n, 1) << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << r
+                      << ": micro-batch " << std::get<1>(key) << " chunk " << std::get<2>(key)
+                      << " runs " << n << " times one way";
+    }
+  }
+}
+
 TEST(Interleaved, EveryRankRunsEveryMicroBatchOnEachChunkOnceEachWay) {
+  gtl::judge::Outputs recorded("Interleaved.EveryRankRunsEveryMicroBatchOnEachChunkOnceEachWay");
   for (int p : {2, 4}) {
     for (int v : {1, 2, 3}) {
       for (int64_t m : {int64_t{p}, int64_t{2 * p}, int64_t{4 * p}}) {
-        const InterleavedSchedule s = interleaved_schedule(p, v, m);
-        ASSERT_EQ(s.size(), static_cast<std::size_t>(p));
-        for (int r = 0; r < p; ++r) {
-          std::map<std::tuple<bool, int64_t, int>, int> seen;
-          for (const ChunkAction& a : s[static_cast<std::size_t>(r)]) {
-            ++seen[{a.op == Op::Forward, a.micro_batch, a.chunk}];
-          }
-          EXPECT_EQ(seen.size(), static_cast<std::size_t>(2 * v * m))
-              << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << r
-              << ": forward and backward of every (micro-batch, chunk) pair";
-          for (const auto& [key, n] : seen) {
-            EXPECT_EQ(n, 1) << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << r
-                            << ": micro-batch " << std::get<1>(key) << " chunk " << std::get<2>(key)
-                            << " runs " << n << " times one way";
-          }
-        }
+        expect_every_pair_once(p, v, m, recorded);
       }
     }
   }
+  recorded.record(lab07_cases::throws_error([] { interleaved_schedule(4, 2, 6); }));
   EXPECT_THROW(interleaved_schedule(4, 2, 6), gtl::Error) << "m must be a multiple of p";
 }
 
+// The bubble of interleaved_schedule(p, v, m), chunk forward 1, backward 2; the report goes to
+// the judge.
+void expect_interleaved_formula(int p, int v, int64_t m, gtl::judge::Outputs& recorded) {
+  const BubbleReport r = simulate_interleaved_bubbles(interleaved_schedule(p, v, m), v, 1, 2);
+  lab07_cases::record_report(recorded, r);
+  const double vm = static_cast<double>(v) * static_cast<double>(m);
+  EXPECT_EQ(r.step_time, (vm + p - 1) * 3)
+      << "p = " << p << ", v = " << v << ", m = " << m << ": chunk forward 1, backward 2";
+  ASSERT_EQ(r.bubble.size(), static_cast<std::size_t>(p));
+  // busy and step_time are exact integers; 1e-12 absorbs the rounding of 1 - busy / step.
+  for (int s = 0; s < p; ++s) {
+    EXPECT_NEAR(r.bubble[static_cast<std::size_t>(s)], (p - 1) / (vm + p - 1), 1e-12)
+        << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << s
+        << ": the bubble of interleaved 1F1B is (p-1)/(v m + p - 1)";
+  }
+}
+
 TEST(Interleaved, BubbleIsTheFormulaWithVTimesTheMicroBatches) {
+  gtl::judge::Outputs recorded("Interleaved.BubbleIsTheFormulaWithVTimesTheMicroBatches");
   for (int p : {2, 4}) {
     for (int v : {1, 2, 3}) {
       for (int64_t m : {int64_t{p}, int64_t{2 * p}, int64_t{4 * p}}) {
-        const BubbleReport r = simulate_interleaved_bubbles(interleaved_schedule(p, v, m), v, 1, 2);
-        const double vm = static_cast<double>(v) * static_cast<double>(m);
-        EXPECT_EQ(r.step_time, (vm + p - 1) * 3)
-            << "p = " << p << ", v = " << v << ", m = " << m << ": chunk forward 1, backward 2";
-        ASSERT_EQ(r.bubble.size(), static_cast<std::size_t>(p));
-        // busy and step_time are exact integers; 1e-12 absorbs the rounding of 1 - busy / step.
-        for (int s = 0; s < p; ++s) {
-          EXPECT_NEAR(r.bubble[static_cast<std::size_t>(s)], (p - 1) / (vm + p - 1), 1e-12)
-              << "p = " << p << ", v = " << v << ", m = " << m << ", rank " << s
-              << ": the bubble of interleaved 1F1B is (p-1)/(v m + p - 1)";
-        }
+        expect_interleaved_formula(p, v, m, recorded);
       }
     }
+  }
+}
+
+// Ranks, chunks and micro-batches drawn from the grading seed: every pair once each way, and the
+// formula's bubble.
+TEST(Interleaved, SeededRanksChunksAndMicroBatches) {
+  gtl::judge::Outputs recorded("Interleaved.SeededRanksChunksAndMicroBatches");
+  for (const lab07_cases::InterleavedCase& c : lab07_cases::seeded_interleaved_cases()) {
+    SCOPED_TRACE("p = " + std::to_string(c.p) + ", v = " + std::to_string(c.v) +
+                 ", m = " + std::to_string(c.m) + ", " + gtl::test_seed::describe());
+    expect_every_pair_once(c.p, c.v, c.m, recorded);
+    expect_interleaved_formula(c.p, c.v, c.m, recorded);
   }
 }
 
@@ -90,6 +123,8 @@ TEST(Interleaved, AnUnpipelinedOrderIsSimulatedNotAssumed) {
   const std::vector<ChunkAction> serial = {
       {Op::Forward, 0, 0}, {Op::Backward, 0, 0}, {Op::Forward, 1, 0}, {Op::Backward, 1, 0}};
   const BubbleReport r = simulate_interleaved_bubbles({serial, serial}, 1, 1, 2);
+  gtl::judge::Outputs recorded("Interleaved.AnUnpipelinedOrderIsSimulatedNotAssumed");
+  lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, 12.0) << "see the worked example above the test";
   ASSERT_EQ(r.bubble.size(), 2u);
   EXPECT_DOUBLE_EQ(r.bubble[0], 0.5);
@@ -101,6 +136,8 @@ TEST(Interleaved, ABubbleOfAnOrderThatCannotRunThrows) {
   const InterleavedSchedule bad = {
       {{Op::Forward, 0, 0}, {Op::Backward, 0, 0}, {Op::Forward, 0, 1}, {Op::Backward, 0, 1}},
       {{Op::Forward, 0, 0}, {Op::Forward, 0, 1}, {Op::Backward, 0, 1}, {Op::Backward, 0, 0}}};
+  gtl::judge::Outputs recorded("Interleaved.ABubbleOfAnOrderThatCannotRunThrows");
+  recorded.record(lab07_cases::throws_error([&] { simulate_interleaved_bubbles(bad, 2, 1, 2); }));
   EXPECT_THROW(simulate_interleaved_bubbles(bad, 2, 1, 2), gtl::Error);
 }
 

@@ -9,6 +9,9 @@
 #include "gtl/nn/models.h"
 #include "gtl/nn/parameter_buffer.h"
 #include "gtl/runtime/error.h"
+#include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "lab07_cases.h"
 #include "pipeline.h"
 #include "pipeline_training.h"
 
@@ -23,14 +26,23 @@ std::string describe(const std::vector<MicroBatch>& mbs) {
   return s.str();
 }
 
+// The micro-batches' bounds, flat: begin and end of each, for the judge.
+void record_split(gtl::judge::Outputs& recorded, const std::vector<MicroBatch>& mbs) {
+  std::vector<int64_t> bounds;
+  for (const MicroBatch& mb : mbs) bounds.push_back(mb.begin), bounds.push_back(mb.end);
+  recorded.record_all(bounds);
+}
+
 TEST(MicroBatches, CoverEveryRowOnceInOrderLargerOnesFirst) {
   struct Case {
     int64_t batch, m;
     std::vector<int64_t> sizes;
   };
+  gtl::judge::Outputs recorded("MicroBatches.CoverEveryRowOnceInOrderLargerOnesFirst");
   for (const Case& c : {Case{12, 4, {3, 3, 3, 3}}, Case{10, 4, {3, 3, 2, 2}}, Case{7, 1, {7}},
                         Case{5, 5, {1, 1, 1, 1, 1}}, Case{11, 3, {4, 4, 3}}}) {
     const std::vector<MicroBatch> mbs = split_micro_batches(c.batch, c.m);
+    record_split(recorded, mbs);
     ASSERT_EQ(mbs.size(), c.sizes.size())
         << "a batch of " << c.batch << " in " << c.m << " micro-batches: got " << describe(mbs);
     int64_t next = 0;
@@ -48,12 +60,50 @@ TEST(MicroBatches, CoverEveryRowOnceInOrderLargerOnesFirst) {
   }
 }
 
+// Batches and micro-batch counts drawn from the grading seed: the sizes the header's rule gives
+// (batch / m, one more for the first batch % m), contiguous, and each weight its share of rows.
+TEST(MicroBatches, SeededBatchesAndCounts) {
+  gtl::judge::Outputs recorded("MicroBatches.SeededBatchesAndCounts");
+  for (const lab07_cases::SplitCase& c : lab07_cases::seeded_splits()) {
+    const std::vector<MicroBatch> mbs = split_micro_batches(c.batch, c.m);
+    record_split(recorded, mbs);
+    std::vector<float> weights;
+    for (const MicroBatch& mb : mbs) weights.push_back(micro_batch_weight(mb, c.batch));
+    recorded.record_all(weights);
+    ASSERT_EQ(static_cast<int64_t>(mbs.size()), c.m)
+        << "a batch of " << c.batch << " in " << c.m << " micro-batches, "
+        << gtl::test_seed::describe();
+    int64_t next = 0;
+    for (std::size_t i = 0; i < mbs.size(); ++i) {
+      const int64_t rows = c.batch / c.m + (static_cast<int64_t>(i) < c.batch % c.m ? 1 : 0);
+      EXPECT_EQ(mbs[i].begin, next)
+          << "batch " << c.batch << ", m " << c.m << ": micro-batch " << i
+          << " must start where the previous one ends, " << gtl::test_seed::describe();
+      EXPECT_EQ(mbs[i].size(), rows) << "batch " << c.batch << ", m " << c.m << ": micro-batch "
+                                     << i << " has " << mbs[i].size() << " rows, expected " << rows
+                                     << " (the larger first), " << gtl::test_seed::describe();
+      EXPECT_FLOAT_EQ(weights[i], static_cast<float>(mbs[i].size()) / static_cast<float>(c.batch))
+          << "batch " << c.batch << ", m " << c.m << ": micro-batch " << i << "'s weight is its "
+          << "share of the batch's rows, " << gtl::test_seed::describe();
+      next = mbs[i].end;
+    }
+    EXPECT_EQ(next, c.batch) << "every row of the batch must be in a micro-batch, "
+                             << gtl::test_seed::describe();
+  }
+}
+
 TEST(MicroBatches, RejectsAnEmptyMicroBatch) {
+  gtl::judge::Outputs recorded("MicroBatches.RejectsAnEmptyMicroBatch");
+  recorded.record(lab07_cases::throws_error([] { split_micro_batches(3, 4); }));
+  recorded.record(lab07_cases::throws_error([] { split_micro_batches(3, 0); }));
   EXPECT_THROW(split_micro_batches(3, 4), gtl::Error) << "4 micro-batches of 3 rows: one empty";
   EXPECT_THROW(split_micro_batches(3, 0), gtl::Error) << "0 micro-batches";
 }
 
 TEST(MicroBatches, WeightIsTheShareOfTheBatchsRows) {
+  gtl::judge::Outputs recorded("MicroBatches.WeightIsTheShareOfTheBatchsRows");
+  recorded.record(micro_batch_weight({0, 3}, 10));
+  recorded.record(micro_batch_weight({8, 10}, 10));
   EXPECT_FLOAT_EQ(micro_batch_weight({0, 3}, 10), 0.3f) << "3 rows of 10";
   EXPECT_FLOAT_EQ(micro_batch_weight({8, 10}, 10), 0.2f)
       << "2 rows of 10: not 1/m = 0.25 (the micro-batches of 10 rows in 4 are 3, 3, 2, 2)";
@@ -92,11 +142,15 @@ std::vector<float> accumulated_grad(const Batch& batch, int64_t m) {
 // arithmetic, rounded differently), and the weight GEMMs sum the rows in other groups. A few
 // roundings of 6e-8 each, amplified by cancellation in the sums, measured 2e-7 to 4e-7 here; a
 // wrong weight (1/m for 10 rows in 4 micro-batches, or no weight at all) is off by 10% or more.
-TEST(MicroBatches, AccumulatedGradientsEqualTheWholeBatchsGradient) {
-  for (const auto& [rows, m] : {std::pair<int64_t, int64_t>{12, 4}, {10, 4}, {7, 3}, {5, 5}}) {
-    const Batch batch = lab_batch(rows, 17);
+// The accumulated gradient of `c` against the whole batch's, recorded for the judge.
+void expect_accumulated_equals_full(const lab07_cases::GradientCase& c,
+                                    gtl::judge::Outputs& recorded, const std::string& where) {
+  const int64_t rows = c.rows, m = c.m;
+  {
+    const Batch batch = lab_batch(rows, c.data_seed);
     const std::vector<float> full = full_batch_grad(batch);
     const std::vector<float> acc = accumulated_grad(batch, m);
+    recorded.record_all(acc);
     ASSERT_EQ(acc.size(), full.size());
     double diff2 = 0, norm2 = 0;
     for (std::size_t k = 0; k < full.size(); ++k) {
@@ -109,8 +163,23 @@ TEST(MicroBatches, AccumulatedGradientsEqualTheWholeBatchsGradient) {
         << rows << " rows in " << m << " micro-batches: the accumulated gradient is " << relative
         << " (relative L2) away from the whole batch's: each micro-batch's mean loss "
         << "must be weighted by its share of the rows (micro_batch_weight), and the first "
-        << "backward overwrites, the others accumulate";
+        << "backward overwrites, the others accumulate" << where;
   }
+}
+
+TEST(MicroBatches, AccumulatedGradientsEqualTheWholeBatchsGradient) {
+  gtl::judge::Outputs recorded("MicroBatches.AccumulatedGradientsEqualTheWholeBatchsGradient");
+  for (const lab07_cases::GradientCase& c : lab07_cases::fixed_gradient_cases())
+    expect_accumulated_equals_full(c, recorded, "");
+}
+
+// The same on a batch, split and data drawn from the grading seed.
+TEST(MicroBatches, SeededAccumulatedGradient) {
+  gtl::judge::Outputs recorded("MicroBatches.SeededAccumulatedGradient");
+  const lab07_cases::GradientCase c = lab07_cases::seeded_gradient_case();
+  expect_accumulated_equals_full(
+      c, recorded,
+      " (data seed " + std::to_string(c.data_seed) + ", " + gtl::test_seed::describe() + ")");
 }
 
 }  // namespace

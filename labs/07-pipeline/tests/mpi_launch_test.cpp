@@ -12,6 +12,8 @@
 #include <string>
 
 #include "gtl/distributed/in_process.h"
+#include "gtl_judge_output.h"
+#include "lab07_cases.h"
 #include "lab07_schedules.h"
 #include "pipeline_training.h"
 
@@ -42,8 +44,11 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// Every rank's result file (its loss and gradients) goes to the judge under `test`, which
+// recomputes the sequential step.
 void expect_matches(const std::string& command, const std::string& prefix, int p,
-                    const std::string& backend) {
+                    const std::string& backend, const std::string& test) {
+  gtl::judge::Outputs recorded(test);
   for (int r = 0; r < p; ++r) std::remove((prefix + ".rank" + std::to_string(r)).c_str());
   const int rc = std::system(command.c_str());
   ASSERT_EQ(rc, 0) << "`" << command << "` failed (exit status " << rc << ")";
@@ -64,6 +69,8 @@ void expect_matches(const std::string& command, const std::string& prefix, int p
     ASSERT_TRUE(probe.good()) << "`" << command << "` wrote no result file " << path;
     const StageResultFile file = read_stage_result(path);
     std::remove(path.c_str());
+    recorded.record(file.backend), recorded.record(file.world_size);
+    lab07_cases::record_stage(recorded, file.result);
     EXPECT_EQ(file.backend, backend) << "rank " << r << "'s communicator";
     EXPECT_EQ(file.world_size, p);
     const StageResult& want = expected[static_cast<std::size_t>(r)];
@@ -83,7 +90,7 @@ void expect_matches(const std::string& command, const std::string& prefix, int p
 TEST(RealProcesses, OneProcessWithoutALauncherIsTheWholeModel) {
   const std::string prefix = temp_prefix();
   expect_matches(std::string(LAB07_PIPELINE_TRAIN) + " --out " + prefix + " > /dev/null", prefix, 1,
-                 "in-process");
+                 "in-process", "RealProcesses.OneProcessWithoutALauncherIsTheWholeModel");
 }
 
 TEST(RealProcesses, MpirunTwoStagesMatchTwoInProcessRanks) {
@@ -94,7 +101,7 @@ TEST(RealProcesses, MpirunTwoStagesMatchTwoInProcessRanks) {
   // 2 processes share fewer cores. GTL_DIST_BACKEND pins MPI even on a machine with GPUs.
   expect_matches("GTL_DIST_BACKEND=mpi " + mpiexec + " --oversubscribe --allow-run-as-root -np 2 " +
                      LAB07_PIPELINE_TRAIN + " --out " + prefix + " > /dev/null",
-                 prefix, 2, "mpi");
+                 prefix, 2, "mpi", "RealProcesses.MpirunTwoStagesMatchTwoInProcessRanks");
 }
 
 }  // namespace

@@ -12,6 +12,9 @@
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/models.h"
 #include "gtl/runtime/error.h"
+#include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "lab07_cases.h"
 #include "pipeline.h"
 #include "pipeline_training.h"
 
@@ -19,6 +22,13 @@ namespace lab07 {
 namespace {
 
 std::string describe(const std::vector<int64_t>& v) {
+  std::ostringstream s;
+  s << "{";
+  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  return s.str() + "}";
+}
+
+std::string describe_costs(const std::vector<double>& v) {
   std::ostringstream s;
   s << "{";
   for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
@@ -71,8 +81,10 @@ std::string cut_problem(const std::vector<int64_t>& b, int64_t layers, int p) {
   return "";
 }
 
-void expect_optimal(const std::vector<double>& costs, int p) {
+// Records the cut for the judge (the costs are the judge's to draw), then checks it.
+void expect_optimal(const std::vector<double>& costs, int p, gtl::judge::Outputs& recorded) {
   const std::vector<int64_t> b = partition_layers(costs, p);
+  recorded.record_all(b);
   const auto layers = static_cast<int64_t>(costs.size());
   const std::string problem = cut_problem(b, layers, p);
   ASSERT_EQ(problem, "") << "partition_layers(" << layers << " layers, p = " << p << ")";
@@ -84,17 +96,26 @@ void expect_optimal(const std::vector<double>& costs, int p) {
 }
 
 TEST(Partition, SlowestStageIsTheMinimumOverAllCutsForEveryStageCount) {
-  const std::vector<std::vector<double>> cases = {
-      {1, 1, 1, 1, 1, 1},       {5, 1, 1, 1, 1, 1, 1, 1},   {1, 2, 3, 4, 5, 6, 7},
-      {7, 6, 5, 4, 3, 2, 1},    {3, 3, 2, 2, 2, 2, 4, 1},   {0, 0, 5, 0, 5, 0},
-      {9, 1, 1, 1, 1, 1, 1, 9}, {2, 7, 1, 8, 2, 8, 1, 8, 2}};
-  for (const auto& costs : cases) {
-    for (int p = 1; p <= static_cast<int>(costs.size()); ++p) expect_optimal(costs, p);
+  gtl::judge::Outputs recorded("Partition.SlowestStageIsTheMinimumOverAllCutsForEveryStageCount");
+  for (const auto& costs : lab07_cases::fixed_partition_costs()) {
+    for (int p = 1; p <= static_cast<int>(costs.size()); ++p) expect_optimal(costs, p, recorded);
+  }
+}
+
+// The same on layer costs drawn from the grading seed (1 to 10 layers, integer costs, zeros).
+TEST(Partition, SeededCostsForEveryStageCount) {
+  gtl::judge::Outputs recorded("Partition.SeededCostsForEveryStageCount");
+  for (const auto& costs : lab07_cases::seeded_partition_costs()) {
+    SCOPED_TRACE("seeded costs " + describe_costs(costs) + ", " + gtl::test_seed::describe());
+    for (int p = 1; p <= static_cast<int>(costs.size()); ++p) expect_optimal(costs, p, recorded);
   }
 }
 
 TEST(Partition, OneStageTakesEveryLayerAndPEqualsLGivesOneLayerEach) {
   const std::vector<double> costs = {4, 1, 3, 2};
+  gtl::judge::Outputs recorded("Partition.OneStageTakesEveryLayerAndPEqualsLGivesOneLayerEach");
+  recorded.record_all(partition_layers(costs, 1));
+  recorded.record_all(partition_layers(costs, 4));
   EXPECT_EQ(partition_layers(costs, 1), (std::vector<int64_t>{0, 4}))
       << "p = 1: the one stage owns layers [0, L)";
   EXPECT_EQ(partition_layers(costs, 4), (std::vector<int64_t>{0, 1, 2, 3, 4}))
@@ -103,12 +124,18 @@ TEST(Partition, OneStageTakesEveryLayerAndPEqualsLGivesOneLayerEach) {
 
 TEST(Partition, AHeavyLayerGetsAStageOfItsOwn) {
   // Equal layer counts give {0, 2, 4} (slowest 9); the optimum is 8, and only one cut reaches it.
+  gtl::judge::Outputs recorded("Partition.AHeavyLayerGetsAStageOfItsOwn");
+  recorded.record_all(partition_layers({1, 1, 1, 1, 8}, 2));
+  recorded.record_all(partition_layers({8, 1, 1, 1, 1}, 2));
   EXPECT_EQ(partition_layers({1, 1, 1, 1, 8}, 2), (std::vector<int64_t>{0, 4, 5}))
       << "the heavy last layer alone, the four light ones together: a slowest stage of 8";
   EXPECT_EQ(partition_layers({8, 1, 1, 1, 1}, 2), (std::vector<int64_t>{0, 1, 5}));
 }
 
 TEST(Partition, RejectsStageCountsWithAnEmptyStage) {
+  gtl::judge::Outputs recorded("Partition.RejectsStageCountsWithAnEmptyStage");
+  recorded.record(lab07_cases::throws_error([] { partition_layers({1, 2, 3}, 4); }));
+  recorded.record(lab07_cases::throws_error([] { partition_layers({1, 2, 3}, 0); }));
   EXPECT_THROW(partition_layers({1, 2, 3}, 4), gtl::Error) << "4 stages of 3 layers: one empty";
   EXPECT_THROW(partition_layers({1, 2, 3}, 0), gtl::Error) << "0 stages";
 }
@@ -118,8 +145,10 @@ TEST(Partition, RejectsStageCountsWithAnEmptyStage) {
 TEST(Partition, EachStageOwnsOnlyItsLayersParametersBalancedByCount) {
   const gtl::nn::ModelConfig config = lab_model();
   const std::vector<double> counts = layer_parameter_counts(config);
+  gtl::judge::Outputs recorded("Partition.EachStageOwnsOnlyItsLayersParametersBalancedByCount");
   for (int p : {2, 3}) {
     const std::vector<int64_t> b = partition_layers(counts, p);
+    recorded.record_all(b);
     ASSERT_EQ(cut_problem(b, static_cast<int64_t>(counts.size()), p), "");
     std::vector<std::shared_ptr<gtl::Allocator>> allocators;
     for (int r = 0; r < p; ++r) allocators.push_back(gtl::make_cpu_allocator());
@@ -134,6 +163,7 @@ TEST(Partition, EachStageOwnsOnlyItsLayersParametersBalancedByCount) {
           held[s] = gtl::current_allocator(gtl::Device::cpu())->stats().allocated_bytes;
         },
         options);
+    recorded.record_all(held);
     for (int s = 0; s < p; ++s) {
       double expected = 0;
       for (int64_t l = b[static_cast<std::size_t>(s)]; l < b[static_cast<std::size_t>(s) + 1]; ++l)

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 
+#include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "lab07_cases.h"
 #include "lab07_schedules.h"
 #include "pipeline.h"
 
@@ -33,6 +36,8 @@ int64_t forwards_before_first_backward(const StageSchedule& actions) {
 
 TEST(GpipeSchedule, AllForwardsThenAllBackwardsOnEveryStage) {
   const Schedule s = gpipe_schedule(3, 4);
+  gtl::judge::Outputs recorded("GpipeSchedule.AllForwardsThenAllBackwardsOnEveryStage");
+  lab07_cases::record_schedule(recorded, s);
   ASSERT_EQ(s.size(), 3u) << "one list of actions per stage";
   for (std::size_t st = 0; st < s.size(); ++st) {
     EXPECT_EQ(to_string(s[st]), "F0 F1 F2 F3 B0 B1 B2 B3") << "GPipe, p = 3, m = 4, stage " << st;
@@ -40,9 +45,11 @@ TEST(GpipeSchedule, AllForwardsThenAllBackwardsOnEveryStage) {
 }
 
 TEST(GpipeSchedule, IsValidAndHoldsAllMicroBatchesForEveryShape) {
+  gtl::judge::Outputs recorded("GpipeSchedule.IsValidAndHoldsAllMicroBatchesForEveryShape");
   for (int p = 1; p <= 4; ++p) {
     for (int64_t m = 1; m <= 8; ++m) {
       const Schedule s = gpipe_schedule(p, m);
+      lab07_cases::record_schedule(recorded, s);
       ASSERT_EQ(s.size(), static_cast<std::size_t>(p)) << "p = " << p << ", m = " << m;
       EXPECT_EQ(schedule_problem(s, m), "") << "GPipe p = " << p << ", m = " << m;
       EXPECT_EQ(s, testing::gpipe_table(p, m))
@@ -53,14 +60,34 @@ TEST(GpipeSchedule, IsValidAndHoldsAllMicroBatchesForEveryShape) {
       }
     }
   }
+  recorded.record(lab07_cases::throws_error([] { gpipe_schedule(0, 4); }));
+  recorded.record(lab07_cases::throws_error([] { gpipe_schedule(2, 0); }));
   EXPECT_THROW(gpipe_schedule(0, 4), gtl::Error);
   EXPECT_THROW(gpipe_schedule(2, 0), gtl::Error);
 }
 
+// Shapes drawn from the grading seed (p up to 8, m up to 16, m < p included).
+TEST(GpipeSchedule, SeededShapes) {
+  gtl::judge::Outputs recorded("GpipeSchedule.SeededShapes");
+  for (const auto& [p, m] : lab07_cases::seeded_schedule_shapes("GpipeSchedule.SeededShapes")) {
+    const Schedule s = gpipe_schedule(p, m);
+    lab07_cases::record_schedule(recorded, s);
+    ASSERT_EQ(s.size(), static_cast<std::size_t>(p))
+        << "p = " << p << ", m = " << m << ", " << gtl::test_seed::describe();
+    EXPECT_EQ(schedule_problem(s, m), "")
+        << "GPipe p = " << p << ", m = " << m << ", " << gtl::test_seed::describe();
+    EXPECT_EQ(s, testing::gpipe_table(p, m))
+        << "GPipe p = " << p << ", m = " << m << ", stage 0: " << to_string(s[0]) << ", "
+        << gtl::test_seed::describe();
+  }
+}
+
 TEST(OneFOneBSchedule, MatchesTheHandoutsTables) {
+  gtl::judge::Outputs recorded("OneFOneBSchedule.MatchesTheHandoutsTables");
   for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{
            {1, 4}, {2, 4}, {3, 5}, {4, 1}, {4, 2}, {4, 4}, {4, 8}}) {
     const Schedule got = one_f_one_b_schedule(p, m);
+    lab07_cases::record_schedule(recorded, got);
     const Schedule expected = testing::one_f_one_b_table(p, m);
     ASSERT_EQ(got.size(), expected.size()) << "1F1B p = " << p << ", m = " << m;
     for (std::size_t s = 0; s < got.size(); ++s) {
@@ -73,9 +100,12 @@ TEST(OneFOneBSchedule, MatchesTheHandoutsTables) {
 }
 
 TEST(OneFOneBSchedule, WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS) {
+  gtl::judge::Outputs recorded(
+      "OneFOneBSchedule.WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS");
   for (int p = 1; p <= 4; ++p) {
     for (int64_t m = 1; m <= 8; ++m) {
       const Schedule s = one_f_one_b_schedule(p, m);
+      lab07_cases::record_schedule(recorded, s);
       ASSERT_EQ(s.size(), static_cast<std::size_t>(p)) << "p = " << p << ", m = " << m;
       EXPECT_EQ(schedule_problem(s, m), "") << "1F1B p = " << p << ", m = " << m;
       for (int st = 0; st < p; ++st) {
@@ -91,8 +121,58 @@ TEST(OneFOneBSchedule, WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS) {
       }
     }
   }
+  recorded.record(lab07_cases::throws_error([] { one_f_one_b_schedule(0, 4); }));
+  recorded.record(lab07_cases::throws_error([] { one_f_one_b_schedule(2, 0); }));
   EXPECT_THROW(one_f_one_b_schedule(0, 4), gtl::Error);
   EXPECT_THROW(one_f_one_b_schedule(2, 0), gtl::Error);
+}
+
+// The letters of a stage's actions ("FFBFB..."): the header's rule is w warm-up forwards, m - w
+// forward/backward pairs, w cool-down backwards.
+std::string ops(const StageSchedule& actions) {
+  std::string letters;
+  for (const Action& a : actions) letters += a.op == Op::Forward ? 'F' : 'B';
+  return letters;
+}
+
+// The micro-batches of one kind of action, in the stage's order.
+std::vector<int64_t> micro_batches_of(const StageSchedule& actions, Op op) {
+  std::vector<int64_t> out;
+  for (const Action& a : actions)
+    if (a.op == op) out.push_back(a.micro_batch);
+  return out;
+}
+
+// Shapes drawn from the grading seed (p up to 8, m up to 16): the header's order exactly (its
+// letters, forwards and backwards each in micro-batch order), valid, at most p - s in flight.
+TEST(OneFOneBSchedule, SeededShapes) {
+  gtl::judge::Outputs recorded("OneFOneBSchedule.SeededShapes");
+  for (const auto& [p, m] : lab07_cases::seeded_schedule_shapes("OneFOneBSchedule.SeededShapes")) {
+    const Schedule s = one_f_one_b_schedule(p, m);
+    lab07_cases::record_schedule(recorded, s);
+    ASSERT_EQ(s.size(), static_cast<std::size_t>(p))
+        << "p = " << p << ", m = " << m << ", " << gtl::test_seed::describe();
+    EXPECT_EQ(schedule_problem(s, m), "")
+        << "1F1B p = " << p << ", m = " << m << ", " << gtl::test_seed::describe();
+    std::vector<int64_t> in_order(static_cast<std::size_t>(m));
+    for (int64_t i = 0; i < m; ++i) in_order[static_cast<std::size_t>(i)] = i;
+    for (int st = 0; st < p; ++st) {
+      const StageSchedule& a = s[static_cast<std::size_t>(st)];
+      const int64_t w = std::min<int64_t>(p - st - 1, m);
+      std::string letters(static_cast<std::size_t>(w), 'F');
+      for (int64_t k = 0; k < m - w; ++k) letters += "FB";
+      letters += std::string(static_cast<std::size_t>(w), 'B');
+      const std::string where = "1F1B p = " + std::to_string(p) + ", m = " + std::to_string(m) +
+                                ", stage " + std::to_string(st) + " (" + to_string(a) + "), " +
+                                gtl::test_seed::describe();
+      EXPECT_EQ(ops(a), letters) << where << ": " << w << " warm-up forwards, " << m - w
+                                 << " forward/backward pairs, " << w << " cool-down backwards";
+      EXPECT_EQ(micro_batches_of(a, Op::Forward), in_order) << where << ": forwards 0 .. m-1";
+      EXPECT_EQ(micro_batches_of(a, Op::Backward), in_order) << where << ": backwards 0 .. m-1";
+      EXPECT_EQ(peak_in_flight(a), std::min<int64_t>(p - st, m))
+          << where << ": at most p - s micro-batches in flight";
+    }
+  }
 }
 
 // The validity check itself (provided), on schedules that break each rule.

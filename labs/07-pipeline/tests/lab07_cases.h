@@ -1,0 +1,287 @@
+// Inputs of lab 07's seeded tests, shared by the tests and the lab's judge
+// (judge/lab07_judge.cpp), and how the tests record what the student's code produced
+// (gtl_judge_output.h). The judge draws the same inputs from the grading seed and recomputes the
+// references itself: brute-force partition costs, exact micro-batch sizes, schedule orders from
+// the header's words, bubbles by its own simulation, the harness's sequential step.
+//
+// Why a header: a test and the judge must draw exactly the same shapes from the same seed; each
+// draw here is named after the test that uses it (gtl::test_seed::generator), so adding a draw to
+// one test does not move another's shapes.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtl/distributed/trace.h"
+#include "gtl/nn/models.h"
+#include "gtl/runtime/error.h"
+#include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "pipeline.h"
+#include "pipeline_training.h"
+
+namespace lab07_cases {
+
+using lab07::PipelineConfig;
+using lab07::Schedule;
+
+// Whether `f` throws gtl::Error (what the tests' EXPECT_THROW checks), for the judge.
+inline bool throws_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const gtl::Error&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+  return false;
+}
+
+// ---- TODO 1: partition ----------------------------------------------------------------------
+// Layer costs: small integers (sums exact in double), zeros included, 1 to 10 layers.
+inline std::vector<std::vector<double>> seeded_partition_costs() {
+  std::mt19937_64 g = gtl::test_seed::generator("Partition.SeededCostsForEveryStageCount");
+  std::vector<std::vector<double>> cases(4);
+  for (auto& costs : cases) {
+    costs.resize(static_cast<std::size_t>(gtl::test_seed::draw(g, 1, 10)));
+    for (double& c : costs) c = static_cast<double>(gtl::test_seed::draw(g, 0, 20));
+  }
+  return cases;
+}
+
+// The fixed cases of Partition.SlowestStageIsTheMinimumOverAllCutsForEveryStageCount.
+inline std::vector<std::vector<double>> fixed_partition_costs() {
+  return {{1, 1, 1, 1, 1, 1},       {5, 1, 1, 1, 1, 1, 1, 1},   {1, 2, 3, 4, 5, 6, 7},
+          {7, 6, 5, 4, 3, 2, 1},    {3, 3, 2, 2, 2, 2, 4, 1},   {0, 0, 5, 0, 5, 0},
+          {9, 1, 1, 1, 1, 1, 1, 9}, {2, 7, 1, 8, 2, 8, 1, 8, 2}};
+}
+
+// ---- TODO 2: micro-batches --------------------------------------------------------------------
+struct SplitCase {
+  int64_t batch = 1, m = 1;
+};
+inline std::vector<SplitCase> fixed_splits() {
+  return {{12, 4}, {10, 4}, {7, 1}, {5, 5}, {11, 3}};
+}
+inline std::vector<SplitCase> seeded_splits() {
+  std::mt19937_64 g = gtl::test_seed::generator("MicroBatches.SeededBatchesAndCounts");
+  std::vector<SplitCase> cases(4);
+  for (auto& c : cases) {
+    c.batch = gtl::test_seed::draw(g, 1, 1000);
+    c.m = gtl::test_seed::draw(g, 1, std::min<int64_t>(c.batch, 64));
+  }
+  return cases;
+}
+
+// The accumulated-gradient cases: rows, micro-batches and the batch's data seed.
+struct GradientCase {
+  int64_t rows = 1, m = 1;
+  uint64_t data_seed = 17;
+};
+inline std::vector<GradientCase> fixed_gradient_cases() {
+  return {{12, 4, 17}, {10, 4, 17}, {7, 3, 17}, {5, 5, 17}};
+}
+inline GradientCase seeded_gradient_case() {
+  std::mt19937_64 g = gtl::test_seed::generator("MicroBatches.SeededAccumulatedGradient");
+  GradientCase c;
+  c.rows = gtl::test_seed::draw(g, 2, 24);
+  c.m = gtl::test_seed::draw(g, 1, c.rows);
+  c.data_seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1 << 20));
+  return c;
+}
+
+// ---- TODOs 3 and 4: schedules ---------------------------------------------------------------
+struct Shape2 {
+  int p = 1;
+  int64_t m = 1;
+};
+inline std::vector<Shape2> seeded_schedule_shapes(const std::string& test) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  std::vector<Shape2> shapes(3);
+  for (auto& s : shapes) {
+    s.p = static_cast<int>(gtl::test_seed::draw(g, 1, 8));
+    s.m = gtl::test_seed::draw(g, 1, 16);
+  }
+  return shapes;
+}
+// The (p, m) of lab07_schedules.h's 1F1B tables.
+inline std::vector<Shape2> one_f_one_b_table_shapes() {
+  return {{1, 4}, {2, 4}, {3, 5}, {4, 1}, {4, 2}, {4, 4}, {4, 8}};
+}
+
+// A schedule for the judge: the number of stages, then each stage's actions as text ("F0 B0").
+inline void record_schedule(gtl::judge::Outputs& out, const Schedule& schedule) {
+  out.record(schedule.size());
+  for (const auto& stage : schedule) out.record("actions " + lab07::to_string(stage));
+}
+
+// ---- TODO 5: the executor ----------------------------------------------------------------------
+// The boundaries of executor_test.cpp's lab model in p stages.
+inline std::vector<int64_t> executor_boundaries(int p) {
+  switch (p) {
+    case 1:
+      return {0, 6};
+    case 2:
+      return {0, 3, 6};
+    case 3:
+      return {0, 2, 4, 6};
+    default:
+      return {0, 2, 3, 4, 6};
+  }
+}
+inline PipelineConfig executor_config(int p, int64_t m) {
+  PipelineConfig c;
+  c.boundaries = executor_boundaries(p);
+  c.micro_batches = m;
+  return c;
+}
+
+// A step of the executor tests on a seeded batch: a shape of the 1F1B tables with p >= 2, a batch
+// of at least m rows and a data seed.
+struct ExecutorCase {
+  int p = 2;
+  int64_t m = 4;
+  PipelineConfig config;
+};
+inline ExecutorCase seeded_executor_case(const std::string& test) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  const std::vector<Shape2> shapes = {{2, 4}, {3, 5}, {4, 2}, {4, 4}, {4, 8}};
+  const Shape2 s = shapes[static_cast<std::size_t>(
+      gtl::test_seed::draw(g, 0, static_cast<int64_t>(shapes.size()) - 1))];
+  ExecutorCase c;
+  c.p = s.p;
+  c.m = s.m;
+  c.config = executor_config(s.p, s.m);
+  c.config.batch = gtl::test_seed::draw(g, s.m, 3 * s.m + 5);
+  c.config.data_seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1 << 20));
+  return c;
+}
+
+// The rows of a seeded 2-stage 1F1B step (m = 4) under rendezvous sends.
+inline int64_t seeded_deadlock_batch() {
+  std::mt19937_64 g =
+      gtl::test_seed::generator("Executor.ABlockingExecutorDeadlocksYoursDoesNotOnASeededBatch");
+  return gtl::test_seed::draw(g, 4, 40);
+}
+
+// Rows per micro-batch of the seeded memory test (p = 4, m = 8).
+inline int64_t seeded_memory_rows() {
+  std::mt19937_64 g = gtl::test_seed::generator("Executor.HoldsMMicroBatchesOnASeededBatch");
+  return gtl::test_seed::draw(g, 2, 6);
+}
+
+// A stage's step for the judge: its loss, then each of its parameters (by name, in name order)
+// with a digest of its gradient's bits.
+inline void record_stage(gtl::judge::Outputs& out, const lab07::StageResult& r) {
+  out.record(r.loss);
+  out.record(r.grads.size());
+  for (const auto& [name, grad] : r.grads) {
+    out.record(name);
+    out.record_digest(grad.data(), grad.size());
+  }
+}
+
+// ---- TODO 5 on the reference cluster: the traces of the timeline
+// --------------------------------- Every rank's trace, one line per event with every field the
+// cost model reads ("-" for an empty text): the judge simulates the timeline itself with the core's
+// cost model and checks that the traces hold the reference step's work and messages.
+inline void record_traces(gtl::judge::Outputs& out,
+                          const std::vector<std::vector<gtl::dist::TraceEvent>>& traces) {
+  auto text = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+  out.record(traces.size());
+  for (const auto& events : traces) {
+    out.record(events.size());
+    for (const gtl::dist::TraceEvent& e : events) {
+      std::ostringstream line;
+      line.precision(17);
+      line << "event " << e.seq << ' ' << static_cast<int>(e.kind) << ' ' << text(e.op) << ' '
+           << e.bytes << ' ' << e.bytes_sent << ' ' << e.bytes_received << ' ' << e.peers.size();
+      for (int peer : e.peers) line << ' ' << peer;
+      line << ' ' << e.group.size();
+      for (int rank : e.group) line << ' ' << rank;
+      line << ' ' << e.group_seq << ' ' << e.async << ' ' << e.work_id << ' ' << text(e.module)
+           << ' ' << text(e.module_kind) << ' ' << e.leaf << ' ' << e.flops << ' ' << e.mem_bytes;
+      out.record(line.str());
+    }
+  }
+}
+
+// ---- TODO 6: bubbles ---------------------------------------------------------------------------
+// A schedule on a clock with integer times per stage.
+struct BubbleCase {
+  bool one_f_one_b = false;
+  int p = 1;
+  int64_t m = 1;
+  std::vector<double> forward, backward;
+};
+inline std::vector<BubbleCase> seeded_bubble_cases() {
+  std::mt19937_64 g = gtl::test_seed::generator("Bubbles.SeededTimesAndShapes");
+  std::vector<BubbleCase> cases;
+  // Equal stages (the formula), then stages of their own speeds (GPipe of any shape).
+  for (int k = 0; k < 4; ++k) {
+    BubbleCase c;
+    c.one_f_one_b = k % 2 == 1;
+    if (c.one_f_one_b) {
+      const std::vector<Shape2> shapes = one_f_one_b_table_shapes();
+      const Shape2 s =
+          shapes[static_cast<std::size_t>(gtl::test_seed::draw(g, 0, int64_t(shapes.size()) - 1))];
+      c.p = s.p, c.m = s.m;
+    } else {
+      c.p = static_cast<int>(gtl::test_seed::draw(g, 1, 6));
+      c.m = gtl::test_seed::draw(g, 1, 12);
+    }
+    const bool equal = k < 2;
+    const double f = static_cast<double>(gtl::test_seed::draw(g, 1, 5));
+    const double b = static_cast<double>(gtl::test_seed::draw(g, 1, 9));
+    for (int s = 0; s < c.p; ++s) {
+      c.forward.push_back(equal ? f : static_cast<double>(gtl::test_seed::draw(g, 1, 5)));
+      c.backward.push_back(equal ? b : static_cast<double>(gtl::test_seed::draw(g, 1, 9)));
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// A bubble report for the judge.
+inline void record_report(gtl::judge::Outputs& out, const lab07::BubbleReport& r) {
+  out.record(r.step_time);
+  out.record_all(r.busy);
+  out.record_all(r.bubble);
+}
+
+// ---- TODO 7: interleaved 1F1B ------------------------------------------------------------------
+struct InterleavedCase {
+  int p = 2, v = 1;
+  int64_t m = 2;
+};
+inline std::vector<InterleavedCase> seeded_interleaved_cases() {
+  std::mt19937_64 g = gtl::test_seed::generator("Interleaved.SeededRanksChunksAndMicroBatches");
+  std::vector<InterleavedCase> cases(2);
+  for (auto& c : cases) {
+    c.p = static_cast<int>(gtl::test_seed::draw(g, 2, 5));
+    c.v = static_cast<int>(gtl::test_seed::draw(g, 1, 4));
+    c.m = c.p * gtl::test_seed::draw(g, 1, 4);
+  }
+  return cases;
+}
+
+// An interleaved schedule for the judge: ranks, then each rank's actions as "F0.1 B0.1".
+inline void record_interleaved(gtl::judge::Outputs& out, const lab07::InterleavedSchedule& s) {
+  out.record(s.size());
+  for (const auto& rank : s) {
+    std::string text = "actions";
+    for (const auto& a : rank) {
+      text += std::string(" ") + (a.op == lab07::Op::Forward ? "F" : "B") +
+              std::to_string(a.micro_batch) + "." + std::to_string(a.chunk);
+    }
+    out.record(text);
+  }
+}
+
+}  // namespace lab07_cases
