@@ -134,6 +134,17 @@ void prepare_impl(const fs::path& course, const fs::path& submission,
   for (const auto& p : stale) fs::remove(p);
 }
 
+fs::path prebuilt_core_dir(const std::vector<std::string>& cmake_args) {
+  fs::path dir;
+  for (const auto& a : cmake_args) {
+    if (a.rfind("-DGTL_PREBUILT_CORE", 0) != 0) continue;
+    const auto eq = a.find('=');
+    const std::string name = a.substr(0, a.find_first_of(":=")).substr(2);
+    if (name == "GTL_PREBUILT_CORE" && eq != std::string::npos) dir = a.substr(eq + 1);
+  }
+  return dir.empty() ? dir : fs::absolute(dir);
+}
+
 void configure_course(const BuildSettings& s) {
   const fs::path build = s.work / "build";
   const fs::path impl = fs::absolute(s.work / "impl");
@@ -155,7 +166,9 @@ void configure_course(const BuildSettings& s) {
                                    "-DGTL_LABS_IMPL=" + impl.string(), "-DGTL_WERROR=OFF",
                                    "-DGTL_GRADER_CHANNEL_DIR=" GTL_GRADER_CHANNEL_DIR,
                                    // forbidden_symbols.cpp recompiles student files from it
-                                   "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"};
+                                   "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                                   // overridden by a -DGTL_PREBUILT_CORE=<dir> in cmake_args
+                                   "-DGTL_PREBUILT_CORE="};
   argv.insert(argv.end(), s.cmake_args.begin(), s.cmake_args.end());
   RunLimits limits;
   limits.timeout_s = 600;
