@@ -19,8 +19,9 @@
 # qualifies). Warnings-as-errors does not change what is compiled, so it may differ; the grader's
 # build also differs from the presets only in that and in exporting compile commands. Sanitizers
 # are on only in the emulated tests (cmake/GtlEmulator.cmake), which link no core. When
-# anything differs, the consumer compiles its own core and its configure summary says why. The imported files are
-# only read, never rebuilt: a sandboxed build (the grader's) may see them read-only.
+# anything differs, the consumer compiles its own core and its configure summary says why. The
+# imported files are only read, never rebuilt: a sandboxed build (the grader's) sees them
+# read-only.
 
 # What must match between the build that compiled the core and a build that imports it.
 function(_gtl_core_settings out)

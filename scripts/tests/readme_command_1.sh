@@ -46,7 +46,8 @@ seconds=$((SECONDS - start))
 cat "$tmp/output.txt"
 echo "README command 1 (clone, core from $core): exit $status in ${seconds}s"
 
-[[ $status -eq 0 ]] || fail "README command 1 exited $status; the README promises 0 on a starter tree"
+[[ $status -eq 0 ]] ||
+  fail "README command 1 exited $status; the README promises 0 on a starter tree"
 results="$tmp/course/build/gtl-grade/results"
 for f in report.html results.json report.json junit.xml; do
   [[ -s "$results/$f" ]] || fail "no report $results/$f: the README promises it"
@@ -58,7 +59,8 @@ for lab in "$tmp"/course/labs/[0-9][0-9]-*/; do
     fail "the report lists no open TODO(lab$n) markers for the starter's lab $n"
 done
 grep -Eq '^next: TODO [0-9a-z]+ in [^ ]+, see labs/[0-9]{2}-[^ ]+/README\.md#todo-[0-9a-z]+$' \
-  "$tmp/output.txt" || fail "the report does not end with 'next: TODO <id> in <file>, see <handout>#todo-<id>'"
+  "$tmp/output.txt" ||
+  fail "the report does not end with 'next: TODO <id> in <file>, see <handout>#todo-<id>'"
 if [[ -d "$tmp/course/build/gtl-grade/work/build/common" ]]; then
   fail "the grader compiled the core again instead of taking it from $core"
 fi
