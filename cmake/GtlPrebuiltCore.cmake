@@ -115,10 +115,12 @@ function(_gtl_prebuilt_mismatch dir out)
 endfunction()
 
 # Imports the core of GTL_PREBUILT_CORE when it matches this build; sets GTL_CORE_IMPORTED (in
-# the caller's scope) and GTL_CORE_ORIGIN, the configure summary's line.
+# the caller's scope), GTL_CORE_BUILD_DIR (the build whose core this one links) and GTL_CORE_ORIGIN,
+# the configure summary's line.
 macro(gtl_import_core)
   set(GTL_CORE_IMPORTED OFF)
   set(GTL_CORE_ORIGIN "built here")
+  set(GTL_CORE_BUILD_DIR ${CMAKE_BINARY_DIR})
   if(GTL_PREBUILT_CORE)
     get_filename_component(_gtl_dir "${GTL_PREBUILT_CORE}" ABSOLUTE)
     _gtl_prebuilt_mismatch(${_gtl_dir} _gtl_why)
@@ -149,6 +151,7 @@ macro(gtl_import_core)
                                                    SYSTEM OFF)
       endforeach()
       set(GTL_CORE_IMPORTED ON)
+      set(GTL_CORE_BUILD_DIR ${_gtl_dir})
       set(GTL_CORE_ORIGIN "prebuilt, imported from ${_gtl_dir}")
     endif()
   endif()
