@@ -70,7 +70,7 @@ grep -Eq '^next: TODO [0-9a-z]+ in [^ ]+, see labs/[0-9]{2}-[^ ]+/README\.md#tod
   "$tmp/output.txt" ||
   fail "the report does not end with 'next: TODO <id> in <file>, see <handout>#todo-<id>'"
 if ((shared)) && [[ -d "$tmp/course/build/gtl-grade/work/build/common" ]]; then
-  fail "the grader compiled the core again instead of taking it from $core (its configure
-    output above says why; reconfigure and build that folder if it is older than HEAD)"
+  fail "the grader compiled the core again instead of taking it from $core" \
+    "(its configure output above says why; reconfigure and build that folder if older than HEAD)"
 fi
 echo "PASSED: exit 0, reports, the open TODOs of every lab and the next step; core not recompiled"
