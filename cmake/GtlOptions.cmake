@@ -44,3 +44,7 @@ function(gtl_part_enabled part out)
     set(${out} OFF PARENT_SCOPE)
   endif()
 endfunction()
+
+# The build folder of another configuration of this course whose training core this build links
+# instead of compiling its own (cmake/GtlPrebuiltCore.cmake); empty: compile the core here.
+set(GTL_PREBUILT_CORE "" CACHE PATH "Build folder whose compiled core to reuse (empty: build it)")

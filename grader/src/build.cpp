@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace gtl::grader {
@@ -134,6 +135,21 @@ void prepare_impl(const fs::path& course, const fs::path& submission,
   for (const auto& p : stale) fs::remove(p);
 }
 
+fs::path prebuilt_core_dir(const std::vector<std::string>& cmake_args) {
+  std::optional<fs::path> given;
+  for (const auto& a : cmake_args) {
+    if (a.rfind("-DGTL_PREBUILT_CORE", 0) != 0) continue;
+    const auto eq = a.find('=');
+    const std::string name = a.substr(0, a.find_first_of(":=")).substr(2);
+    if (name == "GTL_PREBUILT_CORE" && eq != std::string::npos) given = a.substr(eq + 1);
+  }
+  if (given) return given->empty() ? fs::path() : fs::absolute(*given);
+  const fs::path own = GTL_GRADER_CORE_BUILD;
+  std::error_code ec;
+  return !own.empty() && fs::exists(own / "gtl-prebuilt-core" / "settings.cmake", ec) ? own
+                                                                                      : fs::path();
+}
+
 void configure_course(const BuildSettings& s) {
   const fs::path build = s.work / "build";
   const fs::path impl = fs::absolute(s.work / "impl");
@@ -141,6 +157,8 @@ void configure_course(const BuildSettings& s) {
   std::string args_line =
       "course=" + fs::absolute(s.course).string() + "\nchannel=" GTL_GRADER_CHANNEL_DIR;
   for (const auto& a : s.cmake_args) args_line += "\n" + a;
+  const fs::path core = prebuilt_core_dir(s.cmake_args);
+  args_line += "\nprebuilt core=" + core.string();
   if (fs::exists(build / "build.ninja") && fs::exists(build / "compile_commands.json") &&
       fs::exists(stamp) && read_file(stamp) == args_line)
     return;
@@ -150,12 +168,12 @@ void configure_course(const BuildSettings& s) {
     throw GradeError(exit_codes::kEnvironment,
                      "ninja is not installed (apt-get install ninja-build)");
   if (s.progress) s.progress("configuring the course in " + build.string());
-  std::vector<std::string> argv = {"cmake", "-S", fs::absolute(s.course).string(), "-B",
-                                   build.string(), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                                   "-DGTL_LABS_IMPL=" + impl.string(), "-DGTL_WERROR=OFF",
-                                   "-DGTL_GRADER_CHANNEL_DIR=" GTL_GRADER_CHANNEL_DIR,
-                                   // forbidden_symbols.cpp recompiles student files from it
-                                   "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"};
+  std::vector<std::string> argv = {
+      "cmake", "-S", fs::absolute(s.course).string(), "-B", build.string(), "-G", "Ninja",
+      "-DCMAKE_BUILD_TYPE=Release", "-DGTL_LABS_IMPL=" + impl.string(), "-DGTL_WERROR=OFF",
+      "-DGTL_GRADER_CHANNEL_DIR=" GTL_GRADER_CHANNEL_DIR,
+      // forbidden_symbols.cpp recompiles student files from it
+      "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", "-DGTL_PREBUILT_CORE=" + core.string()};
   argv.insert(argv.end(), s.cmake_args.begin(), s.cmake_args.end());
   RunLimits limits;
   limits.timeout_s = 600;

@@ -68,7 +68,17 @@ struct BuildSettings {
   std::vector<std::string> sandbox;  // wraps configure and build commands (sandbox.h)
 };
 
+// The build folder whose compiled core the course build imports: the last -DGTL_PREBUILT_CORE=<dir>
+// among `cmake_args` (-DGTL_PREBUILT_CORE= for none); without one, the build this grader was
+// built in (or the one whose core it imported), when that build exported a core. The course's
+// CMake (cmake/GtlPrebuiltCore.cmake) links it, never rebuilding it, when it was built with the
+// same settings from the same sources (else it compiles its own core and says why): grading then
+// compiles only the lab files. The build sandbox must be able to read it.
+std::filesystem::path prebuilt_core_dir(const std::vector<std::string>& cmake_args);
+
 // Configures <work>/build if it is not configured yet; throws GradeError(kEnvironment) on failure.
+// GTL_PREBUILT_CORE is always passed (prebuilt_core_dir, maybe empty), or an earlier configure's
+// choice would stick in the cache.
 void configure_course(const BuildSettings& settings);
 
 struct BuildOutcome {

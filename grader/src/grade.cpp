@@ -79,6 +79,9 @@ Sandboxes sandboxes_for(const GradeOptions& o) {
   // The channel folder: a course without a grader/ of its own (the fixture course) compiles the
   // verdict listener from the grader's sources.
   base.readable = {o.course, o.work / "impl", o.work / "build", GTL_GRADER_CHANNEL_DIR};
+  // A prebuilt core (build.h) is linked from its own build folder, which may lie under /tmp.
+  if (const fs::path core = prebuilt_core_dir(o.cmake_args); !core.empty())
+    base.readable.push_back(core);
   base.hidden = {o.course / "solution", o.out, o.submission};
   base.hidden.insert(base.hidden.end(), o.hidden.begin(), o.hidden.end());
   SandboxPolicy build = base, run = base;

@@ -218,8 +218,14 @@ std::string heading_anchor(const std::string& heading) {
 
 namespace {
 
-// The anchor of the handout's first heading that names "TODO <id>" as a word; "" when none.
+// The anchor a handout sets for a TODO, `<a id="todo-<id>"></a>` (on the line before its heading or
+// in its row of the TODO table); else that of its first heading naming "TODO <id>" as a word; ""
+// when neither exists.
 std::string todo_anchor(const std::string& handout, const std::string& id) {
+  std::string lower_id;
+  for (char c : id) lower_id += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string explicit_id = "todo-" + lower_id;
+  if (handout.find("<a id=\"" + explicit_id + "\">") != std::string::npos) return explicit_id;
   std::istringstream in(handout);
   const std::string name = "todo " + id;
   for (std::string line; std::getline(in, line);) {

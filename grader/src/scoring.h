@@ -85,8 +85,9 @@ CheckResult score_test_check(const Check& check, const GtestRun& run);
 
 // The first TODO, in rubric order, with a graded check that did not pass (stretch and skipped
 // checks aside): "TODO 1a in reduce.cu, see labs/02-cuda-kernels/README.md#todo-1a". The anchor
-// is that of the handout's first heading naming "TODO 1a" (GitHub's heading ids); without one,
-// the handout's path alone. "" when no TODO has a failing check.
+// is the handout's own `<a id="todo-1a"></a>`, else that of its first heading naming "TODO 1a"
+// (GitHub's heading ids); without either, the handout's path alone. "" when no TODO has a failing
+// check.
 std::string next_step(const Rubric& rubric, const std::vector<CheckResult>& checks,
                       const std::string& handout_text);
 

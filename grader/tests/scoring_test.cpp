@@ -2,8 +2,13 @@
 // of checks that could not run here counted apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 
+#include "files.h"
+#include "rubric.h"
 #include "scoring.h"
 
 namespace gtl::grader {
@@ -274,6 +279,54 @@ TEST(NextStep, FirstTodoInRubricOrderWithAFailingCheck) {
   EXPECT_EQ(next_step(reduction_rubric(), checks, "### TODO 1bb\n### TODO 11b\n"),
             "TODO 1b in block_reduce.cuh, see labs/02-cuda-kernels/README.md")
       << "'TODO 1bb' and 'TODO 11b' are other TODOs' headings";
+}
+
+TEST(NextStep, TheHandoutsOwnTodoAnchorWins) {
+  const std::vector<CheckResult> checks = {named("sum-1a", Status::kFailed)};
+  EXPECT_EQ(next_step(reduction_rubric(), checks,
+                      "| TODO | file |\n|---|---|\n| <a id=\"todo-1a\"></a>1a | `reduce.cu` |\n"
+                      "### TODO 1a: trees\n"),
+            "TODO 1a in reduce.cu, see labs/02-cuda-kernels/README.md#todo-1a")
+      << "an <a id=\"todo-1a\"></a> anchor (here in the TODO table's row) is the link's target, "
+         "before any heading's id";
+  EXPECT_EQ(next_step(reduction_rubric(), checks, "<a id=\"todo-1ab\"></a>\n### TODO 11a\n"),
+            "TODO 1a in reduce.cu, see labs/02-cuda-kernels/README.md")
+      << "todo-1ab and 'TODO 11a' belong to other TODOs";
+}
+
+// The course's own handouts: whichever TODO the report names next, its link lands on that TODO.
+TEST(NextStep, EveryTodoOfTheCourseLinksToItsAnchor) {
+  const std::filesystem::path course =
+      std::filesystem::path(GTL_GRADER_FIXTURES).parent_path().parent_path().parent_path();
+  const std::vector<Rubric> labs = load_course_rubrics(course);
+  ASSERT_FALSE(labs.empty()) << "no lab rubrics found under " << course;
+  for (const Rubric& lab : labs) {
+    const std::string handout = read_file(course / "labs" / lab.dir / "README.md");
+    for (const Todo& todo : lab.todos) {
+      std::vector<CheckResult> checks;  // this TODO's checks fail, every other check passes
+      for (const Todo& other : lab.todos)
+        for (const auto& name : other.checks) checks.push_back(named(name, Status::kPassed));
+      for (auto& c : checks)
+        if (std::find(todo.checks.begin(), todo.checks.end(), c.name) != todo.checks.end())
+          c.status = Status::kFailed;
+      const std::string next = next_step(lab, checks, handout);
+      if (next.rfind("TODO ", 0) != 0) {
+        ADD_FAILURE() << "labs/" << lab.dir << ": TODO " << todo.id
+                      << " open, yet the report names no next step: '" << next << "'";
+        continue;
+      }
+      // A check two TODOs share makes the earlier one next: that one's anchor is expected.
+      const std::string named_id = next.substr(5, next.find(' ', 5) - 5);
+      std::string anchor = "#todo-" + named_id;
+      std::transform(anchor.begin(), anchor.end(), anchor.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      EXPECT_TRUE(next.size() > anchor.size() &&
+                  next.compare(next.size() - anchor.size(), anchor.size(), anchor) == 0)
+          << "labs/" << lab.dir << "/README.md: TODO " << todo.id << " open, the report says '"
+          << next << "'; expected its link to end with " << anchor << " (the handout needs <a id=\""
+          << anchor.substr(1) << "\"></a> in the TODO's row)";
+    }
+  }
 }
 
 TEST(NextStep, StretchAndSkippedChecksDoNotMakeATodoOpen) {
