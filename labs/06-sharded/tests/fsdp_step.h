@@ -20,6 +20,7 @@ struct Seen {
   std::string hook;  // "before_forward", "after_forward", "before_backward", "after_backward"
   int64_t unit = 0;
   std::set<int64_t> with_values, with_grads;  // the units whose full buffers exist
+  int64_t allocated = 0;                      // the rank's allocated bytes at that moment
 };
 
 struct FsdpStep {
@@ -46,7 +47,11 @@ inline FsdpStep fsdp_step(int world, const gtl::nn::ModelConfig& config, int64_t
           return [&, hook](nn::Module& m) {
             for (std::size_t u = 0; u < units.size(); ++u) {
               if (units[u].module != &m) continue;
-              Seen s{hook, static_cast<int64_t>(u), {}, {}};
+              Seen s{hook,
+                     static_cast<int64_t>(u),
+                     {},
+                     {},
+                     gtl::current_allocator(gtl::Device::cpu())->stats().allocated_bytes};
               for (std::size_t v = 0; v < units.size(); ++v) {
                 if (units[v].flat->has_values()) s.with_values.insert(static_cast<int64_t>(v));
                 if (units[v].flat->has_grads()) s.with_grads.insert(static_cast<int64_t>(v));
@@ -81,19 +86,19 @@ inline FsdpStep fsdp_step(int world, const gtl::nn::ModelConfig& config, int64_t
   return out;
 }
 
-// Rank 0's events of one kind in order: "all_gather"/"reduce_scatter" collectives, and the
-// ModuleBegin of a unit's forward or backward, as compact strings ("gather 1", "forward 2").
+// Rank 0's gathers and reduce-scatters (named by their size: "gather 33664 B") and the
+// ModuleBegin of each unit's forward or backward ("forward 2"), in order. Two units of one size
+// (the residual blocks) cannot be told apart by a collective, so the size is what is compared.
+// "gather 33664 B", "reduce(async) 1320 B".
+inline std::string collective(const std::string& what, int64_t bytes, bool async = false) {
+  return what + (async ? "(async) " : " ") + std::to_string(bytes) + " B";
+}
+
 inline std::vector<std::string> timeline_of(const FsdpStep& step) {
   std::vector<std::string> out;
   for (const gtl::dist::TraceEvent& e : step.traces[0]) {
     if (e.op == "all_gather" || e.op == "reduce_scatter") {
-      for (std::size_t u = 0; u < step.padded.size(); ++u) {
-        if (e.bytes == 4 * step.padded[u]) {
-          out.push_back(std::string(e.op == "all_gather" ? "gather" : "reduce") +
-                        (e.async ? "(async) " : " ") + std::to_string(u));
-          break;
-        }
-      }
+      out.push_back(collective(e.op == "all_gather" ? "gather" : "reduce", e.bytes, e.async));
     } else if (e.kind == gtl::dist::TraceKind::ModuleBegin) {
       for (std::size_t u = 0; u < step.unit_paths.size(); ++u) {
         if (e.module == step.unit_paths[u]) out.push_back(e.op + " " + std::to_string(u));
