@@ -1,5 +1,10 @@
-// TODOs 4 and 5: FSDP (ZeRO-3), units gathered just in time, and the gather of the next unit
-// prefetched while the current one computes (sharded.h).
+// Lab 06, TODOs 4 and 5: FSDP (ZeRO-3), the weights sharded too.
+//
+// Between uses a rank keeps only its shards (16P/N bytes). A unit's full weights exist only while
+// it computes: gathered before its forward, freed after it, gathered again before its backward.
+// The price is a third collective per unit (1.5x DDP's bytes); prefetch (TODO 5) hides it by
+// issuing the next unit's gather while the current one computes, at the cost of one more unit
+// held in memory.
 #include "sharded.h"
 
 namespace lab06 {

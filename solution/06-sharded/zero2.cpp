@@ -1,4 +1,8 @@
-// TODO 3: ZeRO-2, the gradients sharded too (sharded.h).
+// Lab 06, TODO 3: ZeRO-2, the gradients sharded too.
+//
+// After the reduce-scatter a rank only reads its shard of the averaged gradient, so the full
+// gradient buffer (4 bytes per parameter) need not outlive backward: it is freed until the next
+// one. Same traffic as DDP and ZeRO-1.
 #include "sharded.h"
 
 namespace lab06 {
@@ -7,7 +11,7 @@ using gtl::dist::ReduceOp;
 
 Zero2::Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options)
     : comm_(comm), flat_(flat) {
-  // SOLUTION(lab06) step 3: the shard's optimizer, and no full gradient between steps
+  // SOLUTION(lab06) step 3a: the shard's optimizer, and no full gradient between steps
   if (std::optional<ParamRef> shard = flat_.shard_param()) {
     optimizer_ = std::make_unique<gtl::optim::AdamW>(std::vector<ParamRef>{*shard}, options);
   }
@@ -16,20 +20,20 @@ Zero2::Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamW
 }
 
 void Zero2::before_backward() {
-  // SOLUTION(lab06) step 3: a zeroed full gradient for backward
+  // SOLUTION(lab06) step 3b: a zeroed full gradient for backward
   flat_.materialize_grads();
   // END SOLUTION(lab06)
 }
 
 void Zero2::after_backward() {
-  // SOLUTION(lab06) step 3: keep only the averaged shard
+  // SOLUTION(lab06) step 3c: keep only the averaged shard
   comm_.reduce_scatter(flat_.grads(), flat_.shard_grads(), ReduceOp::Avg);
   flat_.release_grads();
   // END SOLUTION(lab06)
 }
 
 void Zero2::step() {
-  // SOLUTION(lab06) step 3: update the shard, then gather every rank's shard
+  // SOLUTION(lab06) step 3d: update the shard, then gather every rank's shard
   if (optimizer_) optimizer_->step();
   comm_.all_gather(flat_.shard_values(), flat_.values());
   // END SOLUTION(lab06)
