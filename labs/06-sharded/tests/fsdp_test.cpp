@@ -3,6 +3,8 @@
 // issues its collectives in unit order, and moves 1.5x DDP's bytes per step.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <algorithm>
 
 #include "fsdp_step.h"
@@ -36,6 +38,9 @@ TEST(Fsdp, KeepsOnlyShardsBetweenSteps) {
   const std::vector<int64_t> numels = testing::unit_numels(lab_model());
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
+    std::cout << "[ figures  ] " << stage_name(Stage::Zero3) << ", N " << n
+              << ": persistent bytes rank 0 " << zero[0].persistent_bytes << ", peak "
+              << zero[0].peak_bytes << "\n";
     for (int r = 0; r < n; ++r) {
       const int64_t expected = expected_persistent_bytes(Stage::Zero3, numels, n, r);
       EXPECT_EQ(zero[r].persistent_bytes, expected)
@@ -120,6 +125,8 @@ TEST(Fsdp, PeakIsTheShardsPlusOneUnitPlusActivations) {
     largest = std::max(largest, 4 * gtl::nn::ShardLayout(numel, n).padded_numel());
   for (int r = 0; r < n; ++r) {
     // What a step allocates beyond the persistent state under DDP: activations and transients.
+    std::cout << "[ figures  ] DDP, N " << n << ", rank " << r << ": persistent bytes "
+              << ddp[r].persistent_bytes << ", peak " << ddp[r].peak_bytes << "\n";
     const int64_t activations = ddp[r].peak_bytes - ddp[r].persistent_bytes;
     const int64_t shards = expected_persistent_bytes(Stage::Zero3, numels, n, r);
     const int64_t bound = shards + 2 * largest + activations;

@@ -4,6 +4,8 @@
 // timeline hides most of the gathers behind compute (none without prefetch).
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <algorithm>
 #include <cstdlib>
 #include <functional>

@@ -3,6 +3,8 @@
 // the rank's allocator), and one step moves exactly what DDP's all-reduce moves.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "lab06_test_util.h"
 
 namespace lab06 {
@@ -28,6 +30,9 @@ TEST(Zero1, KeepsOptimizerStateForItsShardOnly) {
   const int64_t p = testing::model_numel(lab_model());
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero1);
+    std::cout << "[ figures  ] " << stage_name(Stage::Zero1) << ", N " << n
+              << ": persistent bytes rank 0 " << zero[0].persistent_bytes << ", peak "
+              << zero[0].peak_bytes << "\n";
     for (int r = 0; r < n; ++r) {
       const int64_t expected = expected_persistent_bytes(Stage::Zero1, {p}, n, r);
       EXPECT_EQ(zero[r].persistent_bytes, expected)

@@ -4,6 +4,8 @@
 // moves.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "lab06_test_util.h"
 
 namespace lab06 {
@@ -29,6 +31,9 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientsAndOptimizerState) {
   const int64_t p = testing::model_numel(lab_model());
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero2);
+    std::cout << "[ figures  ] " << stage_name(Stage::Zero2) << ", N " << n
+              << ": persistent bytes rank 0 " << zero[0].persistent_bytes << ", peak "
+              << zero[0].peak_bytes << "\n";
     for (int r = 0; r < n; ++r) {
       const int64_t expected = expected_persistent_bytes(Stage::Zero2, {p}, n, r);
       EXPECT_EQ(zero[r].persistent_bytes, expected)
