@@ -142,6 +142,14 @@ TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
         reference_cluster());
   };
   const gtl::dist::Timeline pre = timeline(1), jit = timeline(0);
+  for (const gtl::dist::Timeline* t : {&pre, &jit}) {
+    for (const gtl::dist::RankTimeline& rank : t->ranks) {
+      ASSERT_TRUE(std::any_of(rank.intervals.begin(), rank.intervals.end(),
+                              [](const gtl::dist::Interval& i) { return i.op == "all_gather"; }))
+          << "a step of FSDP without any all-gather: do TODO 4 first (gather each unit before "
+             "its forward and its backward), then prefetch";
+    }
+  }
   const double hidden = std::min(hidden_gather_fraction(pre, 0), hidden_gather_fraction(pre, 1));
   const double jit_hidden =
       std::max(hidden_gather_fraction(jit, 0), hidden_gather_fraction(jit, 1));
