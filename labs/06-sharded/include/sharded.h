@@ -22,10 +22,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gtl/distributed/communicator.h"
 #include "gtl/nn/flat_parameter.h"
+#include "gtl/nn/models.h"
 #include "gtl/nn/module.h"
 #include "gtl/optim/adamw.h"
 
@@ -140,5 +142,27 @@ class Fsdp {
   std::vector<std::optional<gtl::dist::Work>> pending_;  // per unit: its prefetch in flight
   gtl::nn::HookHandle hooks_;
 };
+
+// ---- 6. Sharded checkpoint (sharded_checkpoint.cpp)
+// ---------------------------------------------- Each rank saves only what it owns, in its own file
+// shard_file(dir, rank, N) (a gtl::io::CheckpointFile, written atomically): no rank ever holds the
+// whole model. Entries:
+//   "world_size", "rank"            the layout the shards were cut for
+//   "unit<u>.values"                 unit u's shard_values() (its padding included)
+//   "optim.<name>"                   every tensor of optimizer.state() (this rank's m and v)
+//   "optim.step_count"               AdamW's bias-correction step
+std::string shard_file(const std::string& dir, int rank,
+                       int world_size);  // "<dir>/shard-1-of-4.ckpt"
+void save_sharded(const std::string& dir, const Communicator& comm, const std::vector<Unit>& units,
+                  const gtl::optim::AdamW& optimizer);
+// The reverse, into the same layout (the same N: checks "world_size" and "rank" and throws
+// gtl::Error naming both when they differ). A run resumed from it continues bit for bit.
+void load_sharded(const std::string& dir, const Communicator& comm, std::vector<Unit>& units,
+                  gtl::optim::AdamW& optimizer);
+// Offline, one process: reads the N shard files of `dir` and writes to `path` the full weights as
+// a single-process checkpoint: one entry "model.<parameter name>" per parameter of
+// make_model(config), the names and shapes Trainer::save uses, padding dropped.
+void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelConfig& config,
+                 const std::string& path);
 
 }  // namespace lab06

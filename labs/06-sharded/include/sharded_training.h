@@ -51,6 +51,12 @@ struct TrainConfig {
   uint64_t data_seed = 11;
   float lr = 1e-2f;
   int prefetch = 0;  // Zero3 only: Fsdp's prefetch distance
+  // Zero3 only, sharded checkpoints (TODO 6): save_sharded(checkpoint_dir) once
+  // save_after_steps steps are done (0: never); resume_at_step > 0: load_sharded(checkpoint_dir)
+  // before the first step and run steps resume_at_step .. steps-1 only.
+  std::string checkpoint_dir;
+  int64_t save_after_steps = 0;
+  int64_t resume_at_step = 0;
 };
 
 struct TrainResult {

@@ -217,8 +217,13 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
   std::unique_ptr<nn::Sequential> model = nn::make_model(config.model);
   StageRun run = make_stage_run(comm, stage, *model, config);
   const nn::CrossEntropyLoss head;
+  GTL_CHECK((config.save_after_steps == 0 && config.resume_at_step == 0) || stage == Stage::Zero3,
+            "lab06: sharded checkpoints are ZeRO-3's");
+  if (config.resume_at_step > 0) {
+    load_sharded(config.checkpoint_dir, comm, run.units, *run.optimizer);
+  }
   TrainResult result;
-  for (int64_t step = 0; step < config.steps; ++step) {
+  for (int64_t step = config.resume_at_step; step < config.steps; ++step) {
     if (step + 1 == config.steps) {  // the last step is measured
       comm.reset_counters();
       allocator->reset_peak_stats();
@@ -232,6 +237,9 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
     model->backward(ctx, head.backward(loss_ctx), nn::GradMode::Overwrite);
     run.after_backward(comm);
     run.step();
+    if (step + 1 == config.save_after_steps) {
+      save_sharded(config.checkpoint_dir, comm, run.units, *run.optimizer);
+    }
   }
   result.persistent_bytes = allocator->stats().allocated_bytes - baseline;
   result.peak_bytes = allocator->stats().peak_allocated_bytes - baseline;
