@@ -13,6 +13,8 @@
 //          Fsdp::shard_params()
 // In the core's deterministic reduction mode every stage computes the same sums in the same
 // order as Ddp, and AdamW is element-wise, so all four train bit for bit alike.
+// TODO 6's checks save a Zero3 run's shards after some step (save_sharded) and resume another run
+// from them (load_sharded): see TrainConfig.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // TODO 6: sharded checkpoints. Each rank's file holds exactly its shards and optimizer state, a
-// run restarted from them with the same N continues bit for bit, another N is refused, and the
-// consolidated file holds every parameter of the single-process model under the names
+// run restarted from them with the same N continues bit for bit, another N or rank is refused, and
+// the consolidated file holds every parameter of the single-process model under the names
 // Trainer::save uses, equal to the trained weights.
 #include <gtest/gtest.h>
 
@@ -98,6 +98,23 @@ TEST(ShardedCheckpoint, RefusesToLoadShardsCutForAnotherWorldSize) {
   EXPECT_THROW(testing::run(3, Stage::Zero3, resumed), gtl::Error)
       << "shards saved by 2 ranks loaded by 3: load_sharded must compare the file's world_size "
          "and rank with the communicator's and throw";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ShardedCheckpoint, RefusesToLoadAnotherRanksShards) {
+  const std::string dir = temp_dir("swapped");
+  testing::run(2, Stage::Zero3, saving(dir, 1, 1));
+  // Swap the two files: the same N and the same shapes, but each rank would get the other's
+  // shard (a job restarted with its ranks renumbered). Only the saved rank tells.
+  const std::string a = shard_file(dir, 0, 2), b = shard_file(dir, 1, 2), tmp = dir + "/tmp";
+  std::filesystem::rename(a, tmp);
+  std::filesystem::rename(b, a);
+  std::filesystem::rename(tmp, b);
+  TrainConfig resumed = saving(dir, 2, 0);
+  resumed.resume_at_step = 1;
+  EXPECT_THROW(testing::run(2, Stage::Zero3, resumed), gtl::Error)
+      << "rank 0 loading the file rank 1 saved: load_sharded must compare the file's rank (and "
+         "world_size) with the communicator's and throw";
   std::filesystem::remove_all(dir);
 }
 
