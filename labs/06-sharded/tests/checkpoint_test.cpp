@@ -25,6 +25,16 @@ std::string temp_dir(const std::string& name) {
   return dir;
 }
 
+// The lab model's weights before training, model order.
+std::vector<float> initial_weights() {
+  std::vector<float> w;
+  for (const ParamRef& p : gtl::nn::make_model(lab_model())->parameters()) {
+    const std::vector<float> v = p.value.to_vector();
+    w.insert(w.end(), v.begin(), v.end());
+  }
+  return w;
+}
+
 TrainConfig saving(const std::string& dir, int64_t steps, int64_t save_after) {
   TrainConfig c;
   c.prefetch = 1;
@@ -70,6 +80,10 @@ TEST(ShardedCheckpoint, ResumesBitForBitWithTheSameWorldSize) {
   for (int n : {2, 5}) {
     const std::string dir = temp_dir("resume" + std::to_string(n));
     const std::vector<TrainResult> whole = testing::run(n, Stage::Zero3, saving(dir, 4, 0));
+    ASSERT_NE(bitwise_diff(whole[0].weights, initial_weights()), "")
+        << "N " << n
+        << ": 4 steps of ZeRO-3 left the weights as initialised: do TODO 4 first, "
+           "there is nothing to resume until FSDP trains";
     testing::run(n, Stage::Zero3, saving(dir, 2, 2));  // steps 0, 1, then save
     TrainConfig resumed = saving(dir, 4, 0);
     resumed.resume_at_step = 2;  // a new run: load, then steps 2, 3

@@ -48,7 +48,7 @@ TEST(ShardMath, ShardsTileThePaddedBufferInRankOrder) {
 TEST(ShardMath, OwnerIsTheInverseOfTheShardOffsets) {
   for (int n = 1; n <= 7; ++n) {
     for (int64_t numel : {1, 5, 7, 13}) {
-      for (int64_t i = 0; i < padded_numel(numel, n); ++i) {
+      for (int64_t i = 0; i < gtl::nn::ShardLayout(numel, n).padded_numel(); ++i) {
         const int owner = shard_owner(i, numel, n);
         ASSERT_TRUE(owner >= 0 && owner < n)
             << "element " << i << " of " << numel << " for N " << n << ": owner " << owner;
