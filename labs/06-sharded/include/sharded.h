@@ -30,6 +30,7 @@
 #include "gtl/nn/models.h"
 #include "gtl/nn/module.h"
 #include "gtl/optim/adamw.h"
+#include "gtl/optim/loss_scaler.h"
 
 namespace lab06 {
 
@@ -164,5 +165,19 @@ void load_sharded(const std::string& dir, const Communicator& comm, std::vector<
 // make_model(config), the names and shapes Trainer::save uses, padding dropped.
 void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelConfig& config,
                  const std::string& path);
+
+// ---- 7. Skip and clip decisions that agree across ranks (sharded_clip.cpp)
+// ------------------------ Sharded, each rank unscales and clips only its own shard of the
+// gradients. Left alone, rank 0 would skip a step for an overflow rank 2 never saw, and each rank
+// would clip by the norm of its own shard: the ranks' models would drift apart. Between
+// scaler.unscale_(shard params) and scaler.step(): the scaler's found-inf flag (found_inf_flag(),
+// float32 [1]; undefined on a rank whose unscale_ saw no parameter, which counts as 0) becomes its
+// MAXIMUM over ranks (set_found_inf_flag). No-op when the scaler is disabled. Every rank calls it.
+void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler);
+// Clips this rank's shard gradients (shard_params may be empty) by the GLOBAL norm, sqrt of the
+// sum over ranks of |shard|^2, with the coefficient min(max_norm / (norm + 1e-6), 1); returns
+// that norm, the same on every rank.
+float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
+                              float max_norm);
 
 }  // namespace lab06
