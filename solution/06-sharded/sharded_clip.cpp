@@ -18,7 +18,8 @@ void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler) {
   // SOLUTION(lab06) step 7a: the flag's maximum over ranks
   if (!scaler.enabled()) return;
   Tensor flag = Tensor::zeros({1});
-  flag.copy_(scaler.found_inf_flag());
+  if (scaler.found_inf_flag().defined()) flag.copy_(scaler.found_inf_flag());
+  comm.all_reduce(flag, ReduceOp::Max);
   scaler.set_found_inf_flag(flag);
   // END SOLUTION(lab06)
 }
@@ -29,8 +30,9 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
   std::vector<Tensor> grads;
   for (const ParamRef& p : shard_params) grads.push_back(p.grad);
   const double local = grads.empty() ? 0.0 : double(gtl::ops::global_l2_norm(grads).item());
-  Tensor squared = Tensor::full({1}, local);
-  const float norm = static_cast<float>(double(squared.item()));
+  Tensor squared = Tensor::full({1}, local * local);
+  comm.all_reduce(squared, ReduceOp::Sum);
+  const float norm = static_cast<float>(std::sqrt(double(squared.item())));
   if (!shard_params.empty()) {
     gtl::optim::scale_by_clip_coef_(shard_params, Tensor::full({1}, norm), max_norm);
   }
