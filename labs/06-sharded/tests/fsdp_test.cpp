@@ -1,0 +1,143 @@
+// TODO 4: FSDP (ZeRO-3), gathering just in time (prefetch 0). It trains bit for bit like DDP,
+// keeps only shards between steps (16P/N bytes, exact), holds one unit's full buffers at a time,
+// issues its collectives in unit order, and moves 1.5x DDP's bytes per step.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include <algorithm>
+
+#include "fsdp_step.h"
+
+namespace lab06 {
+namespace {
+
+using testing::bitwise_diff;
+
+std::string units_str(const std::set<int64_t>& units) {
+  std::string s = "{";
+  for (int64_t u : units) s += (s.size() > 1 ? ", " : "") + std::to_string(u);
+  return s + "}";
+}
+
+TEST(Fsdp, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
+  for (int n = 1; n <= 5; ++n) {
+    const std::vector<TrainResult> ddp = testing::run(n, Stage::Ddp);
+    const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
+          << "N " << n << ", rank " << r << ": FSDP's weights after 3 steps differ from DDP's. "
+          << "Gather a unit's values before its forward AND before its backward, zero its full "
+             "gradient before backward, and reduce-scatter it (Avg) after";
+      EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "") << "N " << n << ", rank " << r;
+    }
+  }
+}
+
+TEST(Fsdp, KeepsOnlyShardsBetweenSteps) {
+  const std::vector<int64_t> numels = testing::unit_numels(lab_model());
+  for (int n = 1; n <= 5; ++n) {
+    const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
+    std::cout << "[ figures  ] " << stage_name(Stage::Zero3) << ", N " << n
+              << ": persistent bytes rank 0 " << zero[0].persistent_bytes << ", peak "
+              << zero[0].peak_bytes << "\n";
+    for (int r = 0; r < n; ++r) {
+      const int64_t expected = expected_persistent_bytes(Stage::Zero3, numels, n, r);
+      EXPECT_EQ(zero[r].persistent_bytes, expected)
+          << "N " << n << ", rank " << r << ": between steps ZeRO-3 keeps per unit 4 bytes (the "
+          << "values' shard) + 4 (the gradients' shard) per shard element + 8 (m, v) per REAL "
+          << "element: 16P/N plus the padding; got " << zero[r].persistent_bytes
+          << " bytes. Release every unit's full values AND gradients in the constructor and "
+             "after each use";
+    }
+  }
+}
+
+TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffers) {
+  const testing::FsdpStep step = testing::fsdp_step(3, lab_model(), 4, /*prefetch=*/0);
+  const int64_t units = static_cast<int64_t>(step.padded.size());
+  ASSERT_EQ(static_cast<int64_t>(step.seen.size()), 4 * units)
+      << "every unit's four hooks fire once in one forward and backward";
+  for (const testing::Seen& s : step.seen) {
+    const bool before = s.hook.rfind("before", 0) == 0;
+    const std::set<int64_t> only_u = {s.unit}, none = {};
+    EXPECT_EQ(units_str(s.with_values), units_str(before ? only_u : none))
+        << "at " << s.hook << " of unit " << s.unit << ": units with full values. Gather a unit "
+        << "just before it computes (forward and backward) and release it right after";
+    const bool grads = s.hook == "before_backward";
+    EXPECT_EQ(units_str(s.with_grads), units_str(grads ? only_u : none))
+        << "at " << s.hook << " of unit " << s.unit << ": units with a full gradient. "
+        << "Materialise it before the unit's backward, release it after the reduce-scatter";
+  }
+}
+
+TEST(Fsdp, CollectivesFollowTheUnits) {
+  const testing::FsdpStep step = testing::fsdp_step(2, lab_model(), 4, /*prefetch=*/0);
+  const int64_t units = static_cast<int64_t>(step.padded.size());
+  std::vector<std::string> expected;
+  for (int64_t u = 0; u < units; ++u) {
+    expected.push_back(testing::collective("gather", 4 * step.padded[u]));
+    expected.push_back("forward " + std::to_string(u));
+  }
+  for (int64_t u = units - 1; u >= 0; --u) {
+    expected.push_back(testing::collective("gather", 4 * step.padded[u]));
+    expected.push_back("backward " + std::to_string(u));
+    expected.push_back(testing::collective("reduce", 4 * step.padded[u]));
+  }
+  const std::vector<std::string> got = testing::timeline_of(step);
+  EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
+      << "rank 0's gathers, reduce-scatters and unit computations, in order: each unit gathered "
+         "(synchronously, its whole padded buffer) right before its forward and again before its "
+         "backward, its gradient reduce-scattered right after its backward";
+}
+
+TEST(Fsdp, MovesOneAndAHalfTimesWhatDdpMoves) {
+  const std::vector<int64_t> numels = testing::unit_numels(lab_model());
+  const int64_t units = static_cast<int64_t>(numels.size());
+  for (int n : {2, 3, 5}) {
+    const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
+    for (int r = 0; r < n; ++r) {
+      const auto& c = zero[r].step_counters;
+      const auto calls = [&](const std::string& op) {
+        return c.count(op) ? c.at(op).calls : int64_t{0};
+      };
+      EXPECT_EQ(calls("all_gather"), 2 * units)
+          << "N " << n << ", rank " << r << ": two gathers per unit and step (forward, backward)";
+      EXPECT_EQ(calls("reduce_scatter"), units)
+          << "N " << n << ", rank " << r << ": one reduce-scatter per unit and step";
+      int64_t sent = 0;
+      for (const auto& [op, counters] : c) sent += counters.bytes_sent;
+      EXPECT_EQ(2 * sent, 3 * testing::ddp_bytes_sent(numels, n))
+          << "N " << n << ", rank " << r << ": ZeRO-3 sends " << sent << " bytes per step; DDP's "
+          << "all-reduce of the same padded units sends " << testing::ddp_bytes_sent(numels, n)
+          << ": gather + gather + reduce-scatter is exactly 1.5x";
+    }
+  }
+}
+
+TEST(Fsdp, PeakIsTheShardsPlusOneUnitPlusActivations) {
+  const std::vector<int64_t> numels = testing::unit_numels(lab_model());
+  const int n = 3;
+  const std::vector<TrainResult> ddp = testing::run(n, Stage::Ddp);
+  const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
+  int64_t largest = 0;
+  for (int64_t numel : numels)
+    largest = std::max(largest, 4 * gtl::nn::ShardLayout(numel, n).padded_numel());
+  for (int r = 0; r < n; ++r) {
+    // What a step allocates beyond the persistent state under DDP: activations and transients.
+    std::cout << "[ figures  ] DDP, N " << n << ", rank " << r << ": persistent bytes "
+              << ddp[r].persistent_bytes << ", peak " << ddp[r].peak_bytes << "\n";
+    const int64_t activations = ddp[r].peak_bytes - ddp[r].persistent_bytes;
+    const int64_t shards = expected_persistent_bytes(Stage::Zero3, numels, n, r);
+    const int64_t bound = shards + 2 * largest + activations;
+    std::cout << "[ figures  ] rank " << r << ": ZeRO-3 peak " << zero[r].peak_bytes << " B, bound "
+              << bound << " B (shards " << shards << ", largest unit " << largest
+              << ", activations " << activations << ")\n";
+    EXPECT_LE(zero[r].peak_bytes, bound)
+        << "rank " << r << ": ZeRO-3's peak must stay within the shards + one unit's full "
+        << "values and gradients (the largest, " << largest << " B each) + DDP's activations";
+  }
+}
+
+}  // namespace
+}  // namespace lab06

@@ -1,0 +1,78 @@
+// TODO 1: shard arithmetic. Checked against the properties that make sharding work (equal shards
+// that tile the padded buffer, padding only at the tail and less than one element per rank) and
+// against the core's ShardLayout, the arithmetic the FlatParameter of the other TODOs uses.
+#include <gtest/gtest.h>
+
+#include "gtl/nn/flat_parameter.h"
+#include "sharded.h"
+
+namespace lab06 {
+namespace {
+
+TEST(ShardMath, PaddedBufferIsTheSmallestMultipleOfTheWorldSize) {
+  for (int n = 1; n <= 7; ++n) {
+    for (int64_t numel : {1, 2, 5, 6, 7, 12, 13, 100, 101}) {
+      const int64_t padded = padded_numel(numel, n);
+      EXPECT_EQ(padded % n, 0) << "numel " << numel << ", N " << n << ": padded " << padded
+                               << " must cut into N equal shards (a multiple of N)";
+      EXPECT_GE(padded, numel) << "numel " << numel << ", N " << n << ": padding adds, never cuts";
+      EXPECT_LT(padded - numel, n) << "numel " << numel << ", N " << n << ": padded " << padded
+                                   << " is not the SMALLEST multiple of N: round up, not by N";
+      EXPECT_EQ(shard_size(numel, n) * n, padded)
+          << "numel " << numel << ", N " << n << ": N shards of shard_size make the padded buffer";
+    }
+  }
+}
+
+TEST(ShardMath, ShardsTileThePaddedBufferInRankOrder) {
+  for (int n = 1; n <= 7; ++n) {
+    for (int64_t numel : {1, 3, 5, 7, 13, 101}) {
+      int64_t real = 0;
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(shard_offset(numel, n, r), r * shard_size(numel, n))
+            << "numel " << numel << ", N " << n << ": rank " << r << "'s shard starts where rank "
+            << r - 1 << "'s ends";
+        const int64_t mine = shard_real_numel(numel, n, r);
+        EXPECT_GE(mine, 0) << "numel " << numel << ", N " << n << ", rank " << r
+                           << ": a shard past the real elements holds 0 of them, not " << mine;
+        EXPECT_LE(mine, shard_size(numel, n)) << "numel " << numel << ", N " << n << ", rank " << r
+                                              << ": at most shard_size real elements";
+        real += mine;
+      }
+      EXPECT_EQ(real, numel) << "numel " << numel << ", N " << n
+                             << ": the shards' real elements must add up to numel";
+    }
+  }
+}
+
+TEST(ShardMath, OwnerIsTheInverseOfTheShardOffsets) {
+  for (int n = 1; n <= 7; ++n) {
+    for (int64_t numel : {1, 5, 7, 13}) {
+      for (int64_t i = 0; i < gtl::nn::ShardLayout(numel, n).padded_numel(); ++i) {
+        const int owner = shard_owner(i, numel, n);
+        ASSERT_TRUE(owner >= 0 && owner < n)
+            << "element " << i << " of " << numel << " for N " << n << ": owner " << owner;
+        EXPECT_TRUE(shard_offset(numel, n, owner) <= i &&
+                    i < shard_offset(numel, n, owner) + shard_size(numel, n))
+            << "element " << i << " (numel " << numel << ", N " << n << ") lies in rank " << owner
+            << "'s shard: owner(i) must be the rank whose shard holds element i";
+      }
+    }
+  }
+}
+
+TEST(ShardMath, AgreesWithTheCoreLayoutTheFlatParameterUses) {
+  for (int n = 1; n <= 9; ++n) {
+    for (int64_t numel = 1; numel <= 40; ++numel) {
+      const gtl::nn::ShardLayout core(numel, n);
+      ASSERT_EQ(padded_numel(numel, n), core.padded_numel()) << "numel " << numel << ", N " << n;
+      for (int r = 0; r < n; ++r) {
+        ASSERT_EQ(shard_real_numel(numel, n, r), core.real_numel(r))
+            << "numel " << numel << ", N " << n << ", rank " << r << ": real elements of the shard";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lab06

@@ -1,0 +1,136 @@
+// TODO 7: skip and clip decisions over shards. Every rank must reach the same decision as one
+// process holding the whole gradient: the step is skipped everywhere when any rank's shard
+// overflowed, and every shard is clipped by the norm of the WHOLE gradient (the core's
+// single-process optim::clip_grad_norm_ is the reference, within float32 rounding: each rank's
+// squared norm is a partial sum taken in another order).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+#include "gtl/optim/grad_clip.h"
+#include "lab06_test_util.h"
+
+namespace lab06 {
+namespace {
+
+// Element i of the whole gradient: small values of both signs.
+float grad_value(int64_t i) {
+  return 0.5f * static_cast<float>((i * 7) % 11 - 5);
+}
+
+// Rank r's real shard of a gradient of `numel` elements, as a parameter (empty when it owns only
+// padding).
+std::vector<ParamRef> shard_of(int64_t numel, int n, int r) {
+  const gtl::nn::ShardLayout layout(numel, n);
+  const int64_t real = layout.real_numel(r);
+  if (real == 0) return {};
+  std::vector<float> g;
+  for (int64_t i = 0; i < real; ++i) g.push_back(grad_value(layout.shard_offset(r) + i));
+  return {ParamRef{Tensor::zeros({real}), Tensor::from_vector(g, {real}), Tensor(), "shard"}};
+}
+
+TEST(ClipOverShards, EveryRankClipsByTheNormOfTheWholeGradient) {
+  for (int64_t numel : {37, 3}) {  // 3 on 5 ranks: ranks 3 and 4 own only padding
+    for (int n : {1, 2, 3, 5}) {
+      for (float max_norm : {1.f, 1000.f}) {  // clips, then leaves the gradient alone
+        std::vector<float> whole;
+        for (int64_t i = 0; i < numel; ++i) whole.push_back(grad_value(i));
+        std::vector<ParamRef> ref = {
+            ParamRef{Tensor::zeros({numel}), Tensor::from_vector(whole, {numel}), Tensor(), "g"}};
+        const float ref_norm = gtl::optim::clip_grad_norm_(ref, max_norm).item();
+        const std::vector<float> ref_clipped = ref[0].grad.to_vector();
+        std::vector<float> norms(static_cast<std::size_t>(n));
+        std::vector<std::vector<float>> clipped(static_cast<std::size_t>(n));
+        gtl::dist::run_ranks(
+            n,
+            [&](Communicator& comm) {
+              std::vector<ParamRef> mine = shard_of(numel, n, comm.rank());
+              const float norm = clip_sharded_grad_norm_(comm, mine, max_norm);
+              norms[static_cast<std::size_t>(comm.rank())] = norm;
+              if (!mine.empty())
+                clipped[static_cast<std::size_t>(comm.rank())] = mine[0].grad.to_vector();
+            },
+            testing::fast());
+        std::vector<float> all;
+        for (int r = 0; r < n; ++r) {
+          EXPECT_EQ(testing::bitwise_diff({norms[static_cast<std::size_t>(r)]}, {norms[0]}), "")
+              << "numel " << numel << ", N " << n << ": rank " << r << "'s norm differs from rank "
+              << "0's: every rank must use the same global norm (reduce the squared norms)";
+          all.insert(all.end(), clipped[static_cast<std::size_t>(r)].begin(),
+                     clipped[static_cast<std::size_t>(r)].end());
+        }
+        EXPECT_NEAR(norms[0], ref_norm, 1e-6 * ref_norm)
+            << "numel " << numel << ", N " << n << ": the norm of the whole gradient is sqrt of "
+            << "the SUM over ranks of each shard's squared norm, not one shard's norm";
+        ASSERT_EQ(all.size(), ref_clipped.size()) << "numel " << numel << ", N " << n;
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          EXPECT_NEAR(all[i], ref_clipped[i], 1e-6 * std::abs(ref_clipped[i]) + 1e-7)
+              << "numel " << numel << ", N " << n << ", max_norm " << max_norm << ": element " << i
+              << " after clipping: scale every shard by min(max_norm / (norm + 1e-6), 1)";
+        }
+      }
+    }
+  }
+}
+
+// Rank `overflow` (or none: -1) has an inf in its shard. Returns whether each rank's scaler
+// stepped.
+std::vector<bool> steps_taken(int n, int overflow, int64_t numel) {
+  std::vector<bool> stepped(static_cast<std::size_t>(n));
+  std::mutex mutex;
+  gtl::dist::run_ranks(
+      n,
+      [&](Communicator& comm) {
+        std::vector<ParamRef> mine = shard_of(numel, n, comm.rank());
+        if (comm.rank() == overflow && !mine.empty()) {
+          std::vector<float> g = mine[0].grad.to_vector();
+          g[0] = std::numeric_limits<float>::infinity();
+          mine[0].grad.copy_(Tensor::from_vector(g, mine[0].grad.shape()));
+        }
+        gtl::optim::LossScaler scaler;
+        gtl::optim::AdamW optimizer(mine);
+        scaler.unscale_(mine);
+        agree_found_inf(comm, scaler);
+        const bool did = scaler.step(optimizer);
+        std::lock_guard<std::mutex> lock(mutex);
+        stepped[static_cast<std::size_t>(comm.rank())] = did;
+      },
+      testing::fast());
+  return stepped;
+}
+
+TEST(AgreeFoundInf, EveryRankSkipsTheStepWhenOneShardOverflowed) {
+  for (int n : {2, 3, 5}) {
+    for (int overflow = 0; overflow < n; ++overflow) {
+      const std::vector<bool> stepped = steps_taken(n, overflow, 37);
+      for (int r = 0; r < n; ++r) {
+        EXPECT_FALSE(stepped[static_cast<std::size_t>(r)])
+            << "N " << n << ": rank " << overflow << "'s shard held an inf, and rank " << r
+            << " stepped anyway: the found-inf flag must be the MAX over ranks before step()";
+      }
+    }
+    const std::vector<bool> finite = steps_taken(n, -1, 37);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_TRUE(finite[static_cast<std::size_t>(r)])
+          << "N " << n << ", rank " << r << ": no shard overflowed, every rank must step";
+    }
+  }
+}
+
+TEST(AgreeFoundInf, ARankWithoutGradientsCountsAsFinite) {
+  // 3 elements on 5 ranks: ranks 3 and 4 unscale nothing, their flag is undefined.
+  const std::vector<bool> finite = steps_taken(5, -1, 3);
+  const std::vector<bool> overflow = steps_taken(5, 1, 3);
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_TRUE(finite[static_cast<std::size_t>(r)])
+        << "rank " << r << ": an undefined flag (no parameters) counts as 0";
+    EXPECT_FALSE(overflow[static_cast<std::size_t>(r)])
+        << "rank " << r << ": rank 1 overflowed; ranks without parameters must skip too";
+  }
+}
+
+}  // namespace
+}  // namespace lab06

@@ -1,0 +1,42 @@
+// Lab 06, TODO 1: shard arithmetic, the layout every sharded buffer of this lab follows.
+//
+// Why pad: a ring collective cuts its buffer into N equal chunks, so a buffer padded with zeros to
+// a multiple of N makes chunk r exactly rank r's shard for every N (3, 5, 7 ...). Pure integer
+// arithmetic, the same on every rank: no communication is needed to agree on who owns what.
+#include "sharded.h"
+
+namespace lab06 {
+
+int64_t shard_size(int64_t numel, int world_size) {
+  // SOLUTION(lab06) step 1a: ceil(numel / N)
+  return (numel + world_size - 1) / world_size;
+  // END SOLUTION(lab06)
+}
+
+int64_t padded_numel(int64_t numel, int world_size) {
+  // SOLUTION(lab06) step 1b: N shards of shard_size
+  return shard_size(numel, world_size) * world_size;
+  // END SOLUTION(lab06)
+}
+
+int64_t shard_offset(int64_t numel, int world_size, int rank) {
+  // SOLUTION(lab06) step 1c: rank r starts r shards in
+  return rank * shard_size(numel, world_size);
+  // END SOLUTION(lab06)
+}
+
+int64_t shard_real_numel(int64_t numel, int world_size, int rank) {
+  // SOLUTION(lab06) step 1d: the real elements left at the shard's start, clamped to 0 .. size
+  const int64_t left = numel - shard_offset(numel, world_size, rank);
+  const int64_t size = shard_size(numel, world_size);
+  return left <= 0 ? 0 : (left < size ? left : size);
+  // END SOLUTION(lab06)
+}
+
+int shard_owner(int64_t i, int64_t numel, int world_size) {
+  // SOLUTION(lab06) step 1e: whole shards before element i
+  return static_cast<int>(i / shard_size(numel, world_size));
+  // END SOLUTION(lab06)
+}
+
+}  // namespace lab06

@@ -1,0 +1,34 @@
+// Lab 06, TODO 7: the loss scaler's skip decision and gradient clipping over shards.
+//
+// Two scalars decide a step for everybody: "did any gradient overflow?" and "how long is the
+// whole gradient?". With shards each rank knows only its part of each, so each is reduced over the
+// ranks (max of the flags, sum of the squared norms) before anyone acts on it. Every rank then
+// takes the same decision from the same number.
+#include <cmath>
+
+#include "gtl/ops/global_norm.h"
+#include "gtl/optim/grad_clip.h"
+#include "sharded.h"
+
+namespace lab06 {
+
+using gtl::dist::ReduceOp;
+
+void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler) {
+  // TODO(lab06) step 7a: the scaler's found-inf flag becomes its maximum over ranks (an
+  //   undefined flag counts as 0; nothing when the scaler is disabled). About 6 lines.
+  (void)comm, (void)scaler;
+  // END TODO(lab06)
+}
+
+float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
+                              float max_norm) {
+  // TODO(lab06) step 7b: this shard's squared L2 norm (gtl::ops::global_l2_norm), summed over
+  //   ranks, its square root; then scale the shard with gtl::optim::scale_by_clip_coef_ and
+  //   return the norm. About 10 lines.
+  (void)comm, (void)shard_params, (void)max_norm;
+  return 0.f;
+  // END TODO(lab06)
+}
+
+}  // namespace lab06
