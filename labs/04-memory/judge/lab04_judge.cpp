@@ -64,14 +64,14 @@ std::string calculator_persistent() {
   for (const Shape& s : lab04_cases::seeded_shapes(seeded_counts, lab04_cases::kSeededShapes))
     gtl::judge::expect_equal(sc.next<int64_t>("a count"),
                              gtl::nn::make_model(s.config)->num_parameters(),
-                             seeded_counts + ": count_parameters at " + s.describe());
+                             seeded_counts + ": count_parameters at " + s.shape());
   const std::string seeded_bytes = "MemoryCalculator.PersistentBytesAreExactAtSeededShapes";
   Recorded sb(seeded_bytes);
   for (const Shape& s : lab04_cases::seeded_shapes(seeded_bytes, lab04_cases::kSeededShapes)) {
     const Measured ms = measure_step(s.config, s.batch);
     const int64_t ps = 4 * gtl::nn::make_model(s.config)->num_parameters();
     const auto es = sb.sequence<int64_t>("the estimate", 4);
-    const std::string at = seeded_bytes + ": at " + s.describe() + ", ";
+    const std::string at = seeded_bytes + ": at " + s.shape() + ", ";
     gtl::judge::expect_equal(es[0], ps, at + "the weights' bytes");
     gtl::judge::expect_equal(es[1], ps, at + "the gradients' bytes");
     gtl::judge::expect_equal(es[2], 2 * ps, at + "AdamW's bytes");
@@ -95,7 +95,7 @@ std::string calculator_activations() {
   for (const Shape& s : lab04_cases::seeded_shapes(seeded, lab04_cases::kSeededShapes))
     gtl::judge::expect_equal(sr.next<int64_t>("an estimate"),
                              measure_step(s.config, s.batch).activations,
-                             seeded + ": the activations at " + s.describe());
+                             seeded + ": the activations at " + s.shape());
   return "every activation estimate equals the measured bytes, fixed and seeded shapes";
 }
 
@@ -104,7 +104,7 @@ void expect_peak(Recorded& r, const Shape& s) {
   const int64_t predicted = r.next<int64_t>("a peak");
   const int64_t measured = measure_step(s.config, s.batch).peak;
   if (!(std::abs(double(predicted - measured)) <= 0.02 * double(measured)))
-    throw Rejection(r.test() + ": the peak predicted for " + s.describe() + " is " +
+    throw Rejection(r.test() + ": the peak predicted for " + s.shape() + " is " +
                     std::to_string(predicted) + ", the measured " + std::to_string(measured) +
                     " (beyond 2%)");
 }
@@ -401,9 +401,9 @@ struct Run {
   Shape shape;
 };
 std::vector<Run> runs() {
-  return {{"the fixed run (" + lab04_cases::fixed_timeline_shape().describe() + ")",
+  return {{"the fixed run (" + lab04_cases::fixed_timeline_shape().shape() + ")",
            lab04_cases::fixed_timeline_shape()},
-          {"the seeded run (" + lab04_cases::seeded_timeline_shape().describe() + ")",
+          {"the seeded run (" + lab04_cases::seeded_timeline_shape().shape() + ")",
            lab04_cases::seeded_timeline_shape()}};
 }
 

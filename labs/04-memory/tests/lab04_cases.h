@@ -50,10 +50,11 @@ inline Measured measure_step(const lab04::ModelConfig& config, int64_t batch) {
 struct Shape {
   lab04::ModelConfig config;
   int64_t batch = 1;
-  std::string describe() const {
+  std::string shape() const {
     return "D = " + std::to_string(config.hidden) + ", " + std::to_string(config.blocks) +
-           " blocks, batch " + std::to_string(batch) + ", " + gtl::test_seed::describe();
+           " blocks, batch " + std::to_string(batch);
   }
+  std::string describe() const { return shape() + ", " + gtl::test_seed::describe(); }
 };
 // `count` shapes for `test`: D in [8, 128], 1 to 5 blocks, batch 1 to 512.
 inline std::vector<Shape> seeded_shapes(const std::string& test, int count) {
