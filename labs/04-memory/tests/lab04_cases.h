@@ -52,7 +52,7 @@ struct Shape {
   int64_t batch = 1;
   std::string shape() const {
     return "D = " + std::to_string(config.hidden) + ", " + std::to_string(config.blocks) +
-           " blocks, batch " + std::to_string(batch);
+           (config.blocks == 1 ? " block" : " blocks") + ", batch " + std::to_string(batch);
   }
   std::string describe() const { return shape() + ", " + gtl::test_seed::describe(); }
 };
