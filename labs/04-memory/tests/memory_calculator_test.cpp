@@ -4,40 +4,13 @@
 #include <cmath>
 
 #include "gtl_judge_output.h"
+#include "lab04_cases.h"
 #include "memory_lab.h"
 
 namespace {
 
-using gtl::Tensor;
-
-// What the CPU allocator measures for one float32 step of `config` at `batch`, term by term.
-struct Measured {
-  int64_t persistent = 0;  // model (weights + gradients) and AdamW state
-  int64_t batch = 0;
-  int64_t activations = 0;  // held between forward and backward, logits included
-  int64_t peak = 0;         // peak allocated bytes of the whole step
-};
-
-Measured measure_step(const lab04::ModelConfig& config, int64_t batch) {
-  const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
-  const gtl::AllocatorScope scope(allocator);
-  auto model = gtl::nn::make_model(config);
-  gtl::optim::AdamW adamw(model->parameters());
-  Measured m;
-  m.persistent = allocator->stats().allocated_bytes;
-  const lab04::LabBatch b = lab04::make_batch(config, batch);
-  m.batch = allocator->stats().allocated_bytes - m.persistent;
-  allocator->reset_peak_stats();
-  const gtl::nn::CrossEntropyLoss head;
-  gtl::nn::Context ctx, loss_ctx;
-  const Tensor logits = model->forward(b.images, ctx);
-  m.activations = allocator->stats().allocated_bytes - m.persistent - m.batch;
-  head.forward(logits, b.labels, loss_ctx);
-  model->backward(ctx, head.backward(loss_ctx));
-  adamw.step();
-  m.peak = allocator->stats().peak_allocated_bytes;
-  return m;
-}
+using lab04_cases::measure_step;
+using lab04_cases::Measured;
 
 TEST(MemoryCalculator, CountsEveryParameterOfTheLabModel) {
   gtl::judge::Outputs recorded("MemoryCalculator.CountsEveryParameterOfTheLabModel");
@@ -107,6 +80,64 @@ TEST(MemoryCalculator, PeakWithinTwoPercentOfTheMeasuredPeak) {
                "is')";
       }
     }
+  }
+}
+
+// The same exact terms and the same 2% peak at shapes drawn from the grading seed (D, blocks and
+// batch: lab04_cases.h), so that a calculator right only at the fixed shapes does not pass.
+TEST(MemoryCalculator, CountsParametersOfSeededModels) {
+  gtl::judge::Outputs recorded("MemoryCalculator.CountsParametersOfSeededModels");
+  for (const lab04_cases::Shape& s : lab04_cases::seeded_shapes(
+           "MemoryCalculator.CountsParametersOfSeededModels", lab04_cases::kSeededShapes)) {
+    const int64_t expected = gtl::nn::make_model(s.config)->num_parameters();
+    recorded.record(lab04::count_parameters(s.config));
+    EXPECT_EQ(lab04::count_parameters(s.config), expected)
+        << "TODO 1: " << s.describe() << ": Linear(784, D) + blocks x (LayerNorm, fc1 D->4D, "
+        << "fc2 4D->D) + LayerNorm + Linear(D, 10), weights AND biases";
+  }
+}
+
+TEST(MemoryCalculator, PersistentBytesAreExactAtSeededShapes) {
+  gtl::judge::Outputs recorded("MemoryCalculator.PersistentBytesAreExactAtSeededShapes");
+  for (const lab04_cases::Shape& s : lab04_cases::seeded_shapes(
+           "MemoryCalculator.PersistentBytesAreExactAtSeededShapes", lab04_cases::kSeededShapes)) {
+    const lab04::MemoryEstimate e = lab04::estimate_step_memory(s.config, s.batch);
+    recorded.record_all(std::vector<int64_t>{e.weights, e.gradients, e.optimizer_state, e.batch});
+    const Measured m = measure_step(s.config, s.batch);
+    EXPECT_EQ(e.persistent(), m.persistent)
+        << "TODO 1: " << s.describe() << ": model + AdamW as the allocator counts them";
+    EXPECT_EQ(e.optimizer_state, 2 * e.weights)
+        << "TODO 1: " << s.describe() << ": AdamW keeps TWO float32 moments per parameter";
+    EXPECT_EQ(e.batch, m.batch) << "TODO 1: " << s.describe()
+                                << ": images (float32) and labels (int64) of the batch";
+  }
+}
+
+TEST(MemoryCalculator, ActivationBytesAreExactAtSeededShapes) {
+  gtl::judge::Outputs recorded("MemoryCalculator.ActivationBytesAreExactAtSeededShapes");
+  for (const lab04_cases::Shape& s : lab04_cases::seeded_shapes(
+           "MemoryCalculator.ActivationBytesAreExactAtSeededShapes", lab04_cases::kSeededShapes)) {
+    const int64_t estimate = lab04::estimate_step_memory(s.config, s.batch).activations;
+    recorded.record(estimate);
+    EXPECT_EQ(estimate, measure_step(s.config, s.batch).activations)
+        << "TODO 1: " << s.describe()
+        << ": bytes held between forward and backward (each block saves (10D + 2) floats per "
+           "sample, the head (2D + 2) + D + classes)";
+  }
+}
+
+TEST(MemoryCalculator, PeakWithinTwoPercentAtSeededShapes) {
+  gtl::judge::Outputs recorded("MemoryCalculator.PeakWithinTwoPercentAtSeededShapes");
+  for (const lab04_cases::Shape& s : lab04_cases::seeded_shapes(
+           "MemoryCalculator.PeakWithinTwoPercentAtSeededShapes", lab04_cases::kSeededShapes)) {
+    const int64_t predicted = lab04::estimate_step_memory(s.config, s.batch).peak;
+    recorded.record(predicted);
+    const int64_t measured = measure_step(s.config, s.batch).peak;
+    const double error = std::abs(double(predicted - measured)) / double(measured);
+    EXPECT_LE(error, 0.02) << "TODO 1: " << s.describe() << ": predicted peak " << predicted
+                           << " bytes, measured " << measured << " (error " << 100 * error
+                           << "%): the larger of the head's and the first Linear's backward "
+                              "moment (handout, 'Where the peak is')";
   }
 }
 

@@ -3,55 +3,24 @@
 
 #include <string>
 
+#include "gtl_judge_output.h"
+#include "lab04_cases.h"
 #include "memory_lab.h"
 
 namespace {
 
-using gtl::Tensor;
-
-constexpr int64_t kBatch = 64;
-constexpr int kSteps = 4;
-
-// A model, its AdamW and kSteps batches, all in `allocator` (the fixed state of a loop).
-struct LoopSetup {
-  std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
-  lab04::ModelConfig config;
-  std::unique_ptr<gtl::nn::Sequential> model;
-  std::unique_ptr<gtl::optim::AdamW> adamw;
-  std::vector<lab04::LabBatch> batches;
-  LoopSetup() {
-    const gtl::AllocatorScope scope(allocator);
-    model = gtl::nn::make_model(config);
-    adamw = std::make_unique<gtl::optim::AdamW>(model->parameters());
-    for (int s = 0; s < kSteps; ++s) batches.push_back(lab04::make_batch(config, kBatch, 1 + s));
-  }
-  // Peak bytes above the fixed state while `f` runs in the allocator.
-  template <typename F>
-  int64_t peak_of(F f) {
-    const gtl::AllocatorScope scope(allocator);
-    allocator->reset_peak_stats();
-    const int64_t before = allocator->stats().allocated_bytes;
-    f();
-    return allocator->stats().peak_allocated_bytes - before;
-  }
-  std::vector<std::vector<float>> weights() const {
-    std::vector<std::vector<float>> out;
-    for (const gtl::optim::ParamRef& p : model->parameters()) out.push_back(p.value.to_vector());
-    return out;
-  }
-};
+using lab04_cases::kLoopBatch;
+using lab04_cases::LoopSetup;
+constexpr int kSteps = lab04_cases::kLoopSteps;
 
 TEST(TrainingLoop, PeakStaysWithinOneStep) {
   LoopSetup reference, fixed;
   // The bound: one step as forward_backward + adamw.step() takes it, above the same fixed state.
-  const int64_t one_step = reference.peak_of([&] {
-    lab04::forward_backward(*reference.model, reference.batches[0].images,
-                            reference.batches[0].labels);
-    reference.adamw->step();
-  });
+  const int64_t one_step = reference.one_step_peak();
   const int64_t loop =
       fixed.peak_of([&] { lab04::train_loop(*fixed.model, *fixed.adamw, fixed.batches); });
-  const int64_t logits = 4 * kBatch * fixed.config.classes;
+  gtl::judge::Outputs("TrainingLoop.PeakStaysWithinOneStep").record(loop);
+  const int64_t logits = 4 * kLoopBatch * fixed.config.classes;
   EXPECT_LE(loop, one_step)
       << "TODO 7: over " << kSteps << " steps your loop peaked " << loop
       << " bytes above the model, AdamW and batches; one step needs " << one_step
@@ -71,6 +40,11 @@ TEST(TrainingLoop, ResultsAreBitwiseTheHungryLoops) {
     const gtl::AllocatorScope scope(fixed.allocator);
     got = lab04::train_loop(*fixed.model, *fixed.adamw, fixed.batches);
   }
+  gtl::judge::Outputs recorded("TrainingLoop.ResultsAreBitwiseTheHungryLoops");
+  recorded.record_all(got.losses);
+  recorded.record_all(got.correct);
+  recorded.record_all(got.grad_norms);
+  for (const std::vector<float>& w : fixed.weights()) recorded.record_digest(w.data(), w.size());
   ASSERT_EQ(got.losses.size(), std::size_t{kSteps}) << "TODO 7: one loss per step";
   ASSERT_EQ(got.correct.size(), std::size_t{kSteps}) << "TODO 7: one accuracy count per step";
   ASSERT_EQ(got.grad_norms.size(), std::size_t{kSteps}) << "TODO 7: one gradient norm per step";

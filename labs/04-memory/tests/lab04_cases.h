@@ -1,0 +1,133 @@
+// Inputs of lab 04's tests, shared by the tests and the lab's judge (judge/lab04_judge.cpp): the
+// judge draws the same shapes from the grading seed and recomputes what the tests recorded
+// (gtl_judge_output.h) with the lab's pristine harness (memory_lab.h) and the core.
+//
+// Why seeded shapes on top of the fixed ones: a calculator or a timeline right only at the shapes
+// the tests are known to use (D = 64, batch 64; D = 32, batch 32) must not pass.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtl_test_seed.h"
+#include "memory_lab.h"
+
+namespace lab04_cases {
+
+// ---- TODO 1: the calculator ---------------------------------------------------------------------
+// What the CPU allocator measures for one float32 step of `config` at `batch`, term by term.
+struct Measured {
+  int64_t persistent = 0;  // model (weights + gradients) and AdamW state
+  int64_t batch = 0;
+  int64_t activations = 0;  // held between forward and backward, logits included
+  int64_t peak = 0;         // peak allocated bytes of the whole step
+};
+inline Measured measure_step(const lab04::ModelConfig& config, int64_t batch) {
+  const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
+  const gtl::AllocatorScope scope(allocator);
+  auto model = gtl::nn::make_model(config);
+  gtl::optim::AdamW adamw(model->parameters());
+  Measured m;
+  m.persistent = allocator->stats().allocated_bytes;
+  const lab04::LabBatch b = lab04::make_batch(config, batch);
+  m.batch = allocator->stats().allocated_bytes - m.persistent;
+  allocator->reset_peak_stats();
+  const gtl::nn::CrossEntropyLoss head;
+  gtl::nn::Context ctx, loss_ctx;
+  const gtl::Tensor logits = model->forward(b.images, ctx);
+  m.activations = allocator->stats().allocated_bytes - m.persistent - m.batch;
+  head.forward(logits, b.labels, loss_ctx);
+  model->backward(ctx, head.backward(loss_ctx));
+  adamw.step();
+  m.peak = allocator->stats().peak_allocated_bytes;
+  return m;
+}
+
+// A model shape and a batch drawn from the grading seed.
+struct Shape {
+  lab04::ModelConfig config;
+  int64_t batch = 1;
+  std::string shape() const {
+    return "D = " + std::to_string(config.hidden) + ", " + std::to_string(config.blocks) +
+           (config.blocks == 1 ? " block" : " blocks") + ", batch " + std::to_string(batch);
+  }
+  std::string describe() const { return shape() + ", " + gtl::test_seed::describe(); }
+};
+// `count` shapes for `test`: D in [8, 128], 1 to 5 blocks, batch 1 to 512.
+inline std::vector<Shape> seeded_shapes(const std::string& test, int count) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  std::vector<Shape> shapes(static_cast<std::size_t>(count));
+  for (Shape& s : shapes) {
+    s.config.hidden = gtl::test_seed::draw(g, 8, 128);
+    s.config.blocks = gtl::test_seed::draw(g, 1, 5);
+    s.batch = gtl::test_seed::draw(g, 1, 512);
+  }
+  return shapes;
+}
+constexpr int kSeededShapes = 3;
+
+// ---- TODO 3: the timeline -----------------------------------------------------------------------
+// The runs the timeline tests record: two steps (the second has AdamW's moments, so its backward
+// is the run's peak). The fixed one: D = 32, 2 blocks, batch 32.
+constexpr int kTimelineSteps = 2;
+inline Shape fixed_timeline_shape() {
+  Shape s;
+  s.config.hidden = 32;
+  s.batch = 32;
+  return s;
+}
+// The seeded one: D in [8, 96], 1 to 4 blocks, batch 1 to 96.
+inline Shape seeded_timeline_shape() {
+  std::mt19937_64 g = gtl::test_seed::generator("MemoryTimeline.SeededRun");
+  Shape s;
+  s.config.hidden = gtl::test_seed::draw(g, 8, 96);
+  s.config.blocks = gtl::test_seed::draw(g, 1, 4);
+  s.batch = gtl::test_seed::draw(g, 1, 96);
+  return s;
+}
+
+// ---- TODO 7: the training loop ------------------------------------------------------------------
+constexpr int64_t kLoopBatch = 64;
+constexpr int kLoopSteps = 4;
+
+// A model, its AdamW and kLoopSteps batches, all in `allocator` (the fixed state of a loop).
+struct LoopSetup {
+  std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
+  lab04::ModelConfig config;
+  std::unique_ptr<gtl::nn::Sequential> model;
+  std::unique_ptr<gtl::optim::AdamW> adamw;
+  std::vector<lab04::LabBatch> batches;
+  LoopSetup() {
+    const gtl::AllocatorScope scope(allocator);
+    model = gtl::nn::make_model(config);
+    adamw = std::make_unique<gtl::optim::AdamW>(model->parameters());
+    for (int s = 0; s < kLoopSteps; ++s)
+      batches.push_back(lab04::make_batch(config, kLoopBatch, 1 + s));
+  }
+  // Peak bytes above the fixed state while `f` runs in the allocator.
+  template <typename F>
+  int64_t peak_of(F f) {
+    const gtl::AllocatorScope scope(allocator);
+    allocator->reset_peak_stats();
+    const int64_t before = allocator->stats().allocated_bytes;
+    f();
+    return allocator->stats().peak_allocated_bytes - before;
+  }
+  // One step as forward_backward + adamw.step() takes it, above the fixed state: the loop's bound.
+  int64_t one_step_peak() {
+    return peak_of([&] {
+      lab04::forward_backward(*model, batches[0].images, batches[0].labels);
+      adamw->step();
+    });
+  }
+  std::vector<std::vector<float>> weights() const {
+    std::vector<std::vector<float>> out;
+    for (const gtl::optim::ParamRef& p : model->parameters()) out.push_back(p.value.to_vector());
+    return out;
+  }
+};
+
+}  // namespace lab04_cases
