@@ -40,4 +40,50 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch) {
 }
 // END SOLUTION(lab04)
 
+// SOLUTION(lab04) step 1b: the same step under mixed precision, term by term.
+MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
+                                    const gtl::nn::PrecisionPolicy& policy) {
+  int64_t in = 1;
+  for (int64_t d : config.input) in *= d;
+  const int64_t D = config.hidden, C = config.classes, L = config.blocks, N = batch;
+  const int64_t h = int64_t(gtl::dtype_size(policy.compute));  // 2 (bf16, fp16) or 4
+  // The flat buffer: every parameter tensor's slot rounded up to 64 elements.
+  auto slot = [](int64_t n) { return (n + 63) / 64 * 64; };
+  const int64_t flat =
+      slot(in * D) + slot(D) +
+      L * (2 * slot(D) + slot(4 * D * D) + slot(4 * D) + slot(4 * D * D) + slot(D)) + 2 * slot(D) +
+      slot(C * D) + slot(C);
+  MemoryEstimate e;
+  e.weights = 4 * flat;          // the float32 masters: the model's own values
+  e.gradients = 4 * flat;        // float32: write_grad widens each half dW into them
+  e.compute_copy = h * flat;     // the half copy the GEMMs read
+  e.optimizer_state = 8 * flat;  // AdamW's two float32 moments of the flat parameter
+  e.batch = N * in * 4 + N * 8;
+  // Per sample: the first Linear's half copy of the images (in), the first LayerNorm's float32
+  // copy of the half stream (4D); per block: the float32 output (4D), LayerNorm's stats (8), fc1's
+  // half input (D), GELU's half input and fc2's half input (4D each); the head's stats (8), its
+  // Linear's half input (D) and the half logits (C).
+  e.activations = N * (h * in + 4 * D + L * (4 * D + 8 + h * (D + 8 * D)) + 8 + h * D + h * C);
+  // Backward's moments. A half GEMM on the CPU (ops/matmul.cpp) adds to its half output c a
+  // float32 c32 and either its widened operands or c32 rounded back to half.
+  auto gemm = [h](int64_t m, int64_t k, int64_t n) {  // c[m, n] = a[m, k] b[k, n]
+    return h * m * n + 4 * m * n + std::max(4 * m * k + 4 * k * n, h * m * n);
+  };
+  const int64_t dlogits = h * N * C;
+  // The last block's fc2: the head's context is gone (its stats, 8, and half input, hD, per
+  // sample), the block's float32 dy took its output's place and fc2's half dy (hD) that of the
+  // head's input; then dx = dy W2 and, with dx held, dW2 = dy^T x.
+  const int64_t block = e.activations - 8 * N + dlogits;
+  const int64_t fc2 = block + std::max(gemm(N, D, 4 * D), h * N * 4 * D + gemm(D, N, 4 * D));
+  // The head's Linear: all activations and dlogits held; dx = dy W, then dW = dy^T x.
+  const int64_t head = e.activations + dlogits + std::max(gemm(N, C, D), h * N * D + gemm(C, N, D));
+  // The first Linear: its half input, the logits and dlogits, its half dy; dx = dy W (its output
+  // nobody needs, then widened), dW = dy^T x with dx held.
+  const int64_t first = h * N * in + h * N * C + dlogits + h * N * D +
+                        std::max(gemm(N, D, in), h * N * in + gemm(D, N, in));
+  e.peak = e.persistent() + e.batch + std::max({fc2, head, first});
+  return e;
+}
+// END SOLUTION(lab04)
+
 }  // namespace lab04

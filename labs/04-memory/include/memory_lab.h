@@ -28,6 +28,7 @@
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/models.h"
+#include "gtl/nn/precision.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/tensor/tensor.h"
 
@@ -77,10 +78,21 @@ struct MemoryEstimate {
   int64_t batch = 0;            // the batch's images and labels
   int64_t activations = 0;      // what forward saves for backward (contexts), logits included
   int64_t peak = 0;             // the highest allocated bytes during forward + backward + step
-  int64_t persistent() const { return weights + gradients + optimizer_state; }
+  int64_t compute_copy = 0;     // mixed precision only: the half copy of the weights (TODO 1b)
+  int64_t persistent() const { return weights + gradients + optimizer_state + compute_copy; }
 };
 int64_t count_parameters(const ModelConfig& config);                            // TODO 1
 MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch);  // TODO 1
+
+// ---- 1b. The calculator under mixed precision (memory_calculator.cpp) --------------------------
+// The same step as the core's Trainer runs it under a half `policy` (bf16 or fp16; lab 03): the
+// parameters in one flat nn::ParameterBuffer (each tensor's slot padded to a multiple of 64
+// elements), so `weights` are the float32 masters and `gradients` their float32 gradients; a
+// half compute copy of the flat buffer (enable_compute_copy(policy.compute)); AdamW over the
+// flat parameter; forward and backward inside nn::PrecisionScope(policy). The handout, "Under
+// mixed precision", derives every term. Needs nothing from TODO 1.
+MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
+                                    const gtl::nn::PrecisionPolicy& policy);  // TODO 1b
 
 // ---- 2. A caching allocator (caching_allocator.cpp) --------------------------------------------
 // Host memory cached as the CUDA caching allocator does (the handout explains each rule):

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gtl/nn/parameter_buffer.h"
 #include "gtl/optim/adamw.h"
 #include "gtl_judge.h"
 #include "lab04_cases.h"
@@ -123,6 +124,83 @@ std::string calculator_peak() {
   for (const Shape& s : lab04_cases::seeded_shapes(seeded, lab04_cases::kSeededShapes))
     expect_peak(sr, s);
   return "every peak within 2% of the measured one, fixed and seeded shapes";
+}
+
+// What the CPU allocator measures for one mixed-precision step (memory_calculator_amp_test.cpp):
+// the flat buffer's float32 values and gradients, its half compute copy, AdamW over it.
+struct MeasuredAmp {
+  int64_t masters = 0, master_grads = 0, compute_copy = 0, optimizer = 0, batch = 0,
+          activations = 0, peak = 0;
+};
+MeasuredAmp measure_amp_step(const lab04::ModelConfig& config, int64_t batch,
+                             const gtl::nn::PrecisionPolicy& policy) {
+  const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
+  const gtl::AllocatorScope scope(allocator);
+  auto model = gtl::nn::make_model(config);
+  gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+  buffer.enable_compute_copy(policy.compute);
+  MeasuredAmp m;
+  const int64_t model_bytes = allocator->stats().allocated_bytes;
+  gtl::optim::AdamW adamw({buffer.flat_param()});
+  m.masters = int64_t(buffer.values().nbytes());
+  m.master_grads = int64_t(buffer.grads().nbytes());
+  m.compute_copy = int64_t(buffer.compute().nbytes());
+  const int64_t persistent = allocator->stats().allocated_bytes;
+  m.optimizer = persistent - model_bytes;
+  const lab04::LabBatch b = lab04::make_batch(config, batch);
+  m.batch = allocator->stats().allocated_bytes - persistent;
+  const gtl::nn::PrecisionScope precision(policy);
+  allocator->reset_peak_stats();
+  const gtl::nn::CrossEntropyLoss head;
+  gtl::nn::Context ctx, loss_ctx;
+  const Tensor logits = model->forward(b.images, ctx);
+  m.activations = allocator->stats().allocated_bytes - persistent - m.batch;
+  head.forward(logits, b.labels, loss_ctx);
+  model->backward(ctx, head.backward(loss_ctx));
+  adamw.step();
+  m.peak = allocator->stats().peak_allocated_bytes;
+  return m;
+}
+
+std::string calculator_amp() {
+  const std::vector<gtl::nn::PrecisionPolicy> policies = {gtl::nn::PrecisionPolicy::bf16(),
+                                                          gtl::nn::PrecisionPolicy::fp16()};
+  Recorded persistent("MemoryCalculatorAmp.PersistentBytesAreExactPerTerm");
+  for (const auto& policy : policies)
+    for (int64_t blocks : {1, 2, 4}) {
+      const MeasuredAmp m = measure_amp_step(with_blocks(blocks), 64, policy);
+      const std::vector<int64_t> want = {m.masters, m.master_grads, m.compute_copy, m.optimizer,
+                                         m.batch};
+      if (persistent.sequence<int64_t>("the persistent terms", want.size()) != want)
+        throw Rejection("the persistent terms under " + policy.name() + " with " +
+                        std::to_string(blocks) + " blocks differ from the measured bytes");
+    }
+  Recorded activations("MemoryCalculatorAmp.ActivationBytesAreExactInHalfAndFloat32");
+  for (const auto& policy : policies)
+    for (int64_t blocks : {1, 2, 4})
+      for (int64_t batch : {1, 16, 64, 256})
+        gtl::judge::expect_equal(activations.next<int64_t>("an estimate"),
+                                 measure_amp_step(with_blocks(blocks), batch, policy).activations,
+                                 "the activations under " + policy.name() + " of " +
+                                     std::to_string(blocks) + " blocks, batch " +
+                                     std::to_string(batch));
+  Recorded peak("MemoryCalculatorAmp.PeakWithinTwoPercentOfTheMeasuredPeak");
+  for (const auto& policy : policies)
+    for (int64_t hidden : {32, 64})
+      for (int64_t blocks : {1, 2, 4})
+        for (int64_t batch : {1, 16, 64, 256, 1024}) {
+          lab04::ModelConfig config = with_blocks(blocks);
+          config.hidden = hidden;
+          const int64_t predicted = peak.next<int64_t>("a peak");
+          const int64_t measured = measure_amp_step(config, batch, policy).peak;
+          if (!(std::abs(double(predicted - measured)) <= 0.02 * double(measured)))
+            throw Rejection("the peak predicted under " + policy.name() +
+                            " for D = " + std::to_string(hidden) + ", " + std::to_string(blocks) +
+                            " blocks, batch " + std::to_string(batch) + " is " +
+                            std::to_string(predicted) + ", the measured " +
+                            std::to_string(measured) + " (beyond 2%)");
+        }
+  return "every mixed-precision term exact and every peak within 2% of the measured one";
 }
 
 int64_t rounded(int64_t bytes) {
@@ -633,6 +711,7 @@ int main(int argc, char** argv) {
                          {{"calculator-persistent", calculator_persistent},
                           {"calculator-activations", calculator_activations},
                           {"calculator-peak", calculator_peak},
+                          {"calculator-amp", calculator_amp},
                           {"allocator-rules", allocator_rules},
                           {"allocator-oom", allocator_oom},
                           {"allocator-steady-state", allocator_steady_state},
