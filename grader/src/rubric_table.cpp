@@ -191,7 +191,7 @@ int run_rubric_table(const ModeOptions& o, bool write, bool check) {
     std::cout << "rubric-table: "
               << (failed ? "FAILED"
                          : "every handout table matches its rubric and every "
-                           "lab's TODO fingerprints its starter")
+                           "lab's TODO fingerprints match its starter")
               << "\n";
   return failed ? exit_codes::kVerifyFailed : exit_codes::kOk;
 }
