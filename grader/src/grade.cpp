@@ -258,7 +258,7 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
   };
   LabResult lab = empty_lab(rubric);
-  lab.open_todos = open_todo_regions(o.course / "starter", submission, rubric);
+  lab.open_todos = open_todo_regions(o.course, submission, rubric);
   const std::vector<const Check*> selected = select_checks(o, rubric);
   build_programs(job, selected, lab);
   const std::string forbidden = lab.built ? forbidden_include_reason(job) : "";

@@ -83,8 +83,12 @@ static int run_main(int argc, char** argv) {
   bool table_write = false, table_check = false;
   table->add_option("--course", course, "the pristine course root")->capture_default_str();
   table->add_option("--lab", o.labs, "only these labs (\"01\" or \"01-name\"; repeatable)");
-  table->add_flag("--write", table_write, "put each table into its handout, between the markers");
-  table->add_flag("--check", table_check, "fail when a handout's table is not its rubric's");
+  table->add_flag("--write", table_write,
+                  "put each table into its handout, between the markers, and write each lab's "
+                  "todo_fingerprints.txt");
+  table->add_flag(
+      "--check", table_check,
+      "fail when a handout's table is not its rubric's, or a lab's TODO fingerprints are stale");
 
   try {
     std::vector<const char*> cargs;

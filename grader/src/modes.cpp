@@ -19,6 +19,7 @@
 #include "rubric_table.h"
 #include "sandbox.h"
 #include "suspicious.h"
+#include "todo_fingerprints.h"
 #include "twin_check.h"
 
 namespace gtl::grader {
@@ -122,11 +123,14 @@ bool covers_a_todo(const Rubric& lab, const std::string& check) {
 }
 
 // Verify's static half: the twins agree outside their TODO regions, each TODO has its region, the
-// handout's rubric table is the rubric's, and every check covers a TODO.
+// handout's rubric table is the rubric's, the recorded TODO fingerprints are the starter's, and
+// every check covers a TODO.
 void check_course_files(const ModeOptions& o, const Rubric& lab, Findings& f) {
   for (const auto& p : twin_problems(o.course, lab)) f.problems.push_back(p);
   bool no_table = false;
   if (const std::string p = handout_table_problem(o.course, lab, &no_table); !p.empty())
+    f.problems.push_back(p);
+  if (const std::string p = todo_fingerprints_problem(o.course, lab); !p.empty())
     f.problems.push_back(p);
   if (no_table)
     f.notes.push_back("lab " + lab.lab + ": the handout has no rubric table (" + kRubricTableBegin +

@@ -10,6 +10,7 @@
 #include "build.h"
 #include "grade.h"
 #include "report.h"
+#include "todo_fingerprints.h"
 
 namespace gtl::grader {
 namespace {
@@ -165,10 +166,15 @@ int run_rubric_table(const ModeOptions& o, bool write, bool check) {
       bool missing = false;
       const std::string problem = handout_table_problem(o.course, lab, &missing);
       if (missing) std::cout << "lab " << lab.lab << ": the handout has no rubric table\n";
-      if (problem.empty()) continue;
-      ++failed;
-      std::cout << "PROBLEM: " << problem << "\n";
+      const std::string stale = todo_fingerprints_problem(o.course, lab);
+      if (!stale.empty()) std::cout << "PROBLEM: " << stale << "\n";
+      if (!problem.empty()) std::cout << "PROBLEM: " << problem << "\n";
+      if (!problem.empty() || !stale.empty()) ++failed;
     } else if (write) {
+      const fs::path prints = todo_fingerprints_path(o.course, lab);
+      write_atomic(prints, todo_fingerprints_text(o.course, lab));
+      std::cout << "rubric-table: wrote the TODO fingerprints of lab " << lab.lab << " into "
+                << prints.string() << "\n";
       const std::string text = read_file(handout);
       if (!handout_table(text, handout.string()))
         throw GradeError(exit_codes::kUsage, handout.string() + " has no " + kRubricTableBegin +
@@ -182,7 +188,10 @@ int run_rubric_table(const ModeOptions& o, bool write, bool check) {
     }
   }
   if (check)
-    std::cout << "rubric-table: " << (failed ? "FAILED" : "every handout table matches its rubric")
+    std::cout << "rubric-table: "
+              << (failed ? "FAILED"
+                         : "every handout table matches its rubric and every "
+                           "lab's TODO fingerprints match its starter")
               << "\n";
   return failed ? exit_codes::kVerifyFailed : exit_codes::kOk;
 }

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "build.h"
+#include "todo_fingerprints.h"
 
 namespace gtl::grader {
 namespace {
@@ -232,32 +234,47 @@ std::vector<std::string> twin_problems(const fs::path& course, const Rubric& lab
   return problems;
 }
 
-std::vector<std::string> open_todo_regions(const fs::path& starter, const fs::path& submission,
+namespace {
+
+// The pristine regions of one student file: the course's recorded fingerprints, or, for a lab
+// without them, those of the course's starter/ (wrong when the submission is that starter/).
+std::vector<RegionFingerprint> pristine_regions(
+    const fs::path& course, const Rubric& lab, const std::string& file,
+    const std::optional<std::vector<RegionFingerprint>>& recorded) {
+  if (!recorded)
+    return region_fingerprints(read_file(course / "starter" / lab.dir / file), lab.lab, file);
+  std::vector<RegionFingerprint> out;
+  for (const auto& r : *recorded)
+    if (r.file == file) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> open_todo_regions(const fs::path& course, const fs::path& submission,
                                            const Rubric& lab) {
+  const auto recorded = recorded_fingerprints(course, lab);
   std::vector<std::string> out;
   for (const auto& f : lab.student_files) {
     const std::string mine = read_file(submission / lab.dir / f);
-    const std::string pristine = read_file(starter / lab.dir / f);
-    const RegionScan m = scan_todo_regions(mine, lab.lab), p = scan_todo_regions(pristine, lab.lab);
-    bool same_regions = m.error.empty() && p.error.empty() && !p.regions.empty() &&
-                        m.regions.size() == p.regions.size();
-    for (std::size_t i = 0; same_regions && i < m.regions.size(); ++i)
-      same_regions = m.regions[i].id == p.regions[i].id;
+    const RegionScan m = scan_todo_regions(mine, lab.lab);
+    const std::vector<RegionFingerprint> have = region_fingerprints(mine, lab.lab, f),
+                                         want = pristine_regions(course, lab, f, recorded);
+    bool same_regions = m.error.empty() && !want.empty() && have.size() == want.size();
+    for (std::size_t i = 0; same_regions && i < have.size(); ++i)
+      same_regions = have[i].id == want[i].id;
     if (!same_regions) {  // no regions, or the student removed markers: every marked line
       Rubric one = lab;
       one.student_files = {f};
       for (auto& line : open_todos(submission, one)) out.push_back(line);
       continue;
     }
-    const std::vector<std::string> lm = split_lines(mine), lp = split_lines(pristine);
-    for (std::size_t i = 0; i < m.regions.size(); ++i) {
-      const TodoRegion &r = m.regions[i], &q = p.regions[i];
-      const bool untouched = r.end_line - r.begin_line == q.end_line - q.begin_line &&
-                             std::equal(lm.begin() + r.begin_line - 1, lm.begin() + r.end_line,
-                                        lp.begin() + q.begin_line - 1);
-      if (untouched)
-        out.push_back(lab.dir + "/" + f + ":" + std::to_string(r.begin_line) + ": " +
-                      trimmed(lm[static_cast<std::size_t>(r.begin_line - 1)], 160));
+    const std::vector<std::string> lm = split_lines(mine);
+    for (std::size_t i = 0; i < have.size(); ++i) {
+      if (have[i].hash != want[i].hash) continue;  // edited in any way: started
+      const int line = m.regions[i].begin_line;
+      out.push_back(lab.dir + "/" + f + ":" + std::to_string(line) + ": " +
+                    trimmed(lm[static_cast<std::size_t>(line - 1)], 160));
     }
   }
   return out;

@@ -3,11 +3,11 @@
 // A TODO region starts at a comment line holding `TODO(labNN) step <id>` and ends at a comment
 // line holding `END TODO(labNN)` (each a `//` comment on its own line); the solution marks the
 // same lines `SOLUTION(labNN) step <id>` and `END SOLUTION(labNN)`, so that it holds no TODO
-// markers. The starter puts the spec, a hint and a size budget inside; the solution its code. Outside the regions the twins
-// must be identical line by line, so the two cannot drift: a fix to a comment, a declaration or
-// an include made in one twin only is caught by `gtl-grade verify`, naming the file and line.
-// The same regions also tell the grader which TODOs a submission has not started: a region whose
-// text is still the starter's (docs/contributing.md, "TODO regions").
+// markers. The starter puts the spec, a hint and a size budget inside; the solution its code.
+// Outside the regions the twins must be identical line by line, so the two cannot drift: a fix to a
+// comment, a declaration or an include made in one twin only is caught by `gtl-grade verify`,
+// naming the file and line. The same regions also tell the grader which TODOs a submission has not
+// started: a region whose text is still the starter's (docs/contributing.md, "TODO regions").
 #pragma once
 
 #include <filesystem>
@@ -48,9 +48,12 @@ std::string compare_twins(const std::string& starter, const std::string& solutio
 std::vector<std::string> twin_problems(const std::filesystem::path& course, const Rubric& lab);
 
 // The TODO markers of a submission that are still open: "01-x/a.cu:12: TODO(lab01) step 1a" for
-// every region whose text is still the pristine starter's (`starter` = <course>/starter). A file
-// whose regions do not match the starter's falls back to every line holding `TODO(labNN)`.
-std::vector<std::string> open_todo_regions(const std::filesystem::path& starter,
+// every region whose text is still the pristine starter's. Pristine means the fingerprints
+// recorded in <course>/labs/<dir>/todo_fingerprints.txt (todo_fingerprints.h), so that a
+// submission that IS <course>/starter is judged right; a lab without that file falls back to
+// comparing with <course>/starter. A file whose regions do not match the pristine ones (markers
+// gone or renumbered) falls back to every line holding `TODO(labNN)`.
+std::vector<std::string> open_todo_regions(const std::filesystem::path& course,
                                            const std::filesystem::path& submission,
                                            const Rubric& lab);
 

@@ -6,6 +6,11 @@
 
 #include <fstream>
 
+#include "errors.h"
+#include "files.h"
+#include "rubric_table.h"
+#include "todo_fingerprints.h"
+
 namespace gtl::grader {
 namespace {
 
@@ -175,18 +180,125 @@ TEST_F(TwinCourse, AMissingTwinAndATodoWithoutItsRegionAreProblems) {
       << "rubric TODO '1' names regions 1a and 1b; '2' names none";
 }
 
+// Without recorded fingerprints (no labs/01-sum/todo_fingerprints.txt), the open TODOs are the
+// regions still holding the text of the course's starter/.
 TEST_F(TwinCourse, OpenTodosAreTheRegionsStillHoldingTheStartersText) {
-  EXPECT_EQ(open_todo_regions(root_ / "starter", root_ / "starter", lab_),
+  EXPECT_EQ(open_todo_regions(root_, root_ / "starter", lab_),
             (std::vector<std::string>{
                 "01-sum/sum.cpp:5: // TODO(lab01) step 1a: add up the n elements. About 3 lines.",
                 "01-sum/sum.cpp:11: // TODO(lab01) step 1b: 2 v. About 1 line."}));
-  EXPECT_EQ(open_todo_regions(root_ / "starter", root_ / "solution", lab_),
-            std::vector<std::string>{})
+  EXPECT_EQ(open_todo_regions(root_, root_ / "solution", lab_), std::vector<std::string>{})
       << "a finished submission keeps its marker lines and has no open TODO";
   write("half/01-sum/sum.cpp", replaced(kStarter, "  return 0;\n", "  return v + v;\n"));
-  EXPECT_EQ(open_todo_regions(root_ / "starter", root_ / "half", lab_),
+  EXPECT_EQ(open_todo_regions(root_, root_ / "half", lab_),
             std::vector<std::string>{
                 "01-sum/sum.cpp:5: // TODO(lab01) step 1a: add up the n elements. About 3 lines."});
+}
+
+// The course guide grades the student's own starter/ in place: the submission IS the course's
+// starter/, so only the recorded fingerprints of the pristine regions can tell what is open.
+TEST_F(TwinCourse, ASubmissionThatIsTheStarterFolderListsOnlyItsUntouchedRegions) {
+  write("labs/01-sum/todo_fingerprints.txt", todo_fingerprints_text(root_, lab_));
+  write("starter/01-sum/sum.cpp", replaced(kStarter, "  return 0;\n", "  return v + v;\n"));
+  EXPECT_EQ(open_todo_regions(root_, root_ / "starter", lab_),
+            std::vector<std::string>{
+                "01-sum/sum.cpp:5: // TODO(lab01) step 1a: add up the n elements. About 3 lines."})
+      << "step 1b is solved in the starter folder itself: it must not be listed as open "
+         "(the open-TODO list compared the submission with itself, not with the fingerprints)";
+  write("starter/01-sum/sum.cpp", kSolution);
+  EXPECT_EQ(open_todo_regions(root_, root_ / "starter", lab_), std::vector<std::string>{})
+      << "a fully solved starter folder has no open TODO";
+}
+
+TEST_F(TwinCourse, ARegionWithOnlyItsMarkerLineEditedIsNoLongerOpen) {
+  write("labs/01-sum/todo_fingerprints.txt", todo_fingerprints_text(root_, lab_));
+  write("starter/01-sum/sum.cpp",
+        replaced(kStarter, "About 1 line.\n", "About 1 line. Done: see below.\n"));
+  EXPECT_EQ(open_todo_regions(root_, root_ / "starter", lab_),
+            std::vector<std::string>{
+                "01-sum/sum.cpp:5: // TODO(lab01) step 1a: add up the n elements. About 3 lines."})
+      << "the fingerprint covers the marker lines too: any edit starts a region";
+}
+
+TEST_F(TwinCourse, RemovedMarkersFallBackToEveryTodoLineEvenWithFingerprints) {
+  write("labs/01-sum/todo_fingerprints.txt", todo_fingerprints_text(root_, lab_));
+  write("starter/01-sum/sum.cpp",
+        replaced(kStarter, "  // END TODO(lab01)\n}\n\nint twice", "}\n\nint twice"));
+  EXPECT_EQ(open_todo_regions(root_, root_ / "starter", lab_),
+            (std::vector<std::string>{
+                "01-sum/sum.cpp:5: // TODO(lab01) step 1a: add up the n elements. About 3 lines.",
+                "01-sum/sum.cpp:6: throw Error(\"TODO(lab01) step 1a: sum is not implemented\");",
+                "01-sum/sum.cpp:10: // TODO(lab01) step 1b: 2 v. About 1 line.",
+                "01-sum/sum.cpp:12: // END TODO(lab01)"}))
+      << "a file whose markers no longer balance lists every TODO-marked line";
+}
+
+TEST_F(TwinCourse, FingerprintsAreOneLinePerRegionWithTheFnv1aOfItsLines) {
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull) << "FNV-1a's 64-bit offset basis";
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull) << "FNV-1a's published 64-bit value of \"a\"";
+  const std::string region_1b =
+      "  // TODO(lab01) step 1b: 2 v. About 1 line.\n  return 0;\n  // END TODO(lab01)\n";
+  const auto prints = region_fingerprints(kStarter, "01", "sum.cpp");
+  ASSERT_EQ(prints.size(), 2u);
+  EXPECT_EQ(prints[1].id, "1b");
+  EXPECT_EQ(prints[1].hash, fnv1a64(region_1b))
+      << "a region's fingerprint is the FNV-1a of its lines, markers included";
+  write("labs/01-sum/todo_fingerprints.txt", todo_fingerprints_text(root_, lab_));
+  const auto recorded = recorded_fingerprints(root_, lab_);
+  ASSERT_TRUE(recorded.has_value());
+  ASSERT_EQ(recorded->size(), 2u);
+  EXPECT_EQ((*recorded)[0].file + " " + (*recorded)[0].id, "sum.cpp 1a");
+  EXPECT_EQ((*recorded)[1].hash, prints[1].hash) << "the file reads back what was written";
+}
+
+TEST_F(TwinCourse, MissingOrStaleFingerprintsAreAProblemNamingTheLabAndTheCommand) {
+  const std::string command = "gtl-grade rubric-table --lab 01 --write --course " + root_.string();
+  EXPECT_EQ(todo_fingerprints_problem(root_, lab_),
+            "lab 01: labs/01-sum/todo_fingerprints.txt is missing: the grader cannot tell a "
+            "submission's open TODOs; generate it with: " +
+                command);
+  write("labs/01-sum/todo_fingerprints.txt", todo_fingerprints_text(root_, lab_));
+  EXPECT_EQ(todo_fingerprints_problem(root_, lab_), "") << "freshly written fingerprints";
+  write("starter/01-sum/sum.cpp", replaced(kStarter, "About 3 lines.", "About 4 lines."));
+  EXPECT_EQ(todo_fingerprints_problem(root_, lab_),
+            "lab 01: labs/01-sum/todo_fingerprints.txt is stale: it is not the fingerprints of "
+            "starter/01-sum's TODO regions; regenerate it with: " +
+                command);
+}
+
+// `gtl-grade rubric-table --check` on a copy of the fixture course whose starter changed.
+TEST(TodoFingerprints, StaleFingerprintsFailTheCheckCommandUntilRewritten) {
+  const fs::path course = fs::temp_directory_path() / "gtl_twin_check_stale_course";
+  fs::remove_all(course);
+  fs::copy(fs::path(GTL_GRADER_FIXTURES) / "course", course, fs::copy_options::recursive);
+  ModeOptions o;
+  o.course = course;
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run_rubric_table(o, false, true), exit_codes::kOk)
+      << "the fixture course's recorded fingerprints are its starter's";
+  ::testing::internal::GetCapturedStdout();
+  const fs::path sum = course / "starter/01-sum/sum.cpp";
+  std::string text = read_file(sum);
+  text.insert(text.find("  // END TODO(lab01)"), "  // a hint added to the pristine region\n");
+  std::ofstream(sum) << text;
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run_rubric_table(o, false, true), exit_codes::kVerifyFailed);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("PROBLEM: lab 01: labs/01-sum/todo_fingerprints.txt is stale"),
+            std::string::npos)
+      << "the check names the lab and its stale file\n"
+      << out;
+  EXPECT_NE(out.find("regenerate it with: gtl-grade rubric-table --lab 01 --write --course " +
+                     course.string()),
+            std::string::npos)
+      << "the check names the command that regenerates the file\n"
+      << out;
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run_rubric_table(o, true, false), exit_codes::kOk);
+  EXPECT_EQ(run_rubric_table(o, false, true), exit_codes::kOk)
+      << "after --write the fingerprints are the starter's again";
+  ::testing::internal::GetCapturedStdout();
+  fs::remove_all(course);
 }
 
 }  // namespace
