@@ -147,10 +147,12 @@ constexpr double kPrefetchHiddenBar = 0.6;
 constexpr double kJustInTimeHiddenMax = 0.05;
 
 TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
-  const auto timeline = [](int prefetch) {
-    return gtl::dist::simulate_timeline(
-        testing::fsdp_step(2, reference_model(), kReferenceBatchPerRank, prefetch).traces,
-        reference_cluster());
+  gtl::judge::Outputs out("Prefetch.HidesGathersBehindComputeOnTheReferenceCluster");
+  const auto timeline = [&out](int prefetch) {
+    const auto traces =
+        testing::fsdp_step(2, reference_model(), kReferenceBatchPerRank, prefetch).traces;
+    lab06_cases::record_traces(out, traces);
+    return gtl::dist::simulate_timeline(traces, reference_cluster());
   };
   const gtl::dist::Timeline pre = timeline(1), jit = timeline(0);
   for (const gtl::dist::Timeline* t : {&pre, &jit}) {
@@ -164,7 +166,6 @@ TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
   const double hidden = std::min(hidden_gather_fraction(pre, 0), hidden_gather_fraction(pre, 1));
   const double jit_hidden =
       std::max(hidden_gather_fraction(jit, 0), hidden_gather_fraction(jit, 1));
-  gtl::judge::Outputs out("Prefetch.HidesGathersBehindComputeOnTheReferenceCluster");
   out.record(hidden);
   out.record(jit_hidden);
   out.record(pre.step_time());
