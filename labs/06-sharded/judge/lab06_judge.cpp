@@ -214,12 +214,13 @@ std::string moves(Stage stage, const std::string& suite) {
 std::string shard_math() {
   Recorded r("ShardMath.SeededSizesAndWorldSizes");
   for (const lab06_cases::ShardCase& c : lab06_cases::seeded_shard_cases()) {
-    const std::string at = "numel " + std::to_string(c.numel) + ", N " + std::to_string(c.world);
+    const std::string input = "numel " + std::to_string(c.numel) + ", N " + std::to_string(c.world);
+    const std::string at = r.test() + ": " + input;
     const int64_t shard = shard_of(c.numel, c.world), padded = padded_of(c.numel, c.world);
     expect_equal(r.next<int64_t>("padded_numel"), padded, at + ": padded_numel");
     expect_equal(r.next<int64_t>("shard_size"), shard, at + ": shard_size");
-    const auto offsets = r.sequence<int64_t>(at + ": the offsets", std::size_t(c.world));
-    const auto reals = r.sequence<int64_t>(at + ": the real elements", std::size_t(c.world));
+    const auto offsets = r.sequence<int64_t>(input + ": the offsets", std::size_t(c.world));
+    const auto reals = r.sequence<int64_t>(input + ": the real elements", std::size_t(c.world));
     for (int rank = 0; rank < c.world; ++rank) {
       const std::string of = at + ", rank " + std::to_string(rank);
       expect_equal(offsets[std::size_t(rank)], rank * shard, of + ": shard_offset");
@@ -227,7 +228,7 @@ std::string shard_math() {
                    of + ": shard_real_numel");
     }
     const std::vector<int64_t> probes = lab06_cases::owner_probes(c, padded, shard);
-    const auto owners = r.sequence<int64_t>(at + ": the owners", probes.size());
+    const auto owners = r.sequence<int64_t>(input + ": the owners", probes.size());
     for (std::size_t k = 0; k < probes.size(); ++k)
       expect_equal(owners[k], probes[k] / shard,
                    at + ": shard_owner of element " + std::to_string(probes[k]));
@@ -641,14 +642,15 @@ std::string clip_over_shards() {
   Recorded r("ClipOverShards.SeededGradientsWorldsAndMaxNorms");
   for (const lab06_cases::ClipCase& c : lab06_cases::seeded_clip_cases()) {
     const int64_t numel = int64_t(c.grad.size());
-    const std::string at = "numel " + std::to_string(numel) + ", N " + std::to_string(c.world) +
-                           ", max_norm " + show(c.max_norm);
+    const std::string input = "numel " + std::to_string(numel) + ", N " + std::to_string(c.world) +
+                              ", max_norm " + show(c.max_norm);
+    const std::string at = r.test() + ": " + input;
     std::vector<lab06::ParamRef> whole = {lab06::ParamRef{gtl::Tensor::zeros({numel}),
                                                           gtl::Tensor::from_vector(c.grad, {numel}),
                                                           gtl::Tensor(), "g"}};
     const double norm = gtl::optim::clip_grad_norm_(whole, c.max_norm).item();
     const std::vector<float> clipped = whole[0].grad.to_vector();
-    const auto norms = r.sequence<float>(at + ": the ranks' norms", std::size_t(c.world));
+    const auto norms = r.sequence<float>(input + ": the ranks' norms", std::size_t(c.world));
     for (int rank = 1; rank < c.world; ++rank)
       if (std::memcmp(&norms[std::size_t(rank)], &norms[0], sizeof(float)) != 0)
         throw Rejection(at + ": rank " + std::to_string(rank) + "'s norm " +
@@ -656,8 +658,8 @@ std::string clip_over_shards() {
                         show(norms[0]));
     gtl::judge::expect_close({norm}, {norms[0]}, 1e-6, 0, at + ": the global norm");
     gtl::judge::expect_close({clipped.begin(), clipped.end()},
-                             r.sequence<float>(at + ": the clipped shards", clipped.size()), 1e-6,
-                             1e-7, at + ": the clipped gradient");
+                             r.sequence<float>(input + ": the clipped shards", clipped.size()),
+                             1e-6, 1e-7, at + ": the clipped gradient");
   }
   return "every seeded gradient's global norm and clipped shards are one process's";
 }
@@ -666,9 +668,10 @@ std::string clip_over_shards() {
 // a real element, all step otherwise.
 void expect_decision(Recorded& r, int n, int overflow, int64_t numel) {
   const bool inf = overflow >= 0 && real_of(numel, n, overflow) > 0;
-  const std::string at = r.test() + ": numel " + std::to_string(numel) + ", N " +
-                         std::to_string(n) + ", overflowing rank " + std::to_string(overflow);
-  const auto stepped = r.sequence<int>(at + ": the steps taken", std::size_t(n));
+  const std::string input = "numel " + std::to_string(numel) + ", N " + std::to_string(n) +
+                            ", overflowing rank " + std::to_string(overflow);
+  const std::string at = r.test() + ": " + input;
+  const auto stepped = r.sequence<int>(input + ": the steps taken", std::size_t(n));
   for (int rank = 0; rank < n; ++rank)
     if (stepped[std::size_t(rank)] != (inf ? 0 : 1))
       throw Rejection(
