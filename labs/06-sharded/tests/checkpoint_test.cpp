@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gtl/io/checkpoint_file.h"
+#include "lab06_cases.h"
 #include "lab06_test_util.h"
 
 namespace lab06 {
@@ -35,6 +36,41 @@ std::vector<float> initial_weights() {
   return w;
 }
 
+// Records, per rank, each unit's saved value shard (a digest), the elements of the saved optimizer
+// state and the step count.
+void record_shard_files(gtl::judge::Outputs& out, const std::string& dir, int n, int64_t units) {
+  for (int r = 0; r < n; ++r) {
+    if (!std::filesystem::exists(shard_file(dir, r, n))) return;  // the test says which is missing
+    const gtl::io::CheckpointFile ckpt = gtl::io::CheckpointFile::load(shard_file(dir, r, n));
+    for (int64_t u = 0; u < units; ++u) {
+      const std::string name = "unit" + std::to_string(u) + ".values";
+      const std::vector<float> v =
+          ckpt.has(name) ? ckpt.get(name).to_vector() : std::vector<float>{};
+      out.record(v.size());
+      out.record_digest(v.data(), v.size());
+    }
+    int64_t optim = 0;
+    for (const std::string& name : ckpt.names())
+      if (name.rfind("optim.", 0) == 0 && name != "optim.step_count")
+        optim += ckpt.get(name).numel();
+    out.record(optim);
+    out.record(ckpt.has("optim.step_count") ? ckpt.get_int("optim.step_count") : int64_t{-1});
+  }
+}
+
+// The consolidated file's parameters in model order (empty where an entry is missing).
+std::vector<float> consolidated_weights(const std::string& path,
+                                        const gtl::nn::ModelConfig& config) {
+  const gtl::io::CheckpointFile full = gtl::io::CheckpointFile::load(path);
+  std::vector<float> weights;
+  for (const ParamRef& p : gtl::nn::make_model(config)->parameters()) {
+    if (!full.has("model." + p.name)) return {};
+    const std::vector<float> v = full.get("model." + p.name).to_vector();
+    weights.insert(weights.end(), v.begin(), v.end());
+  }
+  return weights;
+}
+
 TrainConfig saving(const std::string& dir, int64_t steps, int64_t save_after) {
   TrainConfig c;
   c.prefetch = 1;
@@ -49,6 +85,7 @@ TEST(ShardedCheckpoint, EachRankSavesExactlyItsShardsAndOptimizerState) {
   const std::string dir = temp_dir("own");
   testing::run(n, Stage::Zero3, saving(dir, 2, 2));
   const std::vector<int64_t> numels = testing::unit_numels(lab_model());
+  gtl::judge::Outputs out("ShardedCheckpoint.EachRankSavesExactlyItsShardsAndOptimizerState");
   for (int r = 0; r < n; ++r) {
     const std::string path = shard_file(dir, r, n);
     ASSERT_TRUE(std::filesystem::exists(path)) << "rank " << r << " must write " << path;
@@ -73,10 +110,12 @@ TEST(ShardedCheckpoint, EachRankSavesExactlyItsShardsAndOptimizerState) {
         << "optimizer.state()";
     EXPECT_EQ(ckpt.get_int("optim.step_count"), 2) << "rank " << r << ": AdamW's step count";
   }
+  record_shard_files(out, dir, n, static_cast<int64_t>(numels.size()));
   std::filesystem::remove_all(dir);
 }
 
 TEST(ShardedCheckpoint, ResumesBitForBitWithTheSameWorldSize) {
+  gtl::judge::Outputs out("ShardedCheckpoint.ResumesBitForBitWithTheSameWorldSize");
   for (int n : {2, 5}) {
     const std::string dir = temp_dir("resume" + std::to_string(n));
     const std::vector<TrainResult> whole = testing::run(n, Stage::Zero3, saving(dir, 4, 0));
@@ -88,6 +127,7 @@ TEST(ShardedCheckpoint, ResumesBitForBitWithTheSameWorldSize) {
     TrainConfig resumed = saving(dir, 4, 0);
     resumed.resume_at_step = 2;  // a new run: load, then steps 2, 3
     const std::vector<TrainResult> second = testing::run(n, Stage::Zero3, resumed);
+    lab06_cases::record_runs(out, second);
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(bitwise_diff(second[r].weights, whole[r].weights), "")
           << "N " << n << ", rank " << r << ": 2 steps + save + load + 2 steps must equal 4 "
@@ -109,7 +149,14 @@ TEST(ShardedCheckpoint, RefusesToLoadShardsCutForAnotherWorldSize) {
   std::filesystem::copy_file(shard_file(dir, 1, 2), shard_file(dir, 2, 3));
   TrainConfig resumed = saving(dir, 2, 0);
   resumed.resume_at_step = 1;
-  EXPECT_THROW(testing::run(3, Stage::Zero3, resumed), gtl::Error)
+  bool threw = false;
+  try {
+    testing::run(3, Stage::Zero3, resumed);
+  } catch (const gtl::Error&) {
+    threw = true;
+  }
+  gtl::judge::Outputs("ShardedCheckpoint.RefusesToLoadShardsCutForAnotherWorldSize").record(threw);
+  EXPECT_TRUE(threw)
       << "shards saved by 2 ranks loaded by 3: load_sharded must compare the file's world_size "
          "and rank with the communicator's and throw";
   std::filesystem::remove_all(dir);
@@ -126,13 +173,21 @@ TEST(ShardedCheckpoint, RefusesToLoadAnotherRanksShards) {
   std::filesystem::rename(tmp, b);
   TrainConfig resumed = saving(dir, 2, 0);
   resumed.resume_at_step = 1;
-  EXPECT_THROW(testing::run(2, Stage::Zero3, resumed), gtl::Error)
+  bool threw = false;
+  try {
+    testing::run(2, Stage::Zero3, resumed);
+  } catch (const gtl::Error&) {
+    threw = true;
+  }
+  gtl::judge::Outputs("ShardedCheckpoint.RefusesToLoadAnotherRanksShards").record(threw);
+  EXPECT_TRUE(threw)
       << "rank 0 loading the file rank 1 saved: load_sharded must compare the file's rank (and "
          "world_size) with the communicator's and throw";
   std::filesystem::remove_all(dir);
 }
 
 TEST(ShardedCheckpoint, ConsolidatesIntoTheSingleProcessModelsParameters) {
+  gtl::judge::Outputs out("ShardedCheckpoint.ConsolidatesIntoTheSingleProcessModelsParameters");
   for (int n : {3, 5}) {
     const std::string dir = temp_dir("full" + std::to_string(n));
     const std::vector<TrainResult> run = testing::run(n, Stage::Zero3, saving(dir, 3, 3));
@@ -148,11 +203,81 @@ TEST(ShardedCheckpoint, ConsolidatesIntoTheSingleProcessModelsParameters) {
       const std::vector<float> v = t.to_vector();
       weights.insert(weights.end(), v.begin(), v.end());
     }
+    out.record_digest(weights.data(), weights.size());
     EXPECT_EQ(bitwise_diff(weights, run[0].weights), "")
         << "N " << n << ": the consolidated parameters must be the trained weights: chunk r of "
         << "each unit from rank r's file, padding dropped";
     std::filesystem::remove_all(dir);
   }
+}
+
+// Save, resume and consolidate a seeded run (model width, depth and weights, data seed, world).
+TrainConfig seeded_saving(const lab06_cases::RunCase& c, const std::string& dir, int64_t steps,
+                          int64_t save_after) {
+  TrainConfig config = saving(dir, steps, save_after);
+  config.model = c.config.model;
+  config.data_seed = c.config.data_seed;
+  return config;
+}
+
+TEST(ShardedCheckpoint, EachRankSavesExactlyItsShardsAndOptimizerStateOnASeededRun) {
+  const std::string test =
+      "ShardedCheckpoint.EachRankSavesExactlyItsShardsAndOptimizerStateOnASeededRun";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const std::string dir = temp_dir("own_seeded");
+  testing::run(c.world, Stage::Zero3, seeded_saving(c, dir, 2, 2));
+  const std::vector<int64_t> numels = testing::unit_numels(c.config.model);
+  record_shard_files(out, dir, c.world, static_cast<int64_t>(numels.size()));
+  for (int r = 0; r < c.world; ++r) {
+    const gtl::io::CheckpointFile ckpt = gtl::io::CheckpointFile::load(shard_file(dir, r, c.world));
+    for (std::size_t u = 0; u < numels.size(); ++u) {
+      const std::string name = "unit" + std::to_string(u) + ".values";
+      ASSERT_TRUE(ckpt.has(name)) << lab06_cases::describe(c) << ", rank " << r << ": no " << name;
+      EXPECT_EQ(ckpt.get(name).numel(), gtl::nn::ShardLayout(numels[u], c.world).shard_size())
+          << lab06_cases::describe(c) << ", rank " << r << ": " << name
+          << " must be the rank's value shard";
+    }
+    EXPECT_EQ(ckpt.get_int("optim.step_count"), 2) << lab06_cases::describe(c) << ", rank " << r;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ShardedCheckpoint, ResumesBitForBitWithTheSameWorldSizeOnASeededRun) {
+  const std::string test = "ShardedCheckpoint.ResumesBitForBitWithTheSameWorldSizeOnASeededRun";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const std::string dir = temp_dir("resume_seeded");
+  const std::vector<TrainResult> whole =
+      testing::run(c.world, Stage::Zero3, seeded_saving(c, dir, 4, 0));
+  testing::run(c.world, Stage::Zero3, seeded_saving(c, dir, 3, 3));
+  TrainConfig resumed = seeded_saving(c, dir, 4, 0);
+  resumed.resume_at_step = 3;
+  const std::vector<TrainResult> second = testing::run(c.world, Stage::Zero3, resumed);
+  lab06_cases::record_runs(out, second);
+  for (int r = 0; r < c.world; ++r) {
+    EXPECT_EQ(bitwise_diff(second[r].weights, whole[r].weights), "")
+        << lab06_cases::describe(c) << ", rank " << r
+        << ": 3 steps + save + load + 1 step must equal 4 steps bit for bit";
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ShardedCheckpoint, ConsolidatesIntoTheSingleProcessModelsParametersOnASeededRun) {
+  const std::string test =
+      "ShardedCheckpoint.ConsolidatesIntoTheSingleProcessModelsParametersOnASeededRun";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const std::string dir = temp_dir("full_seeded");
+  const std::vector<TrainResult> run =
+      testing::run(c.world, Stage::Zero3, seeded_saving(c, dir, 3, 3));
+  consolidate(dir, c.world, c.config.model, dir + "/full.ckpt");
+  const std::vector<float> weights = consolidated_weights(dir + "/full.ckpt", c.config.model);
+  out.record_digest(weights.data(), weights.size());
+  EXPECT_EQ(bitwise_diff(weights, run[0].weights), "")
+      << lab06_cases::describe(c) << ": the consolidated parameters must be the trained weights "
+      << "(every model.<name> entry, padding dropped)";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

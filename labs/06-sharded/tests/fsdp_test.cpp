@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "fsdp_step.h"
+#include "lab06_cases.h"
 
 namespace lab06 {
 namespace {
@@ -21,9 +22,11 @@ std::string units_str(const std::set<int64_t>& units) {
 }
 
 TEST(Fsdp, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
+  gtl::judge::Outputs out("Fsdp.TrainsBitForBitLikeDdpOnOneToFiveRanks");
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> ddp = testing::run(n, Stage::Ddp);
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
+    lab06_cases::record_runs(out, zero);
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
           << "N " << n << ", rank " << r << ": FSDP's weights after 3 steps differ from DDP's. "
@@ -35,6 +38,7 @@ TEST(Fsdp, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
 }
 
 TEST(Fsdp, KeepsOnlyShardsBetweenSteps) {
+  gtl::judge::Outputs out("Fsdp.KeepsOnlyShardsBetweenSteps");
   const std::vector<int64_t> numels = testing::unit_numels(lab_model());
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
@@ -42,6 +46,7 @@ TEST(Fsdp, KeepsOnlyShardsBetweenSteps) {
               << ": persistent bytes rank 0 " << zero[0].persistent_bytes << ", peak "
               << zero[0].peak_bytes << "\n";
     for (int r = 0; r < n; ++r) {
+      out.record(zero[r].persistent_bytes);
       const int64_t expected = expected_persistent_bytes(Stage::Zero3, numels, n, r);
       EXPECT_EQ(zero[r].persistent_bytes, expected)
           << "N " << n << ", rank " << r << ": between steps ZeRO-3 keeps per unit 4 bytes (the "
@@ -55,6 +60,8 @@ TEST(Fsdp, KeepsOnlyShardsBetweenSteps) {
 
 TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffers) {
   const testing::FsdpStep step = testing::fsdp_step(3, lab_model(), 4, /*prefetch=*/0);
+  gtl::judge::Outputs out("Fsdp.HoldsOnlyTheComputingUnitsFullBuffers");
+  lab06_cases::record_seen(out, step.seen);
   const int64_t units = static_cast<int64_t>(step.padded.size());
   ASSERT_EQ(static_cast<int64_t>(step.seen.size()), 4 * units)
       << "every unit's four hooks fire once in one forward and backward";
@@ -85,6 +92,8 @@ TEST(Fsdp, CollectivesFollowTheUnits) {
     expected.push_back(testing::collective("reduce", 4 * step.padded[u]));
   }
   const std::vector<std::string> got = testing::timeline_of(step);
+  gtl::judge::Outputs out("Fsdp.CollectivesFollowTheUnits");
+  lab06_cases::record_lines(out, got);
   EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
       << "rank 0's gathers, reduce-scatters and unit computations, in order: each unit gathered "
          "(synchronously, its whole padded buffer) right before its forward and again before its "
@@ -92,11 +101,13 @@ TEST(Fsdp, CollectivesFollowTheUnits) {
 }
 
 TEST(Fsdp, MovesOneAndAHalfTimesWhatDdpMoves) {
+  gtl::judge::Outputs out("Fsdp.MovesOneAndAHalfTimesWhatDdpMoves");
   const std::vector<int64_t> numels = testing::unit_numels(lab_model());
   const int64_t units = static_cast<int64_t>(numels.size());
   for (int n : {2, 3, 5}) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
     for (int r = 0; r < n; ++r) {
+      lab06_cases::record_traffic(out, zero[r]);
       const auto& c = zero[r].step_counters;
       const auto calls = [&](const std::string& op) {
         return c.count(op) ? c.at(op).calls : int64_t{0};
@@ -116,6 +127,7 @@ TEST(Fsdp, MovesOneAndAHalfTimesWhatDdpMoves) {
 }
 
 TEST(Fsdp, PeakIsTheShardsPlusOneUnitPlusActivations) {
+  gtl::judge::Outputs out("Fsdp.PeakIsTheShardsPlusOneUnitPlusActivations");
   const std::vector<int64_t> numels = testing::unit_numels(lab_model());
   const int n = 3;
   const std::vector<TrainResult> ddp = testing::run(n, Stage::Ddp);
@@ -133,9 +145,78 @@ TEST(Fsdp, PeakIsTheShardsPlusOneUnitPlusActivations) {
     std::cout << "[ figures  ] rank " << r << ": ZeRO-3 peak " << zero[r].peak_bytes << " B, bound "
               << bound << " B (shards " << shards << ", largest unit " << largest
               << ", activations " << activations << ")\n";
+    out.record(zero[r].peak_bytes);
     EXPECT_LE(zero[r].peak_bytes, bound)
         << "rank " << r << ": ZeRO-3's peak must stay within the shards + one unit's full "
         << "values and gradients (the largest, " << largest << " B each) + DDP's activations";
+  }
+}
+
+// The same properties on a seeded model (width, depth, weights), data seed and world size.
+TEST(Fsdp, TrainsBitForBitLikeDdpOnASeededModelAndData) {
+  const std::string test = "Fsdp.TrainsBitForBitLikeDdpOnASeededModelAndData";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const std::vector<TrainResult> ddp = testing::run(c.world, Stage::Ddp, c.config);
+  const std::vector<TrainResult> zero = testing::run(c.world, Stage::Zero3, c.config);
+  lab06_cases::record_runs(out, zero);
+  for (int r = 0; r < c.world; ++r) {
+    EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
+        << lab06_cases::describe(c) << ", rank " << r << ": FSDP's weights differ from DDP's";
+    EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "")
+        << lab06_cases::describe(c) << ", rank " << r << ": FSDP's losses differ from DDP's";
+  }
+}
+
+TEST(Fsdp, KeepsOnlyShardsBetweenStepsOnASeededModel) {
+  const std::string test = "Fsdp.KeepsOnlyShardsBetweenStepsOnASeededModel";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const std::vector<int64_t> numels = testing::unit_numels(c.config.model);
+  const std::vector<TrainResult> zero = testing::run(c.world, Stage::Zero3, c.config);
+  for (int r = 0; r < c.world; ++r) {
+    out.record(zero[r].persistent_bytes);
+    EXPECT_EQ(zero[r].persistent_bytes, expected_persistent_bytes(Stage::Zero3, numels, c.world, r))
+        << lab06_cases::describe(c) << ", rank " << r
+        << ": persistent bytes differ from the ZeRO-3 formula (the units' shards only)";
+  }
+}
+
+TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffersOnASeededModel) {
+  const std::string test = "Fsdp.HoldsOnlyTheComputingUnitsFullBuffersOnASeededModel";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const testing::FsdpStep step =
+      testing::fsdp_step(c.world, c.config.model, lab06_cases::seeded_batch(test), 0);
+  lab06_cases::record_seen(out, step.seen);
+  const int64_t units = static_cast<int64_t>(step.padded.size());
+  ASSERT_EQ(static_cast<int64_t>(step.seen.size()), 4 * units) << lab06_cases::describe(c);
+  for (const testing::Seen& s : step.seen) {
+    const bool before = s.hook.rfind("before", 0) == 0;
+    const std::set<int64_t> only_u = {s.unit}, none = {};
+    EXPECT_EQ(units_str(s.with_values), units_str(before ? only_u : none))
+        << lab06_cases::describe(c) << ": at " << s.hook << " of unit " << s.unit
+        << ": units with full values";
+    EXPECT_EQ(units_str(s.with_grads), units_str(s.hook == "before_backward" ? only_u : none))
+        << lab06_cases::describe(c) << ": at " << s.hook << " of unit " << s.unit
+        << ": units with a full gradient";
+  }
+}
+
+TEST(Fsdp, MovesOneAndAHalfTimesWhatDdpMovesOnASeededModel) {
+  const std::string test = "Fsdp.MovesOneAndAHalfTimesWhatDdpMovesOnASeededModel";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const std::vector<int64_t> numels = testing::unit_numels(c.config.model);
+  const int64_t units = static_cast<int64_t>(numels.size());
+  const std::vector<TrainResult> zero = testing::run(c.world, Stage::Zero3, c.config);
+  for (int r = 0; r < c.world; ++r) {
+    lab06_cases::record_traffic(out, zero[r]);
+    EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 2 * units) << lab06_cases::describe(c);
+    EXPECT_EQ(lab06_cases::calls(zero[r], "reduce_scatter"), units) << lab06_cases::describe(c);
+    EXPECT_EQ(2 * lab06_cases::bytes_sent(zero[r]), 3 * testing::ddp_bytes_sent(numels, c.world))
+        << lab06_cases::describe(c) << ", rank " << r
+        << ": gather + gather + reduce-scatter of every unit is exactly 1.5x DDP's bytes";
   }
 }
 

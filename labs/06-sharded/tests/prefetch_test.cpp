@@ -12,6 +12,7 @@
 
 #include "fsdp_step.h"
 #include "gtl/distributed/timeline.h"
+#include "lab06_cases.h"
 
 namespace lab06 {
 namespace {
@@ -19,11 +20,13 @@ namespace {
 using testing::bitwise_diff;
 
 TEST(Prefetch, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
+  gtl::judge::Outputs out("Prefetch.TrainsBitForBitLikeDdpOnOneToFiveRanks");
   TrainConfig config;
   config.prefetch = 1;
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> ddp = testing::run(n, Stage::Ddp);
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3, config);
+    lab06_cases::record_runs(out, zero);
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
           << "N " << n << ", rank " << r << ": FSDP with prefetch 1 must train as DDP does. "
@@ -50,6 +53,8 @@ TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes) {
     expected.push_back(testing::collective("reduce", 4 * step.padded[static_cast<std::size_t>(u)]));
   }
   const std::vector<std::string> got = testing::timeline_of(step);
+  gtl::judge::Outputs out("Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes");
+  lab06_cases::record_lines(out, got);
   EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
       << "rank 0's gathers, reduce-scatters and unit computations, in order: with prefetch 1, "
          "after gathering unit u (or waiting for its prefetch) issue unit u+1's all_gather_async "
@@ -58,6 +63,8 @@ TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes) {
 
 TEST(Prefetch, HoldsTheComputingUnitAndTheNextOne) {
   const testing::FsdpStep step = testing::fsdp_step(3, lab_model(), 4, /*prefetch=*/1);
+  gtl::judge::Outputs out("Prefetch.HoldsTheComputingUnitAndTheNextOne");
+  lab06_cases::record_seen(out, step.seen);
   const int64_t units = static_cast<int64_t>(step.padded.size());
   for (const testing::Seen& s : step.seen) {
     std::set<int64_t> expected;
@@ -76,6 +83,7 @@ TEST(Prefetch, CostsExactlyOneExtraUnitOfMemory) {
   const testing::FsdpStep jit = testing::fsdp_step(n, lab_model(), 4, /*prefetch=*/0);
   const testing::FsdpStep pre = testing::fsdp_step(n, lab_model(), 4, /*prefetch=*/1);
   ASSERT_EQ(pre.seen.size(), jit.seen.size()) << "the same hooks fire with and without prefetch";
+  gtl::judge::Outputs out("Prefetch.CostsExactlyOneExtraUnitOfMemory");
   const int64_t units = static_cast<int64_t>(pre.padded.size());
   for (std::size_t i = 0; i < pre.seen.size(); ++i) {
     const testing::Seen& s = pre.seen[i];
@@ -83,6 +91,7 @@ TEST(Prefetch, CostsExactlyOneExtraUnitOfMemory) {
     const int64_t next = s.hook == "before_forward" ? s.unit + 1 : s.unit - 1;
     const int64_t expected =
         next >= 0 && next < units ? 4 * pre.padded[static_cast<std::size_t>(next)] : 0;
+    out.record(s.allocated - jit.seen[i].allocated);
     EXPECT_EQ(s.allocated - jit.seen[i].allocated, expected)
         << "rank 0 at " << s.hook << " of unit " << s.unit << ": prefetch 1 must hold exactly "
         << "the next unit's full values (" << expected << " B) more than gathering just in time";
@@ -97,6 +106,7 @@ TEST(Prefetch, PeakIsTheShardsPlusTwoUnitsPlusActivations) {
   with.prefetch = 1;
   const std::vector<TrainResult> ddp = testing::run(n, Stage::Ddp);
   const std::vector<TrainResult> pre = testing::run(n, Stage::Zero3, with);
+  gtl::judge::Outputs out("Prefetch.PeakIsTheShardsPlusTwoUnitsPlusActivations");
   std::vector<int64_t> unit_bytes;
   for (int64_t numel : testing::unit_numels(lab_model())) {
     unit_bytes.push_back(4 * gtl::nn::ShardLayout(numel, n).padded_numel());
@@ -107,6 +117,7 @@ TEST(Prefetch, PeakIsTheShardsPlusTwoUnitsPlusActivations) {
     const int64_t shards =
         expected_persistent_bytes(Stage::Zero3, testing::unit_numels(lab_model()), n, r);
     const int64_t bound = shards + 2 * unit_bytes[0] + unit_bytes[1] + activations;
+    out.record(pre[r].peak_bytes);
     EXPECT_LE(pre[r].peak_bytes, bound)
         << "rank " << r << ": the peak with prefetch 1 must stay within the shards + two "
         << "units' full values + one unit's full gradient + DDP's activations";
@@ -136,10 +147,12 @@ constexpr double kPrefetchHiddenBar = 0.6;
 constexpr double kJustInTimeHiddenMax = 0.05;
 
 TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
-  const auto timeline = [](int prefetch) {
-    return gtl::dist::simulate_timeline(
-        testing::fsdp_step(2, reference_model(), kReferenceBatchPerRank, prefetch).traces,
-        reference_cluster());
+  gtl::judge::Outputs out("Prefetch.HidesGathersBehindComputeOnTheReferenceCluster");
+  const auto timeline = [&out](int prefetch) {
+    const auto traces =
+        testing::fsdp_step(2, reference_model(), kReferenceBatchPerRank, prefetch).traces;
+    lab06_cases::record_traces(out, traces);
+    return gtl::dist::simulate_timeline(traces, reference_cluster());
   };
   const gtl::dist::Timeline pre = timeline(1), jit = timeline(0);
   for (const gtl::dist::Timeline* t : {&pre, &jit}) {
@@ -153,6 +166,10 @@ TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
   const double hidden = std::min(hidden_gather_fraction(pre, 0), hidden_gather_fraction(pre, 1));
   const double jit_hidden =
       std::max(hidden_gather_fraction(jit, 0), hidden_gather_fraction(jit, 1));
+  out.record(hidden);
+  out.record(jit_hidden);
+  out.record(pre.step_time());
+  out.record(jit.step_time());
   std::cout << "[ figures  ] all-gather time hidden: prefetch " << hidden << ", just in time "
             << jit_hidden << "; all communication hidden: prefetch "
             << pre.world().hidden_comm_fraction.min << "; step time prefetch "
@@ -167,6 +184,50 @@ TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
     write_chrome_trace(pre, std::string(dir) + "/fsdp_prefetch.json");
     write_chrome_trace(jit, std::string(dir) + "/fsdp_just_in_time.json");
   }
+}
+
+// Training and the issue order on a seeded model (width, depth, weights), data seed and world.
+TEST(Prefetch, TrainsBitForBitLikeDdpOnASeededModelAndData) {
+  const std::string test = "Prefetch.TrainsBitForBitLikeDdpOnASeededModelAndData";
+  gtl::judge::Outputs out(test);
+  lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  c.config.prefetch = 1;
+  const std::vector<TrainResult> ddp = testing::run(c.world, Stage::Ddp, c.config);
+  const std::vector<TrainResult> zero = testing::run(c.world, Stage::Zero3, c.config);
+  lab06_cases::record_runs(out, zero);
+  for (int r = 0; r < c.world; ++r) {
+    EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
+        << lab06_cases::describe(c) << ", rank " << r
+        << ": FSDP with prefetch 1 must train as DDP does";
+  }
+}
+
+TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededModel) {
+  const std::string test =
+      "Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededModel";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const testing::FsdpStep step =
+      testing::fsdp_step(c.world, c.config.model, lab06_cases::seeded_batch(test), 1);
+  const int64_t units = static_cast<int64_t>(step.padded.size());
+  const auto gather = [&](int64_t u, bool async) {
+    return testing::collective("gather", 4 * step.padded[static_cast<std::size_t>(u)], async);
+  };
+  std::vector<std::string> expected = {gather(0, false)};
+  for (int64_t u = 0; u < units; ++u) {
+    if (u + 1 < units) expected.push_back(gather(u + 1, true));
+    expected.push_back("forward " + std::to_string(u));
+  }
+  expected.push_back(gather(units - 1, false));
+  for (int64_t u = units - 1; u >= 0; --u) {
+    if (u > 0) expected.push_back(gather(u - 1, true));
+    expected.push_back("backward " + std::to_string(u));
+    expected.push_back(testing::collective("reduce", 4 * step.padded[static_cast<std::size_t>(u)]));
+  }
+  const std::vector<std::string> got = testing::timeline_of(step);
+  lab06_cases::record_lines(out, got);
+  EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
+      << lab06_cases::describe(c) << ": rank 0's gathers, reduce-scatters and unit computations";
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "gtl/nn/flat_parameter.h"
+#include "gtl_judge_output.h"
+#include "lab06_cases.h"
 #include "sharded.h"
 
 namespace lab06 {
@@ -71,6 +73,36 @@ TEST(ShardMath, AgreesWithTheCoreLayoutTheFlatParameterUses) {
             << "numel " << numel << ", N " << n << ", rank " << r << ": real elements of the shard";
       }
     }
+  }
+}
+
+// Seeded sizes and world sizes (up to 2^20 elements on up to 64 ranks), against the core's
+// ShardLayout; the judge recomputes every figure from the arithmetic itself.
+TEST(ShardMath, SeededSizesAndWorldSizes) {
+  gtl::judge::Outputs out("ShardMath.SeededSizesAndWorldSizes");
+  for (const lab06_cases::ShardCase& c : lab06_cases::seeded_shard_cases()) {
+    const gtl::nn::ShardLayout core(c.numel, c.world);
+    const std::string at = "numel " + std::to_string(c.numel) + ", N " + std::to_string(c.world) +
+                           ", " + gtl::test_seed::describe();
+    const int64_t padded = padded_numel(c.numel, c.world), shard = shard_size(c.numel, c.world);
+    out.record(padded);
+    out.record(shard);
+    EXPECT_EQ(padded, core.padded_numel()) << at << ": the padded size";
+    EXPECT_EQ(shard, core.shard_size()) << at << ": the shard size";
+    std::vector<int64_t> offsets, reals, owners;
+    for (int r = 0; r < c.world; ++r) {
+      offsets.push_back(shard_offset(c.numel, c.world, r));
+      reals.push_back(shard_real_numel(c.numel, c.world, r));
+      EXPECT_EQ(offsets.back(), core.shard_offset(r)) << at << ": rank " << r << "'s offset";
+      EXPECT_EQ(reals.back(), core.real_numel(r)) << at << ": rank " << r << "'s real elements";
+    }
+    for (int64_t i : lab06_cases::owner_probes(c, core.padded_numel(), core.shard_size())) {
+      owners.push_back(shard_owner(i, c.numel, c.world));
+      EXPECT_EQ(owners.back(), core.owner(i)) << at << ": the owner of element " << i;
+    }
+    out.record_all(offsets);
+    out.record_all(reals);
+    out.record_all(owners);
   }
 }
 

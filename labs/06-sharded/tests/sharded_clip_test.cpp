@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "gtl/optim/grad_clip.h"
+#include "lab06_cases.h"
 #include "lab06_test_util.h"
 
 namespace lab06 {
@@ -103,9 +104,11 @@ std::vector<bool> steps_taken(int n, int overflow, int64_t numel) {
 }
 
 TEST(AgreeFoundInf, EveryRankSkipsTheStepWhenOneShardOverflowed) {
+  gtl::judge::Outputs out("AgreeFoundInf.EveryRankSkipsTheStepWhenOneShardOverflowed");
   for (int n : {2, 3, 5}) {
     for (int overflow = 0; overflow < n; ++overflow) {
       const std::vector<bool> stepped = steps_taken(n, overflow, 37);
+      out.record_all(stepped);
       for (int r = 0; r < n; ++r) {
         EXPECT_FALSE(stepped[static_cast<std::size_t>(r)])
             << "N " << n << ": rank " << overflow << "'s shard held an inf, and rank " << r
@@ -113,6 +116,7 @@ TEST(AgreeFoundInf, EveryRankSkipsTheStepWhenOneShardOverflowed) {
       }
     }
     const std::vector<bool> finite = steps_taken(n, -1, 37);
+    out.record_all(finite);
     for (int r = 0; r < n; ++r) {
       EXPECT_TRUE(finite[static_cast<std::size_t>(r)])
           << "N " << n << ", rank " << r << ": no shard overflowed, every rank must step";
@@ -124,11 +128,83 @@ TEST(AgreeFoundInf, ARankWithoutGradientsCountsAsFinite) {
   // 3 elements on 5 ranks: ranks 3 and 4 unscale nothing, their flag is undefined.
   const std::vector<bool> finite = steps_taken(5, -1, 3);
   const std::vector<bool> overflow = steps_taken(5, 1, 3);
+  gtl::judge::Outputs out("AgreeFoundInf.ARankWithoutGradientsCountsAsFinite");
+  out.record_all(finite);
+  out.record_all(overflow);
   for (int r = 0; r < 5; ++r) {
     EXPECT_TRUE(finite[static_cast<std::size_t>(r)])
         << "rank " << r << ": an undefined flag (no parameters) counts as 0";
     EXPECT_FALSE(overflow[static_cast<std::size_t>(r)])
         << "rank " << r << ": rank 1 overflowed; ranks without parameters must skip too";
+  }
+}
+
+// Seeded gradients, world sizes and max norms, against the core's single-process clip_grad_norm_.
+TEST(ClipOverShards, SeededGradientsWorldsAndMaxNorms) {
+  gtl::judge::Outputs out("ClipOverShards.SeededGradientsWorldsAndMaxNorms");
+  for (const lab06_cases::ClipCase& c : lab06_cases::seeded_clip_cases()) {
+    const int64_t numel = static_cast<int64_t>(c.grad.size());
+    const int n = c.world;
+    const std::string at = "numel " + std::to_string(numel) + ", N " + std::to_string(n) +
+                           ", max_norm " + std::to_string(c.max_norm) + ", " +
+                           gtl::test_seed::describe();
+    std::vector<ParamRef> ref = {
+        ParamRef{Tensor::zeros({numel}), Tensor::from_vector(c.grad, {numel}), Tensor(), "g"}};
+    const float ref_norm = gtl::optim::clip_grad_norm_(ref, c.max_norm).item();
+    const std::vector<float> ref_clipped = ref[0].grad.to_vector();
+    std::vector<float> norms(static_cast<std::size_t>(n));
+    std::vector<std::vector<float>> clipped(static_cast<std::size_t>(n));
+    gtl::dist::run_ranks(
+        n,
+        [&](Communicator& comm) {
+          const gtl::nn::ShardLayout layout(numel, n);
+          const int64_t real = layout.real_numel(comm.rank());
+          std::vector<ParamRef> mine;
+          if (real > 0) {
+            const auto first = c.grad.begin() + layout.shard_offset(comm.rank());
+            mine.push_back(ParamRef{Tensor::zeros({real}),
+                                    Tensor::from_vector({first, first + real}, {real}), Tensor(),
+                                    "shard"});
+          }
+          norms[static_cast<std::size_t>(comm.rank())] =
+              clip_sharded_grad_norm_(comm, mine, c.max_norm);
+          if (!mine.empty())
+            clipped[static_cast<std::size_t>(comm.rank())] = mine[0].grad.to_vector();
+        },
+        testing::fast());
+    std::vector<float> all;
+    for (const std::vector<float>& shard : clipped)
+      all.insert(all.end(), shard.begin(), shard.end());
+    out.record_all(norms);
+    out.record_all(all);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(testing::bitwise_diff({norms[static_cast<std::size_t>(r)]}, {norms[0]}), "")
+          << at << ": rank " << r << "'s norm differs from rank 0's";
+    }
+    EXPECT_NEAR(norms[0], ref_norm, 1e-6 * ref_norm) << at << ": the global norm";
+    ASSERT_EQ(all.size(), ref_clipped.size()) << at;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      EXPECT_NEAR(all[i], ref_clipped[i], 1e-6 * std::abs(ref_clipped[i]) + 1e-7)
+          << at << ": element " << i << " after clipping";
+    }
+  }
+}
+
+TEST(AgreeFoundInf, SeededWorldsAndOverflowingRanks) {
+  gtl::judge::Outputs out("AgreeFoundInf.SeededWorldsAndOverflowingRanks");
+  for (const lab06_cases::InfCase& c : lab06_cases::seeded_inf_cases()) {
+    const std::vector<bool> stepped = steps_taken(c.world, c.overflow, c.numel);
+    out.record_all(stepped);
+    // An inf exists only when the overflowing rank's shard holds a real element.
+    const bool inf =
+        c.overflow >= 0 && gtl::nn::ShardLayout(c.numel, c.world).real_numel(c.overflow) > 0;
+    for (int r = 0; r < c.world; ++r) {
+      EXPECT_EQ(stepped[static_cast<std::size_t>(r)], !inf)
+          << "numel " << c.numel << ", N " << c.world << ", overflowing rank " << c.overflow << ", "
+          << gtl::test_seed::describe() << ": rank " << r
+          << (inf ? " stepped although a shard overflowed"
+                  : " skipped although no shard overflowed");
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "lab06_cases.h"
 #include "lab06_test_util.h"
 
 namespace lab06 {
@@ -14,9 +15,11 @@ namespace {
 using testing::bitwise_diff;
 
 TEST(Zero2, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
+  gtl::judge::Outputs out("Zero2.TrainsBitForBitLikeDdpOnOneToFiveRanks");
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> ddp = testing::run(n, Stage::Ddp);
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero2);
+    lab06_cases::record_runs(out, zero);
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
           << "N " << n << ", rank " << r << ": ZeRO-2's weights after 3 steps differ from DDP's. "
@@ -28,6 +31,7 @@ TEST(Zero2, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
 }
 
 TEST(Zero2, KeepsOnlyItsShardOfGradientsAndOptimizerState) {
+  gtl::judge::Outputs out("Zero2.KeepsOnlyItsShardOfGradientsAndOptimizerState");
   const int64_t p = testing::model_numel(lab_model());
   for (int n = 1; n <= 5; ++n) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero2);
@@ -35,6 +39,7 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientsAndOptimizerState) {
               << ": persistent bytes rank 0 " << zero[0].persistent_bytes << ", peak "
               << zero[0].peak_bytes << "\n";
     for (int r = 0; r < n; ++r) {
+      out.record(zero[r].persistent_bytes);
       const int64_t expected = expected_persistent_bytes(Stage::Zero2, {p}, n, r);
       EXPECT_EQ(zero[r].persistent_bytes, expected)
           << "N " << n << ", rank " << r
@@ -48,10 +53,12 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientsAndOptimizerState) {
 }
 
 TEST(Zero2, MovesExactlyWhatDdpMovesPerStep) {
+  gtl::judge::Outputs out("Zero2.MovesExactlyWhatDdpMovesPerStep");
   const int64_t p = testing::model_numel(lab_model());
   for (int n : {2, 3, 5}) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero2);
     for (int r = 0; r < n; ++r) {
+      lab06_cases::record_traffic(out, zero[r]);
       const auto& c = zero[r].step_counters;
       const auto calls = [&](const std::string& op) {
         return c.count(op) ? c.at(op).calls : int64_t{0};
@@ -67,6 +74,53 @@ TEST(Zero2, MovesExactlyWhatDdpMovesPerStep) {
           << "N " << n << ", rank " << r << ": reduce-scatter + all-gather of the padded buffer "
           << "is what DDP's all-reduce moves, 2 (N-1) shards";
     }
+  }
+}
+
+// The same three properties on a seeded model (width, depth, weights), data seed and world size.
+TEST(Zero2, TrainsBitForBitLikeDdpOnASeededModelAndData) {
+  const std::string test = "Zero2.TrainsBitForBitLikeDdpOnASeededModelAndData";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const std::vector<TrainResult> ddp = testing::run(c.world, Stage::Ddp, c.config);
+  const std::vector<TrainResult> zero = testing::run(c.world, Stage::Zero2, c.config);
+  lab06_cases::record_runs(out, zero);
+  for (int r = 0; r < c.world; ++r) {
+    EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
+        << lab06_cases::describe(c) << ", rank " << r << ": ZeRO-2's weights differ from DDP's";
+    EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "")
+        << lab06_cases::describe(c) << ", rank " << r << ": ZeRO-2's losses differ from DDP's";
+  }
+}
+
+TEST(Zero2, KeepsOnlyItsShardOfGradientsAndOptimizerStateOnASeededModel) {
+  const std::string test = "Zero2.KeepsOnlyItsShardOfGradientsAndOptimizerStateOnASeededModel";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const int64_t p = testing::model_numel(c.config.model);
+  const std::vector<TrainResult> zero = testing::run(c.world, Stage::Zero2, c.config);
+  for (int r = 0; r < c.world; ++r) {
+    out.record(zero[r].persistent_bytes);
+    EXPECT_EQ(zero[r].persistent_bytes, expected_persistent_bytes(Stage::Zero2, {p}, c.world, r))
+        << lab06_cases::describe(c) << ", rank " << r << " (P = " << p
+        << "): persistent bytes differ from the ZeRO-2 formula";
+  }
+}
+
+TEST(Zero2, MovesExactlyWhatDdpMovesPerStepOnASeededModel) {
+  const std::string test = "Zero2.MovesExactlyWhatDdpMovesPerStepOnASeededModel";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const int64_t p = testing::model_numel(c.config.model);
+  const std::vector<TrainResult> zero = testing::run(c.world, Stage::Zero2, c.config);
+  for (int r = 0; r < c.world; ++r) {
+    lab06_cases::record_traffic(out, zero[r]);
+    EXPECT_EQ(lab06_cases::calls(zero[r], "all_reduce"), 0) << lab06_cases::describe(c);
+    EXPECT_EQ(lab06_cases::calls(zero[r], "reduce_scatter"), 1) << lab06_cases::describe(c);
+    EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 1) << lab06_cases::describe(c);
+    EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), testing::ddp_bytes_sent({p}, c.world))
+        << lab06_cases::describe(c) << ", rank " << r << " (P = " << p
+        << "): one reduce-scatter + one all-gather of the padded buffer, 2 (N-1) shards";
   }
 }
 

@@ -1,0 +1,721 @@
+// The judge of lab 06 (docs/grader.md, "The judge"): built from the course alone (the lab's
+// headers, its pristine harness src/sharded_training.cpp, the tests' shared cases and the core),
+// never from the student's files. gtl-grade runs `lab06_judge <check>` after the check's tests;
+// each case reads what those tests recorded (gtl_judge_output.h) for the fixed inputs and for the
+// inputs the grading seed drew (tests/lab06_cases.h), and recomputes it here:
+//   shard arithmetic   padded sizes, offsets, real elements and owners from ceil(numel / N)
+//   training           every rank's weights and losses bit for bit the harness's DDP run (the
+//                      core's all-reduce), which each ZeRO stage must equal in deterministic mode;
+//                      the real-process runs and the resumed and consolidated checkpoints too
+//   memory             persistent bytes from the ZeRO formulas over the units' sizes; the peaks
+//                      against the shards, the units' full buffers and DDP's activations, which
+//                      the judge measures with its own DDP run
+//   traffic            calls and bytes from the padded sizes (a ring moves N - 1 shards per
+//                      collective)
+//   orders             the hooks' held units and the collectives' order from the unit list
+//   checkpoints        each rank's value shards cut from DDP's weights, its optimizer state's size
+//                      and step count
+//   clip and skip      the core's single-process clip_grad_norm_ on the whole gradient; the skip
+//                      decision from which rank's shard holds the inf
+//   overlap timeline   the recorded traces: their collectives in the unit list's order, their
+//                      FLOPs and bytes those of one step of the reference model; then simulated
+//                      here with the core's cost model (the traces themselves come from the
+//                      student's process)
+// The judge never runs a ZeRO stage: the student symbols the harness refers to are
+// stand-ins here that throw.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gtl/distributed/module_trace.h"
+#include "gtl/distributed/timeline.h"
+#include "gtl/distributed/trace.h"
+#include "gtl/nn/module.h"
+#include "gtl/optim/grad_clip.h"
+#include "gtl/runtime/error.h"
+#include "gtl_judge.h"
+#include "lab06_cases.h"
+#include "lab06_test_util.h"
+#include "sharded_training.h"
+
+namespace lab06 {
+// sharded_training.cpp builds the stage the caller picks; the judge runs only Stage::Ddp (the
+// core's all-reduce), so the student's classes and checkpoint functions are stand-ins that refuse
+// to run.
+Zero1::Zero1(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions)
+    : comm_(comm), flat_(flat) {
+  throw gtl::Error("lab06_judge never runs ZeRO-1");
+}
+void Zero1::after_backward() {}
+void Zero1::step() {}
+Zero2::Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions)
+    : comm_(comm), flat_(flat) {
+  throw gtl::Error("lab06_judge never runs ZeRO-2");
+}
+void Zero2::before_backward() {}
+void Zero2::after_backward() {}
+void Zero2::step() {}
+Fsdp::Fsdp(Communicator& comm, gtl::nn::Module&, std::vector<Unit>& units, int prefetch)
+    : comm_(comm), units_(units), prefetch_(prefetch) {
+  throw gtl::Error("lab06_judge never runs FSDP");
+}
+std::vector<ParamRef> Fsdp::shard_params() const {
+  return {};
+}
+void save_sharded(const std::string&, const Communicator&, const std::vector<Unit>&,
+                  const gtl::optim::AdamW&) {
+  throw gtl::Error("lab06_judge never saves a checkpoint");
+}
+void load_sharded(const std::string&, const Communicator&, std::vector<Unit>&, gtl::optim::AdamW&) {
+  throw gtl::Error("lab06_judge never loads a checkpoint");
+}
+}  // namespace lab06
+
+namespace {
+
+using gtl::judge::expect_equal;
+using gtl::judge::Recorded;
+using gtl::judge::Rejection;
+using gtl::judge::show;
+using lab06::Stage;
+using lab06::TrainConfig;
+using lab06::TrainResult;
+
+// ---- the arithmetic, written here from the handout's words
+// ---------------------------------------
+int64_t shard_of(int64_t numel, int n) {
+  return (numel + n - 1) / n;
+}
+int64_t padded_of(int64_t numel, int n) {
+  return shard_of(numel, n) * n;
+}
+int64_t real_of(int64_t numel, int n, int r) {
+  return std::clamp<int64_t>(numel - r * shard_of(numel, n), 0, shard_of(numel, n));
+}
+
+// Persistent bytes of rank r: per buffer, full values (4 per padded element) unless ZeRO-3, the
+// values' shard, the gradients (full for ZeRO-1, the shard for ZeRO-2 and ZeRO-3), and m and v
+// (8 bytes) per real element of the rank's shard.
+int64_t persistent_bytes(Stage stage, const std::vector<int64_t>& numels, int n, int r) {
+  int64_t bytes = 0;
+  for (int64_t numel : numels) {
+    const int64_t full = 4 * padded_of(numel, n), shard = 4 * shard_of(numel, n);
+    const int64_t values = stage == Stage::Zero3 ? shard : full + shard;
+    const int64_t grads = stage == Stage::Zero1 ? full : shard;
+    bytes += values + grads + 8 * real_of(numel, n, r);
+  }
+  return bytes;
+}
+
+// The reference run: the harness's DDP on `world` in-process ranks, each with its own allocator.
+std::vector<TrainResult> ddp(int world, const TrainConfig& config = {}) {
+  return lab06::testing::run(world, Stage::Ddp, config);
+}
+TrainConfig with_steps(TrainConfig config, int64_t steps) {
+  config.steps = steps;
+  return config;
+}
+
+// Every rank's weights and losses (record_runs) against `want`, from `first_loss` on.
+void expect_runs(Recorded& r, const std::vector<TrainResult>& want, const std::string& what,
+                 std::size_t first_loss = 0) {
+  for (std::size_t rank = 0; rank < want.size(); ++rank) {
+    const std::string at = what + ", rank " + std::to_string(rank);
+    r.expect_digest(want[rank].weights, at + ": the weights (DDP's, bit for bit)");
+    r.expect_digest(
+        std::vector<float>(want[rank].losses.begin() + long(first_loss), want[rank].losses.end()),
+        at + ": the losses (DDP's, bit for bit)");
+  }
+}
+std::string fixed(int n) {
+  return "N " + std::to_string(n) + ", the lab model";
+}
+
+// The fixed test (N = 1..5, the lab model) and the seeded one of a stage's equivalence check.
+std::string trains_like_ddp(const std::string& suite) {
+  Recorded r(suite + ".TrainsBitForBitLikeDdpOnOneToFiveRanks");
+  for (int n = 1; n <= 5; ++n) expect_runs(r, ddp(n), fixed(n));
+  const std::string seeded = suite + ".TrainsBitForBitLikeDdpOnASeededModelAndData";
+  Recorded s(seeded);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  expect_runs(s, ddp(c.world, c.config), lab06_cases::describe(c));
+  return "every rank's weights and losses are DDP's bit for bit (N = 1..5 and a seeded run)";
+}
+
+// Persistent bytes of the fixed test (N = 1..5, the lab model) and of the seeded one.
+std::string keeps(Stage stage, const std::string& fixed_test, const std::string& seeded_test) {
+  const auto numels = [&](const gtl::nn::ModelConfig& model) {
+    return stage == Stage::Zero3 ? lab06::testing::unit_numels(model)
+                                 : std::vector<int64_t>{lab06::testing::model_numel(model)};
+  };
+  Recorded r(fixed_test);
+  for (int n = 1; n <= 5; ++n)
+    for (int rank = 0; rank < n; ++rank)
+      expect_equal(
+          r.next<int64_t>("persistent bytes"),
+          persistent_bytes(stage, numels(lab06::lab_model()), n, rank),
+          r.test() + ": " + fixed(n) + ", rank " + std::to_string(rank) + ": persistent bytes");
+  Recorded s(seeded_test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded_test);
+  for (int rank = 0; rank < c.world; ++rank)
+    expect_equal(s.next<int64_t>("persistent bytes"),
+                 persistent_bytes(stage, numels(c.config.model), c.world, rank),
+                 s.test() + ": " + lab06_cases::describe(c) + ", rank " + std::to_string(rank) +
+                     ": persistent bytes");
+  return std::string(lab06::stage_name(stage)) + "'s persistent bytes are the formula's";
+}
+
+// One rank's traffic (record_traffic) in one step: `gathers` all-gathers and one reduce-scatter of
+// every buffer, no all-reduce; a ring sends N - 1 shards per all-gather and per reduce-scatter.
+void expect_traffic(Recorded& r, const std::vector<int64_t>& numels, int n, int64_t gathers,
+                    const std::string& at) {
+  int64_t shards = 0;
+  for (int64_t numel : numels) shards += (n - 1) * 4 * shard_of(numel, n);
+  const int64_t buffers = int64_t(numels.size());
+  expect_equal(r.next<int64_t>("all_reduce calls"), int64_t{0}, at + ": all-reduces");
+  expect_equal(r.next<int64_t>("reduce_scatter calls"), buffers, at + ": reduce-scatters");
+  expect_equal(r.next<int64_t>("all_gather calls"), gathers * buffers, at + ": all-gathers");
+  expect_equal(r.next<int64_t>("bytes sent"), (gathers + 1) * shards,
+               at + ": bytes sent in one step");
+}
+
+// A stage's traffic: the fixed test (N = 2, 3, 5, the lab model) and the seeded one.
+std::string moves(Stage stage, const std::string& suite) {
+  const auto check = [&](const std::string& test, const gtl::nn::ModelConfig& model,
+                         const std::vector<int>& worlds, const std::string& what) {
+    Recorded r(test);
+    const bool fsdp = stage == Stage::Zero3;
+    const std::vector<int64_t> numels =
+        fsdp ? lab06::testing::unit_numels(model)
+             : std::vector<int64_t>{lab06::testing::model_numel(model)};
+    for (int n : worlds)
+      for (int rank = 0; rank < n; ++rank)
+        expect_traffic(
+            r, numels, n, fsdp ? 2 : 1,
+            test + ": " + what + "N " + std::to_string(n) + ", rank " + std::to_string(rank));
+  };
+  const std::string name = stage == Stage::Zero3 ? suite + ".MovesOneAndAHalfTimesWhatDdpMoves"
+                                                 : suite + ".MovesExactlyWhatDdpMovesPerStep";
+  check(name, lab06::lab_model(), {2, 3, 5}, "the lab model, ");
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(name + "OnASeededModel");
+  check(name + "OnASeededModel", c.config.model, {c.world}, lab06_cases::describe(c) + ", ");
+  return "every rank's collectives and bytes are the sizes' (fixed and seeded models)";
+}
+
+// ---- TODO 1 ------------------------------------------------------------------------------------
+std::string shard_math() {
+  Recorded r("ShardMath.SeededSizesAndWorldSizes");
+  for (const lab06_cases::ShardCase& c : lab06_cases::seeded_shard_cases()) {
+    const std::string input = "numel " + std::to_string(c.numel) + ", N " + std::to_string(c.world);
+    const std::string at = r.test() + ": " + input;
+    const int64_t shard = shard_of(c.numel, c.world), padded = padded_of(c.numel, c.world);
+    expect_equal(r.next<int64_t>("padded_numel"), padded, at + ": padded_numel");
+    expect_equal(r.next<int64_t>("shard_size"), shard, at + ": shard_size");
+    const auto offsets = r.sequence<int64_t>(input + ": the offsets", std::size_t(c.world));
+    const auto reals = r.sequence<int64_t>(input + ": the real elements", std::size_t(c.world));
+    for (int rank = 0; rank < c.world; ++rank) {
+      const std::string of = at + ", rank " + std::to_string(rank);
+      expect_equal(offsets[std::size_t(rank)], rank * shard, of + ": shard_offset");
+      expect_equal(reals[std::size_t(rank)], real_of(c.numel, c.world, rank),
+                   of + ": shard_real_numel");
+    }
+    const std::vector<int64_t> probes = lab06_cases::owner_probes(c, padded, shard);
+    const auto owners = r.sequence<int64_t>(input + ": the owners", probes.size());
+    for (std::size_t k = 0; k < probes.size(); ++k)
+      expect_equal(owners[k], probes[k] / shard,
+                   at + ": shard_owner of element " + std::to_string(probes[k]));
+  }
+  return "every seeded size's padding, shards, offsets and owners are right";
+}
+
+// ---- TODOs 2 and 3 -----------------------------------------------------------------------------
+std::string zero1_equivalence() {
+  return trains_like_ddp("Zero1");
+}
+std::string zero1_memory() {
+  return keeps(Stage::Zero1, "Zero1.KeepsOptimizerStateForItsShardOnly",
+               "Zero1.KeepsOptimizerStateForItsShardOnlyOnASeededModel");
+}
+std::string zero1_traffic() {
+  return moves(Stage::Zero1, "Zero1");
+}
+std::string zero2_equivalence() {
+  return trains_like_ddp("Zero2");
+}
+std::string zero2_memory() {
+  return keeps(Stage::Zero2, "Zero2.KeepsOnlyItsShardOfGradientsAndOptimizerState",
+               "Zero2.KeepsOnlyItsShardOfGradientsAndOptimizerStateOnASeededModel");
+}
+std::string zero2_traffic() {
+  return moves(Stage::Zero2, "Zero2");
+}
+
+// ---- TODOs 4 and 5: FSDP -----------------------------------------------------------------------
+std::string fsdp_equivalence() {
+  return trains_like_ddp("Fsdp");
+}
+
+// The recorded peaks of N = 3 ranks on the lab model, within [shards + the largest unit, shards +
+// `bound_units` + DDP's activations]: the activations from the judge's own DDP run.
+void expect_peaks(const std::string& test, int64_t values_units, bool prefetch) {
+  const int n = 3;
+  const std::vector<int64_t> numels = lab06::testing::unit_numels(lab06::lab_model());
+  std::vector<int64_t> bytes;
+  for (int64_t numel : numels) bytes.push_back(4 * padded_of(numel, n));
+  std::sort(bytes.rbegin(), bytes.rend());
+  const std::vector<TrainResult> reference = ddp(n);
+  Recorded r(test);
+  for (int rank = 0; rank < n; ++rank) {
+    const TrainResult& d = reference[std::size_t(rank)];
+    const int64_t shards = persistent_bytes(Stage::Zero3, numels, n, rank);
+    const int64_t held = values_units * bytes[0] + (prefetch ? bytes[1] : bytes[0]);
+    const int64_t bound = shards + held + d.peak_bytes - d.persistent_bytes;
+    const int64_t peak = r.next<int64_t>("the peak");
+    const std::string at = test + ": rank " + std::to_string(rank) + "'s peak " + show(peak) + " B";
+    if (peak > bound)
+      throw Rejection(at + " exceeds the shards + the units' full buffers + DDP's activations, " +
+                      show(bound) + " B");
+    if (peak < shards + bytes[0])
+      throw Rejection(at + " is below the shards + the largest unit's full values, " +
+                      show(shards + bytes[0]) + " B: no step ran");
+  }
+}
+
+std::string fsdp_memory() {
+  keeps(Stage::Zero3, "Fsdp.KeepsOnlyShardsBetweenSteps",
+        "Fsdp.KeepsOnlyShardsBetweenStepsOnASeededModel");
+  expect_peaks("Fsdp.PeakIsTheShardsPlusOneUnitPlusActivations", 1, false);
+  return "the shards' bytes are the formula's, the peak within one unit's full buffers";
+}
+
+std::string set_text(const std::set<int64_t>& s) {
+  std::string t = "{";
+  for (int64_t u : s) t += (t.size() > 1 ? ", " : "") + std::to_string(u);
+  return t + "}";
+}
+
+// The hooks rank 0 saw (record_seen), in the order a forward and a backward fire them, with the
+// units that hold full values (`values(hook, u)`) and a full gradient (only the unit whose
+// backward runs).
+void expect_seen(const std::string& test, int64_t units,
+                 const std::function<std::set<int64_t>(const std::string&, int64_t)>& values) {
+  Recorded r(test);
+  expect_equal(r.next<int64_t>("the hooks seen"), 4 * units, test + ": the hooks seen");
+  std::vector<std::pair<std::string, int64_t>> order;
+  for (int64_t u = 0; u < units; ++u)
+    order.insert(order.end(), {{"before_forward", u}, {"after_forward", u}});
+  for (int64_t u = units - 1; u >= 0; --u)
+    order.insert(order.end(), {{"before_backward", u}, {"after_backward", u}});
+  for (const auto& [hook, u] : order) {
+    const std::string at = test + ": at " + hook + " of unit " + std::to_string(u);
+    expect_equal(r.line("the hook"), hook, at + ": the hook");
+    expect_equal(r.next<int64_t>("the unit"), u, at + ": the unit");
+    const std::set<int64_t> want_values = values(hook, u);
+    const std::set<int64_t> want_grads =
+        hook == "before_backward" ? std::set<int64_t>{u} : std::set<int64_t>{};
+    const auto got_values =
+        r.sequence<int64_t>(at + ": the units with full values", want_values.size());
+    const auto got_grads =
+        r.sequence<int64_t>(at + ": the units with a full gradient", want_grads.size());
+    expect_equal(set_text({got_values.begin(), got_values.end()}), set_text(want_values),
+                 at + ": the units with full values");
+    expect_equal(set_text({got_grads.begin(), got_grads.end()}), set_text(want_grads),
+                 at + ": the units with a full gradient");
+  }
+}
+std::set<int64_t> just_in_time(const std::string& hook, int64_t u) {
+  return hook.rfind("before", 0) == 0 ? std::set<int64_t>{u} : std::set<int64_t>{};
+}
+
+// Rank 0's collectives and unit computations (fsdp_step.h's timeline), the order built here.
+std::vector<std::string> expected_timeline(const gtl::nn::ModelConfig& model, int n, int prefetch) {
+  const std::vector<int64_t> numels = lab06::testing::unit_numels(model);
+  const int64_t units = int64_t(numels.size());
+  const auto op = [&](const char* what, int64_t u, bool async) {
+    return std::string(what) + (async ? "(async) " : " ") +
+           std::to_string(4 * padded_of(numels[std::size_t(u)], n)) + " B";
+  };
+  std::vector<std::string> want;
+  for (int64_t u = 0; u < units; ++u) {
+    if (prefetch == 0 || u == 0) want.push_back(op("gather", u, false));
+    if (prefetch == 1 && u + 1 < units) want.push_back(op("gather", u + 1, true));
+    want.push_back("forward " + std::to_string(u));
+  }
+  for (int64_t u = units - 1; u >= 0; --u) {
+    if (prefetch == 0 || u == units - 1) want.push_back(op("gather", u, false));
+    if (prefetch == 1 && u > 0) want.push_back(op("gather", u - 1, true));
+    want.push_back("backward " + std::to_string(u));
+    want.push_back(op("reduce", u, false));
+  }
+  return want;
+}
+void expect_timeline(const std::string& test, const gtl::nn::ModelConfig& model, int n,
+                     int prefetch) {
+  const std::vector<std::string> want = expected_timeline(model, n, prefetch);
+  Recorded r(test);
+  expect_equal(r.next<std::size_t>("the timeline's length"), want.size(),
+               test + ": the number of collectives and unit computations");
+  for (std::size_t i = 0; i < want.size(); ++i)
+    expect_equal(r.line("an event"), want[i], test + ": event " + std::to_string(i));
+}
+
+std::string fsdp_gather_free_order() {
+  const int64_t lab_units = int64_t(lab06::testing::unit_numels(lab06::lab_model()).size());
+  expect_seen("Fsdp.HoldsOnlyTheComputingUnitsFullBuffers", lab_units, just_in_time);
+  const std::string seeded = "Fsdp.HoldsOnlyTheComputingUnitsFullBuffersOnASeededModel";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  expect_seen(seeded, int64_t(lab06::testing::unit_numels(c.config.model).size()), just_in_time);
+  expect_timeline("Fsdp.CollectivesFollowTheUnits", lab06::lab_model(), 2, 0);
+  return "only the computing unit's full buffers are held; the collectives follow the units";
+}
+
+std::string fsdp_traffic() {
+  return moves(Stage::Zero3, "Fsdp");
+}
+
+std::string prefetch_order() {
+  trains_like_ddp("Prefetch");
+  expect_timeline("Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes",
+                  lab06::lab_model(), 2, 1);
+  const std::string seeded =
+      "Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededModel";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  expect_timeline(seeded, c.config.model, c.world, 1);
+  const int64_t units = int64_t(lab06::testing::unit_numels(lab06::lab_model()).size());
+  expect_seen("Prefetch.HoldsTheComputingUnitAndTheNextOne", units,
+              [&](const std::string& hook, int64_t u) -> std::set<int64_t> {
+                if (hook == "before_forward") return {u, std::min(u + 1, units - 1)};
+                if (hook == "before_backward") return {u, std::max<int64_t>(u - 1, 0)};
+                if (hook == "after_forward" && u + 1 < units) return {u + 1};
+                if (hook == "after_backward" && u > 0) return {u - 1};
+                return {};
+              });
+  return "training is DDP's, the next unit's gather is issued before each unit computes";
+}
+
+std::string prefetch_memory() {
+  const int n = 3;
+  const std::vector<int64_t> numels = lab06::testing::unit_numels(lab06::lab_model());
+  const int64_t units = int64_t(numels.size());
+  Recorded r("Prefetch.CostsExactlyOneExtraUnitOfMemory");
+  const auto extra = [&](int64_t next) {
+    return next >= 0 && next < units ? 4 * padded_of(numels[std::size_t(next)], n) : 0;
+  };
+  for (int64_t u = 0; u < units; ++u)
+    expect_equal(r.next<int64_t>("the extra bytes"), extra(u + 1),
+                 r.test() + ": the extra bytes at before_forward of unit " + std::to_string(u));
+  for (int64_t u = units - 1; u >= 0; --u)
+    expect_equal(r.next<int64_t>("the extra bytes"), extra(u - 1),
+                 r.test() + ": the extra bytes at before_backward of unit " + std::to_string(u));
+  expect_peaks("Prefetch.PeakIsTheShardsPlusTwoUnitsPlusActivations", 2, true);
+  return "exactly the next unit's full values more; the peak within two units";
+}
+
+// ---- the overlap timeline: the recorded traces, checked and simulated here ----------------------
+gtl::dist::TraceEvent parse_event(const std::string& line, const std::string& what) {
+  std::istringstream in(line);
+  std::string word;
+  gtl::dist::TraceEvent e;
+  int kind = 0;
+  std::size_t n = 0;
+  auto name = [&](std::string& out) {
+    in >> out;
+    if (out == "-") out.clear();
+  };
+  in >> word >> e.seq >> kind;
+  name(e.op);
+  in >> e.bytes >> e.bytes_sent >> e.bytes_received >> n;
+  e.peers.resize(n);
+  for (int& peer : e.peers) in >> peer;
+  in >> n;
+  e.group.resize(n);
+  for (int& rank : e.group) in >> rank;
+  in >> e.group_seq >> e.async >> e.work_id;
+  name(e.module);
+  name(e.module_kind);
+  in >> e.leaf >> e.flops >> e.mem_bytes;
+  if (!in || word != "event" || kind < 0 ||
+      kind > static_cast<int>(gtl::dist::TraceKind::ModuleEnd))
+    throw Rejection(what + ": a malformed trace event");
+  e.kind = static_cast<gtl::dist::TraceKind>(kind);
+  return e;
+}
+
+// The leaf modules' FLOPs and bytes of one forward and backward of the reference model on
+// kReferenceBatchPerRank samples, as the core's trace hooks count them (fsdp_step.h's input).
+std::pair<double, double> reference_work() {
+  auto model = gtl::nn::make_model(lab06::reference_model());
+  auto trace = std::make_shared<gtl::dist::Trace>();
+  gtl::nn::HookHandle traced = gtl::dist::trace_modules(*model, trace);
+  gtl::nn::Context ctx;
+  gtl::Tensor y =
+      model->forward(gtl::Tensor::full({lab06::kReferenceBatchPerRank, 1, 28, 28}, 0.5), ctx);
+  model->backward(ctx, gtl::Tensor::ones(y.shape()));
+  double flops = 0, bytes = 0;
+  for (const gtl::dist::TraceEvent& e : trace->events(gtl::dist::TraceKind::ModuleEnd))
+    if (e.leaf) flops += e.flops, bytes += e.mem_bytes;
+  return {flops, bytes};
+}
+
+// The fraction of a rank's all-gather time that overlaps compute in a simulated timeline.
+double hidden_gathers(const gtl::dist::Timeline& timeline, int rank) {
+  const auto& intervals = timeline.ranks[std::size_t(rank)].intervals;
+  double busy = 0, hidden = 0;
+  for (const gtl::dist::Interval& g : intervals) {
+    if (g.category != gtl::dist::Category::Communication || g.op != "all_gather") continue;
+    busy += g.duration();
+    for (const gtl::dist::Interval& c : intervals)
+      if (c.category == gtl::dist::Category::Compute)
+        hidden += std::max(0.0, std::min(g.end, c.end) - std::max(g.start, c.start));
+  }
+  return busy > 0 ? hidden / busy : 1.0;
+}
+
+// Two ranks' traces of one step with `prefetch`: each must hold the reference step's work and the
+// collectives in the order the unit list gives; returns the judge's simulated timeline of them.
+gtl::dist::Timeline judged_timeline(Recorded& r, int prefetch) {
+  const std::string what = prefetch ? "prefetch 1" : "just in time";
+  if (r.next<std::size_t>(what + ": the number of ranks") != 2)
+    throw Rejection(r.test() + ": " + what + ": not one trace per rank");
+  std::vector<std::vector<gtl::dist::TraceEvent>> traces(2);
+  for (auto& events : traces) {
+    const auto n = r.next<std::size_t>(what + ": a trace's length");
+    for (std::size_t k = 0; k < n; ++k) events.push_back(parse_event(r.line(what), r.test()));
+  }
+  auto model = gtl::nn::make_model(lab06::reference_model());
+  std::vector<std::string> unit_paths;
+  for (std::size_t i = 0; i < model->size(); ++i)
+    if ((*model)[i].num_parameters() > 0) unit_paths.push_back(std::to_string(i));
+  const std::vector<std::string> want = expected_timeline(lab06::reference_model(), 2, prefetch);
+  const auto [flops, bytes] = reference_work();
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    const std::string at = r.test() + ": " + what + ", rank " + std::to_string(rank);
+    std::vector<std::string> got;
+    double got_flops = 0, got_bytes = 0;
+    for (const gtl::dist::TraceEvent& e : traces[rank]) {
+      if (e.op == "all_gather" || e.op == "reduce_scatter")
+        got.push_back((e.op == "all_gather" ? std::string("gather") : std::string("reduce")) +
+                      (e.async ? "(async) " : " ") + std::to_string(e.bytes) + " B");
+      if (e.kind == gtl::dist::TraceKind::ModuleBegin)
+        for (std::size_t u = 0; u < unit_paths.size(); ++u)
+          if (e.module == unit_paths[u]) got.push_back(e.op + " " + std::to_string(u));
+      if (e.kind == gtl::dist::TraceKind::ModuleEnd && e.leaf)
+        got_flops += e.flops, got_bytes += e.mem_bytes;
+    }
+    if (got != want)
+      throw Rejection(at +
+                      ": the trace's collectives and units are not in the order the unit "
+                      "list gives");
+    if (got_flops != flops || got_bytes != bytes)
+      throw Rejection(at + ": the trace holds " + show(got_flops) + " FLOPs and " +
+                      show(got_bytes) + " bytes of compute, one step of the reference model " +
+                      show(flops) + " and " + show(bytes));
+  }
+  return gtl::dist::simulate_timeline(traces, lab06::reference_cluster());
+}
+
+std::string prefetch_overlap_timeline() {
+  Recorded r("Prefetch.HidesGathersBehindComputeOnTheReferenceCluster");
+  const gtl::dist::Timeline pre = judged_timeline(r, 1), jit = judged_timeline(r, 0);
+  const double hidden = std::min(hidden_gathers(pre, 0), hidden_gathers(pre, 1));
+  const double jit_hidden = std::max(hidden_gathers(jit, 0), hidden_gathers(jit, 1));
+  if (!(hidden >= 0.6))
+    throw Rejection(r.test() + ": the judge's simulation of the recorded traces hides " +
+                    show(hidden) + " of the gathers with prefetch, below the bar 0.6");
+  if (!(jit_hidden <= 0.05))
+    throw Rejection(r.test() + ": the judge's simulation hides " + show(jit_hidden) +
+                    " of the synchronous gathers, above 0.05");
+  if (!(pre.step_time() < jit.step_time()))
+    throw Rejection(r.test() + ": in the judge's simulation prefetch does not shorten the step");
+  const std::vector<double> figures = {hidden, jit_hidden, pre.step_time(), jit.step_time()};
+  std::size_t k = 0;
+  for (const char* name : {"the hidden fraction with prefetch", "the hidden fraction without",
+                           "the step time with prefetch", "the step time without"}) {
+    const auto got = r.next<double>(name);
+    if (!(std::fabs(got - figures[k]) <= 1e-9 * std::fabs(figures[k])))
+      throw Rejection(r.test() + ": the test reported " + name + " " + show(got) +
+                      ", the judge's simulation gives " + show(figures[k]));
+    ++k;
+  }
+  return "the traces hold the step's work in the units' order; simulated here, prefetch hides " +
+         show(hidden) + " of the gathers";
+}
+
+std::string fsdp_real_processes() {
+  for (auto [world, backend, test] :
+       {std::tuple{1, "in-process",
+                   "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank"},
+        {2, "mpi", "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks"}}) {
+    Recorded r(test);
+    expect_equal(r.next<std::string>("the backend"), std::string(backend),
+                 r.test() + ": the backend");
+    expect_equal(r.next<int>("the world size"), world, r.test() + ": the world size");
+    const TrainResult want = ddp(world)[0];
+    r.expect_digest(want.weights, "the final weights on " + std::to_string(world) + " processes");
+    r.expect_digest(want.losses, "rank 0's losses on " + std::to_string(world) + " processes");
+  }
+  return "both runs equal in-process DDP bit for bit";
+}
+
+// ---- TODO 6: sharded checkpoints ---------------------------------------------------------------
+// Each rank's saved files (the test's record_shard_files) after 2 steps: unit u's value shard is
+// chunk r of DDP's weights of unit u, zero-padded; m and v hold 2 values per real element.
+void expect_shard_files(const std::string& test, const TrainConfig& config, int n) {
+  const std::vector<int64_t> numels = lab06::testing::unit_numels(config.model);
+  const std::vector<float> weights = ddp(n, with_steps(config, 2))[0].weights;
+  Recorded r(test);
+  for (int rank = 0; rank < n; ++rank) {
+    std::size_t first = 0;
+    int64_t optim = 0;
+    for (std::size_t u = 0; u < numels.size(); ++u) {
+      std::vector<float> padded(weights.begin() + long(first),
+                                weights.begin() + long(first + std::size_t(numels[u])));
+      padded.resize(std::size_t(padded_of(numels[u], n)), 0.f);
+      const int64_t shard = shard_of(numels[u], n);
+      const std::vector<float> mine(padded.begin() + rank * shard,
+                                    padded.begin() + (rank + 1) * shard);
+      const std::string at = test + ": N " + std::to_string(n) + ", rank " + std::to_string(rank) +
+                             ", unit" + std::to_string(u) + ".values";
+      expect_equal(r.next<int64_t>("a shard's size"), shard, at + ": its size");
+      r.expect_digest(mine, at + " (chunk r of the trained unit, padding included)");
+      first += std::size_t(numels[u]);
+      optim += 2 * real_of(numels[u], n, rank);
+    }
+    const std::string at = test + ": N " + std::to_string(n) + ", rank " + std::to_string(rank);
+    expect_equal(r.next<int64_t>("the optimizer's elements"), optim,
+                 at + ": elements of the saved optimizer state");
+    expect_equal(r.next<int64_t>("the step count"), int64_t{2}, at + ": optim.step_count");
+  }
+}
+
+std::string checkpoint_shards() {
+  expect_shard_files("ShardedCheckpoint.EachRankSavesExactlyItsShardsAndOptimizerState", {}, 3);
+  const std::string seeded =
+      "ShardedCheckpoint.EachRankSavesExactlyItsShardsAndOptimizerStateOnASeededRun";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  expect_shard_files(seeded, c.config, c.world);
+  return "each rank's file holds its value shards of the trained units and its state's size";
+}
+
+std::string checkpoint_resume() {
+  Recorded r("ShardedCheckpoint.ResumesBitForBitWithTheSameWorldSize");
+  for (int n : {2, 5})
+    expect_runs(r, ddp(n, with_steps({}, 4)), fixed(n) + ", resumed at step 2", 2);
+  const std::string seeded = "ShardedCheckpoint.ResumesBitForBitWithTheSameWorldSizeOnASeededRun";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  Recorded s(seeded);
+  expect_runs(s, ddp(c.world, with_steps(c.config, 4)),
+              lab06_cases::describe(c) + ", resumed at step 3", 3);
+  for (const char* test : {"ShardedCheckpoint.RefusesToLoadShardsCutForAnotherWorldSize",
+                           "ShardedCheckpoint.RefusesToLoadAnotherRanksShards"}) {
+    Recorded t(test);
+    if (!t.next<bool>("whether loading threw"))
+      throw Rejection(t.test() + ": loading the wrong shards did not throw gtl::Error");
+  }
+  return "the resumed runs equal DDP's uninterrupted run; wrong shards are refused";
+}
+
+std::string checkpoint_consolidate() {
+  Recorded r("ShardedCheckpoint.ConsolidatesIntoTheSingleProcessModelsParameters");
+  for (int n : {3, 5})
+    r.expect_digest(ddp(n, with_steps({}, 3))[0].weights,
+                    fixed(n) + ": the consolidated parameters (DDP's weights after 3 steps)");
+  const std::string seeded =
+      "ShardedCheckpoint.ConsolidatesIntoTheSingleProcessModelsParametersOnASeededRun";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  Recorded s(seeded);
+  s.expect_digest(ddp(c.world, with_steps(c.config, 3))[0].weights,
+                  lab06_cases::describe(c) + ": the consolidated parameters");
+  return "the consolidated parameters are the trained weights";
+}
+
+// ---- TODO 7 ------------------------------------------------------------------------------------
+std::string clip_over_shards() {
+  Recorded r("ClipOverShards.SeededGradientsWorldsAndMaxNorms");
+  for (const lab06_cases::ClipCase& c : lab06_cases::seeded_clip_cases()) {
+    const int64_t numel = int64_t(c.grad.size());
+    const std::string input = "numel " + std::to_string(numel) + ", N " + std::to_string(c.world) +
+                              ", max_norm " + show(c.max_norm);
+    const std::string at = r.test() + ": " + input;
+    std::vector<lab06::ParamRef> whole = {lab06::ParamRef{gtl::Tensor::zeros({numel}),
+                                                          gtl::Tensor::from_vector(c.grad, {numel}),
+                                                          gtl::Tensor(), "g"}};
+    const double norm = gtl::optim::clip_grad_norm_(whole, c.max_norm).item();
+    const std::vector<float> clipped = whole[0].grad.to_vector();
+    const auto norms = r.sequence<float>(input + ": the ranks' norms", std::size_t(c.world));
+    for (int rank = 1; rank < c.world; ++rank)
+      if (std::memcmp(&norms[std::size_t(rank)], &norms[0], sizeof(float)) != 0)
+        throw Rejection(at + ": rank " + std::to_string(rank) + "'s norm " +
+                        show(norms[std::size_t(rank)]) + " differs from rank 0's " +
+                        show(norms[0]));
+    gtl::judge::expect_close({norm}, {norms[0]}, 1e-6, 0, at + ": the global norm");
+    gtl::judge::expect_close({clipped.begin(), clipped.end()},
+                             r.sequence<float>(input + ": the clipped shards", clipped.size()),
+                             1e-6, 1e-7, at + ": the clipped gradient");
+  }
+  return "every seeded gradient's global norm and clipped shards are one process's";
+}
+
+// The steps taken (record_all of a bool per rank): all skip when the overflowing rank's shard holds
+// a real element, all step otherwise.
+void expect_decision(Recorded& r, int n, int overflow, int64_t numel) {
+  const bool inf = overflow >= 0 && real_of(numel, n, overflow) > 0;
+  const std::string input = "numel " + std::to_string(numel) + ", N " + std::to_string(n) +
+                            ", overflowing rank " + std::to_string(overflow);
+  const std::string at = r.test() + ": " + input;
+  const auto stepped = r.sequence<int>(input + ": the steps taken", std::size_t(n));
+  for (int rank = 0; rank < n; ++rank)
+    if (stepped[std::size_t(rank)] != (inf ? 0 : 1))
+      throw Rejection(
+          at + ": rank " + std::to_string(rank) +
+          (inf ? " stepped although a shard overflowed" : " skipped although no shard overflowed"));
+}
+
+std::string agree_found_inf() {
+  Recorded fixed_cases("AgreeFoundInf.EveryRankSkipsTheStepWhenOneShardOverflowed");
+  for (int n : {2, 3, 5}) {
+    for (int overflow = 0; overflow < n; ++overflow) expect_decision(fixed_cases, n, overflow, 37);
+    expect_decision(fixed_cases, n, -1, 37);
+  }
+  Recorded empty("AgreeFoundInf.ARankWithoutGradientsCountsAsFinite");
+  expect_decision(empty, 5, -1, 3);
+  expect_decision(empty, 5, 1, 3);
+  Recorded seeded("AgreeFoundInf.SeededWorldsAndOverflowingRanks");
+  for (const lab06_cases::InfCase& c : lab06_cases::seeded_inf_cases())
+    expect_decision(seeded, c.world, c.overflow, c.numel);
+  return "every rank skips exactly when some shard overflowed";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return gtl::judge::run(argc, argv,
+                         {{"shard-math", shard_math},
+                          {"zero1-equivalence", zero1_equivalence},
+                          {"zero1-memory", zero1_memory},
+                          {"zero1-traffic", zero1_traffic},
+                          {"zero2-equivalence", zero2_equivalence},
+                          {"zero2-memory", zero2_memory},
+                          {"zero2-traffic", zero2_traffic},
+                          {"fsdp-equivalence", fsdp_equivalence},
+                          {"fsdp-memory", fsdp_memory},
+                          {"fsdp-gather-free-order", fsdp_gather_free_order},
+                          {"fsdp-traffic", fsdp_traffic},
+                          {"prefetch-order", prefetch_order},
+                          {"prefetch-memory", prefetch_memory},
+                          {"prefetch-overlap-timeline", prefetch_overlap_timeline},
+                          {"fsdp-real-processes", fsdp_real_processes},
+                          {"checkpoint-shards", checkpoint_shards},
+                          {"checkpoint-resume", checkpoint_resume},
+                          {"checkpoint-consolidate", checkpoint_consolidate},
+                          {"clip-over-shards", clip_over_shards},
+                          {"agree-found-inf", agree_found_inf}});
+}
