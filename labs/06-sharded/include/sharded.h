@@ -180,4 +180,21 @@ void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler);
 float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
                               float max_norm);
 
+// ---- 8. bf16 compute copies under FSDP (fsdp_mixed_precision.cpp) -------------------------------
+// FSDP's all-gathers are its largest traffic: two per unit per step. Mixed precision gathers a
+// bf16 COMPUTE copy instead of the fp32 values: each rank rounds its fp32 shard to bf16 (round to
+// nearest even, Tensor::to), the ranks all-gather the bf16 shards, and the unit computes on the
+// bf16 copy; half the bytes on the wire and half the memory of a gathered unit. What persists
+// stays fp32: the value shards (the master weights AdamW updates), the gradient shards, m and v.
+// Gradients are reduce-scattered in fp32 (PyTorch FSDP's MixedPrecision(param_dtype=bf16,
+// reduce_dtype=fp32)): a sum of N bf16 gradients would round at every addition, and the fp32
+// reduce-scatter moves only a third of a step's bytes.
+//
+// Unit `flat`'s full compute copy: bf16, [flat.padded_numel()], in a fresh tensor from the
+// current allocator, equal bit for bit to the fp32 full values rounded to bf16. One all-gather
+// of the rank's bf16 shard; the fp32 shard is left untouched. Every rank calls it.
+Tensor gather_bf16_values(Communicator& comm, const gtl::nn::FlatParameter& flat);
+// Bytes this rank sends in that all-gather on a ring: the (N - 1) bf16 shards it forwards.
+int64_t bf16_gather_bytes_sent(const gtl::nn::FlatParameter& flat);
+
 }  // namespace lab06
