@@ -103,6 +103,10 @@ class Trainer {
   // written by a trainer with the same model, precision, batch size and data seed.
   void save(const std::string& path) const;
   void load(const std::string& path);
+  // Only the weights ("model.<parameter>" entries, every one required, shapes checked): to start
+  // training or evaluate from weights written elsewhere, e.g. consolidated from the shards of a
+  // sharded run. The optimizer, scaler, loader and step count are left as they are.
+  void load_weights(const std::string& path);
 
   int64_t steps_done() const { return steps_; }
   int64_t epoch() const { return loader_->position().epoch; }

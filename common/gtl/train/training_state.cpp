@@ -51,6 +51,17 @@ void Trainer::save(const std::string& path) const {
   ckpt.save(path);
 }
 
+void Trainer::load_weights(const std::string& path) {
+  const io::CheckpointFile ckpt = io::CheckpointFile::load(path);
+  for (const optim::ParamRef& p : buffer_->params()) {
+    GTL_CHECK(ckpt.has("model." + p.name),
+              "Trainer::load_weights: " << path << " has no entry model." << p.name);
+    Tensor value = p.value;  // a view into the flat buffer: get_into writes the model's weights
+    ckpt.get_into("model." + p.name, value);
+  }
+  buffer_->refresh_compute();
+}
+
 void Trainer::load(const std::string& path) {
   const io::CheckpointFile ckpt = io::CheckpointFile::load(path);
   check_same(ckpt, "config.model", options_.model.kind);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "gtl/data/synthetic_digits.h"
+#include "gtl/io/checkpoint_file.h"
 #include "gtl/train/trainer.h"
 #include "gtl_test.h"
 
@@ -97,6 +98,37 @@ TEST(Resume, MismatchedOptionsAreRefusedWithAReason) {
     FAIL() << "loading an fp32 checkpoint into a bf16 trainer must throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("config.precision = fp32"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+// load_weights takes the weights alone (e.g. consolidated from the shards of a sharded run): a
+// fresh trainer then holds bitwise the saved weights and evaluates like the saver, but keeps its
+// own step count; a file without some parameter is refused, naming it.
+TEST(Resume, LoadWeightsTakesTheWeightsAlone) {
+  auto data = std::make_shared<data::SyntheticDigits>(320, data::Split::Train, 1);
+  const std::string path = temp_path("load-weights");
+  train::Trainer saver(small_options("fp32"), data);
+  for (int i = 0; i < 5; ++i) saver.step();
+  saver.save(path);
+  train::Trainer fresh(small_options("fp32"), data);
+  fresh.load_weights(path);
+  EXPECT_EQ(fresh.steps_done(), 0) << "load_weights restores the weights only";
+  const std::vector<float> want = saver.parameters().values().to_vector();
+  const std::vector<float> got = fresh.parameters().values().to_vector();
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+      << "the loaded weights must be the saved ones bit for bit";
+  EXPECT_EQ(bits(fresh.evaluate(*data, 64).loss), bits(saver.evaluate(*data, 64).loss))
+      << "same weights, same evaluation";
+  io::CheckpointFile partial;
+  partial.put("model.unrelated", Tensor::zeros({1}));
+  partial.save(path);
+  try {
+    fresh.load_weights(path);
+    FAIL() << "a file without the model's parameters must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no entry model."), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
 }

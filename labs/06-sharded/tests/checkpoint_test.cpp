@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <string>
 
+#include "gtl/data/synthetic_digits.h"
 #include "gtl/io/checkpoint_file.h"
+#include "gtl/train/trainer.h"
 #include "lab06_cases.h"
 #include "lab06_test_util.h"
 
@@ -209,6 +211,31 @@ TEST(ShardedCheckpoint, ConsolidatesIntoTheSingleProcessModelsParameters) {
         << "each unit from rank r's file, padding dropped";
     std::filesystem::remove_all(dir);
   }
+}
+
+// The consolidated file is a checkpoint the single-process trainer loads (Trainer::load_weights):
+// after loading, the trainer's model holds the sharded run's weights bit for bit.
+TEST(ShardedCheckpoint, ConsolidatesIntoAFileTheSingleProcessTrainerLoads) {
+  const int n = 3;
+  const std::string dir = temp_dir("trainer");
+  const std::vector<TrainResult> run = testing::run(n, Stage::Zero3, saving(dir, 3, 3));
+  consolidate(dir, n, lab_model(), dir + "/full.ckpt");
+  gtl::train::TrainerOptions options;
+  options.model = lab_model();
+  gtl::train::Trainer trainer(
+      options, std::make_shared<gtl::data::SyntheticDigits>(64, gtl::data::Split::Train, 1));
+  ASSERT_NO_THROW(trainer.load_weights(dir + "/full.ckpt"))
+      << "the single-process trainer must load the consolidated file: one model.<name> entry per "
+      << "parameter, with the parameter's shape";
+  std::vector<float> weights;
+  for (const ParamRef& p : trainer.model().parameters()) {
+    const std::vector<float> v = p.value.to_vector();
+    weights.insert(weights.end(), v.begin(), v.end());
+  }
+  EXPECT_EQ(bitwise_diff(weights, run[0].weights), "")
+      << "N " << n
+      << ": the trainer loaded from the consolidated file must hold the trained weights";
+  std::filesystem::remove_all(dir);
 }
 
 // Save, resume and consolidate a seeded run (model width, depth and weights, data seed, world).
