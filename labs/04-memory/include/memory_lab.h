@@ -104,7 +104,9 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
 //   - a freed block merges with its free neighbours of the same segment;
 //   - empty_cache() returns every fully free segment to the system;
 //   - under a memory limit (set_memory_limit) a new segment that would exceed it first releases
-//     the free segments, then, still too big, throws gtl::OutOfMemoryError with nothing changed.
+//     the free segments, then, still too big, throws gtl::OutOfMemoryError (via
+//     Allocator::throw_oom with the REQUESTED size, as PyTorch reports it), leaving the
+//     allocated bytes and live blocks unchanged (the released free segments stay released).
 // Statistics are the core's (Allocator::note_alloc / note_free with the REQUESTED size,
 // note_system_alloc / note_system_free with segment sizes).
 class LabCachingAllocator final : public gtl::Allocator {
@@ -207,6 +209,7 @@ struct TimelineEvent {
 class MemoryTimeline {
  public:
   // Called by TimelineAllocator after each successful allocation / before each free.
+  // (An allocator never hands out a live pointer twice: on_alloc need not check for it.)
   void on_alloc(const void* ptr, int64_t bytes, Category category);  // TODO 3
   // Throws gtl::Error for a pointer that is not live (never allocated, or freed already).
   void on_free(const void* ptr);  // TODO 3
@@ -214,7 +217,7 @@ class MemoryTimeline {
   const std::vector<TimelineEvent>& events() const { return events_; }
   int64_t live_bytes() const;            // TODO 3: now, all categories
   int64_t live_bytes(Category c) const;  // TODO 3: now, one category
-  int64_t peak_bytes() const;            // TODO 3: highest `live` over the events
+  int64_t peak_bytes() const;            // TODO 3: highest `live` over the events (0 without)
   // Index of the FIRST event at which live reached peak_bytes() (-1 without events).
   int64_t peak_event() const;               // TODO 3
   int64_t bytes_at_peak(Category c) const;  // TODO 3: live in c after peak_event()
@@ -364,8 +367,9 @@ class Checkpoint final : public gtl::nn::Module {
 // The lab MLP of `config` (same initial weights as gtl::nn::make_model(config)) with its
 // residual blocks grouped into segments of `every` consecutive blocks, each wrapped in a
 // Checkpoint (the last segment may be shorter); every == 0: no checkpointing (plain model).
-// Top-level layers: 0 Flatten, 1 Linear, then one per segment (a Checkpoint), then LayerNorm and
-// the last Linear.
+// Top level: make_stage pieces added whole (a stage is a Sequential): the layers before the first
+// block, one Checkpoint per segment (each wrapping the make_stage of its blocks), then the head.
+// Parameter names then differ from make_model's; the tests compare values in order.
 std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& config,
                                                              int64_t every);  // TODO 5a
 // The sqrt(L) policy: the segment length that minimises the handout's bound for L blocks,
