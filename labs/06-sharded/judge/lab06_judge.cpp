@@ -14,7 +14,11 @@
 //                      collective)
 //   orders             the hooks' held units and the collectives' order from the unit list
 //   checkpoints        each rank's value shards cut from DDP's weights, its optimizer state's size
-//                      and step count
+//                      and step count; on the units TODO 6's own tests fill (lab06_cases.h's known
+//                      values, a seeded base): each file's entries, the restored shards, m, v and
+//                      step count, and the consolidated parameters
+//   bf16 copies        the core's rounding of the initialised units' fp32 values, the bytes from
+//                      (N - 1) shards of 2 bytes, the copy's bytes and the untouched fp32 shards
 //   clip and skip      the core's single-process clip_grad_norm_ on the whole gradient; the skip
 //                      decision from which rank's shard holds the inf
 //   overlap timeline   the recorded traces: their collectives in the unit list's order, their
