@@ -14,7 +14,11 @@
 //                      collective)
 //   orders             the hooks' held units and the collectives' order from the unit list
 //   checkpoints        each rank's value shards cut from DDP's weights, its optimizer state's size
-//                      and step count
+//                      and step count; on the units TODO 6's own tests fill (lab06_cases.h's known
+//                      values, a seeded base): each file's entries, the restored shards, m, v and
+//                      step count, and the consolidated parameters
+//   bf16 copies        the core's rounding of the initialised units' fp32 values, the bytes from
+//                      (N - 1) shards of 2 bytes, the copy's bytes and the untouched fp32 shards
 //   clip and skip      the core's single-process clip_grad_norm_ on the whole gradient; the skip
 //                      decision from which rank's shard holds the inf
 //   overlap timeline   the recorded traces: their collectives in the unit list's order, their
@@ -637,6 +641,193 @@ std::string checkpoint_consolidate() {
   return "the consolidated parameters are the trained weights";
 }
 
+// ---- TODO 6 on its own: files, restored state and consolidation of known shards -----------------
+// The unit-level tests fill the shards with lab06_cases::unit_value above a base (0 for the fixed
+// tests, drawn from the seed for the seeded ones) and AdamW's m and v with optimizer_value: the
+// judge recomputes from these what each file must hold, what a load must restore and what
+// consolidate must write.
+struct UnitsCase {
+  gtl::nn::ModelConfig model;
+  int world = 2;
+  int64_t base = 0;
+  std::string input;
+  std::string test;  // the test that recorded it
+};
+std::vector<UnitsCase> units_cases(const std::string& test, const std::vector<int>& worlds) {
+  std::vector<UnitsCase> cases;
+  for (int n : worlds) cases.push_back({lab06::lab_model(), n, 0, "N " + std::to_string(n), test});
+  const std::string seeded = test + "OnASeededModel";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  const int64_t base = lab06_cases::seeded_value_base(seeded);
+  cases.push_back({c.config.model, c.world, base,
+                   lab06_cases::describe(c) + ", value base " + std::to_string(base), seeded});
+  return cases;
+}
+
+// Rank `rank`'s chunk of unit u's known flat buffer, padding (zeros) included.
+std::vector<float> known_shard(int64_t base, std::size_t u, int64_t numel, int n, int rank) {
+  std::vector<float> v(std::size_t(shard_of(numel, n)));
+  for (std::size_t j = 0; j < v.size(); ++j)
+    v[j] = lab06_cases::unit_value(base, u, rank * shard_of(numel, n) + int64_t(j), numel);
+  return v;
+}
+
+// One recorded shard (its size, then its digest) against the known chunk.
+void expect_shard(Recorded& r, const UnitsCase& c, std::size_t u, int64_t numel, int rank,
+                  const std::string& what) {
+  const std::string at =
+      c.input + ", rank " + std::to_string(rank) + ", unit " + std::to_string(u) + ": " + what;
+  expect_equal(r.next<std::size_t>(at), std::size_t(shard_of(numel, c.world)),
+               r.test() + ": " + at + ": its size (ceil(numel / N))");
+  r.expect_digest(known_shard(c.base, u, numel, c.world, rank),
+                  at + " (chunk r of the unit's known values, padding included)");
+}
+
+std::string checkpoint_units_layout() {
+  const std::string test = "ShardedCheckpointUnits.EachFileHoldsOnlyItsRanksShardsAndLayout";
+  for (const UnitsCase& c : units_cases(test, {3})) {
+    Recorded r(c.test);
+    const std::vector<int64_t> numels = lab06::testing::unit_numels(c.model);
+    for (int rank = 0; rank < c.world; ++rank) {
+      const std::string at = r.test() + ": " + c.input + ", rank " + std::to_string(rank);
+      expect_equal(r.next<int64_t>("world_size"), int64_t(c.world), at + ": the world_size entry");
+      expect_equal(r.next<int64_t>("rank"), int64_t(rank), at + ": the rank entry");
+      for (std::size_t u = 0; u < numels.size(); ++u)
+        expect_shard(r, c, u, numels[u], rank, "the file's unit" + std::to_string(u) + ".values");
+    }
+  }
+  return "each rank's file holds its world size, its rank and exactly its chunk of every unit";
+}
+
+std::string checkpoint_units_roundtrip() {
+  const std::string test =
+      "ShardedCheckpointUnits.SaveThenLoadRestoresShardsAndOptimizerStateBitwise";
+  Recorded fixed_runs(test), seeded_runs(test + "OnASeededModel");
+  for (const UnitsCase& c : units_cases(test, {2, 3, 5})) {
+    Recorded& r = c.test == test ? fixed_runs : seeded_runs;
+    const std::vector<int64_t> numels = lab06::testing::unit_numels(c.model);
+    for (int rank = 0; rank < c.world; ++rank) {
+      for (std::size_t u = 0; u < numels.size(); ++u)
+        expect_shard(r, c, u, numels[u], rank, "the restored shard_values()");
+      // m and v of each shard param (a unit whose chunk holds real elements), in unit order.
+      std::vector<int64_t> sizes;
+      for (int64_t numel : numels)
+        if (real_of(numel, c.world, rank) > 0)
+          sizes.insert(sizes.end(), 2, real_of(numel, c.world, rank));
+      const std::string at = r.test() + ": " + c.input + ", rank " + std::to_string(rank);
+      expect_equal(r.next<std::size_t>("the state's tensors"), sizes.size(),
+                   at + ": tensors of the restored optimizer.state() (m and v per shard param)");
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        std::vector<float> want(std::size_t(sizes[k]));
+        for (std::size_t j = 0; j < want.size(); ++j)
+          want[j] = lab06_cases::optimizer_value(rank, k, j);
+        expect_equal(r.next<std::size_t>("a state tensor's size"), want.size(),
+                     at + ": the size of state tensor " + std::to_string(k));
+        r.expect_digest(want, c.input + ", rank " + std::to_string(rank) + ": restored state " +
+                                  "tensor " + std::to_string(k) + " (the saved m or v)");
+      }
+      expect_equal(r.next<int64_t>("the step count"), int64_t{7},
+                   at + ": the restored AdamW step count");
+    }
+  }
+  return "every rank's shards, m, v and step count are restored exactly (fixed and seeded)";
+}
+
+std::string checkpoint_units_consolidate() {
+  const std::string test = "ShardedCheckpointUnits.ConsolidatesKnownShardsIntoEveryParameter";
+  Recorded fixed_runs(test), seeded_runs(test + "OnASeededModel");
+  for (const UnitsCase& c : units_cases(test, {2, 5})) {
+    Recorded& r = c.test == test ? fixed_runs : seeded_runs;
+    // The parameters in model order walk the units' flat buffers: parameter p of unit u holds
+    // the known values of its elements of the unit, the padding dropped.
+    auto model = gtl::nn::make_model(c.model);
+    for (std::size_t u = 0, unit = 0; u < model->size(); ++u) {
+      if ((*model)[u].num_parameters() == 0) continue;
+      const int64_t numel = (*model)[u].num_parameters();
+      int64_t first = 0;
+      for (const lab06::ParamRef& p : (*model)[u].parameters()) {
+        std::vector<float> want(std::size_t(p.value.numel()));
+        for (std::size_t j = 0; j < want.size(); ++j)
+          want[j] = lab06_cases::unit_value(c.base, unit, first + int64_t(j), numel);
+        first += p.value.numel();
+        const std::string at = c.input + ", unit " + std::to_string(unit) + ", model." + p.name;
+        expect_equal(r.next<std::size_t>(at), want.size(),
+                     r.test() + ": " + at + ": the consolidated parameter's size");
+        r.expect_digest(want, at + " (the units' known values in rank order, padding dropped)");
+      }
+      ++unit;
+    }
+  }
+  return "every consolidated parameter holds the units' known values (fixed and seeded)";
+}
+
+// ---- TODO 8: bf16 compute copies ---------------------------------------------------------------
+// Rank `rank`'s units of `config` as make_units builds them (the core's FlatParameter of the
+// initialised model).
+std::vector<std::unique_ptr<gtl::nn::FlatParameter>> flats(gtl::nn::Sequential& model, int n,
+                                                           int rank) {
+  std::vector<std::unique_ptr<gtl::nn::FlatParameter>> out;
+  for (std::size_t i = 0; i < model.size(); ++i)
+    if (model[i].num_parameters() > 0)
+      out.push_back(
+          std::make_unique<gtl::nn::FlatParameter>(model[i], gtl::Device::cpu(), n, rank));
+  return out;
+}
+
+// Every rank's gathers (the test's record_gathers): the copy is the full fp32 values rounded to
+// bf16 by the core, the all-gather and bf16_gather_bytes_sent (N - 1) shards of 2 bytes.
+void expect_gathers(Recorded& r, const gtl::nn::ModelConfig& config, int n,
+                    const std::string& input) {
+  for (int rank = 0; rank < n; ++rank) {
+    auto model = gtl::nn::make_model(config);
+    const auto units = flats(*model, n, rank);
+    const std::string at = r.test() + ": " + input + ", rank " + std::to_string(rank);
+    expect_equal(r.next<std::size_t>("the units"), units.size(), at + ": the units gathered");
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      const gtl::nn::FlatParameter& flat = *units[u];
+      const std::vector<float> want =
+          flat.values().to(gtl::DType::BFloat16).to(gtl::DType::Float32).to_vector();
+      const std::string of = at + ", unit " + std::to_string(u);
+      expect_equal(r.next<std::size_t>("a copy's size"), want.size(),
+                   of + ": the bf16 copy's elements (the padded unit)");
+      r.expect_digest(want, input + ", rank " + std::to_string(rank) + ", unit " +
+                                std::to_string(u) + ": the bf16 copy (the fp32 values rounded)");
+      const int64_t bytes = (n - 1) * shard_of(flat.numel(), n) * 2;
+      expect_equal(r.next<int64_t>("the bytes sent"), bytes, of + ": the all-gather's bytes sent");
+      expect_equal(r.next<int64_t>("bf16_gather_bytes_sent"), bytes,
+                   of + ": bf16_gather_bytes_sent");
+    }
+  }
+}
+
+std::string fsdp_bf16() {
+  Recorded fixed_runs("FsdpBf16.GathersTheFullValuesRoundedToBf16BitForBit");
+  for (int n : {1, 2, 3, 5}) expect_gathers(fixed_runs, lab06::lab_model(), n, fixed(n));
+  const std::string seeded = "FsdpBf16.GathersAndMovesHalfTheBytesOnASeededModel";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  Recorded s(seeded);
+  expect_gathers(s, c.config.model, c.world, lab06_cases::describe(c));
+  Recorded kept("FsdpBf16.KeepsTheFp32ShardsAndPersistentBytes");
+  for (int n : {2, 3}) {
+    for (int rank = 0; rank < n; ++rank) {
+      auto model = gtl::nn::make_model(lab06::lab_model());
+      const auto units = flats(*model, n, rank);
+      for (std::size_t u = 0; u < units.size(); ++u) {
+        const std::string at = kept.test() + ": " + fixed(n) + ", rank " + std::to_string(rank) +
+                               ", unit " + std::to_string(u);
+        expect_equal(kept.next<int64_t>("the bytes added"), 2 * units[u]->padded_numel(),
+                     at + ": the bytes the live bf16 copy adds (2 per padded element)");
+        expect_equal(kept.next<int64_t>("the bytes left"), int64_t{0},
+                     at + ": the bytes left after the copy is gone");
+        kept.expect_digest(units[u]->shard_values().to_vector(),
+                           fixed(n) + ", rank " + std::to_string(rank) + ", unit " +
+                               std::to_string(u) + ": the fp32 shard after the gather (untouched)");
+      }
+    }
+  }
+  return "every bf16 copy is the fp32 values rounded, sent in half the bytes; the shards stay";
+}
+
 // ---- TODO 7 ------------------------------------------------------------------------------------
 std::string clip_over_shards() {
   Recorded r("ClipOverShards.SeededGradientsWorldsAndMaxNorms");
@@ -717,5 +908,9 @@ int main(int argc, char** argv) {
                           {"checkpoint-resume", checkpoint_resume},
                           {"checkpoint-consolidate", checkpoint_consolidate},
                           {"clip-over-shards", clip_over_shards},
-                          {"agree-found-inf", agree_found_inf}});
+                          {"agree-found-inf", agree_found_inf},
+                          {"checkpoint-units-layout", checkpoint_units_layout},
+                          {"checkpoint-units-roundtrip", checkpoint_units_roundtrip},
+                          {"checkpoint-units-consolidate", checkpoint_units_consolidate},
+                          {"fsdp-bf16", fsdp_bf16}});
 }

@@ -4,10 +4,13 @@
 //   - the all-gather sends exactly half the bytes of fp32 FSDP's (the communicator's counters);
 //   - the fp32 shards stay as they were, and the rank's persistent bytes do not change: the bf16
 //     copy is the only thing the gather adds while it lives (the rank's allocator).
+// The lab model on fixed worlds and a seeded model and world (lab06_cases.h); each test records
+// what the student's functions produced for lab06_judge, which recomputes it from the seed.
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "lab06_cases.h"
 #include "lab06_test_util.h"
 
 namespace lab06 {
@@ -28,55 +31,89 @@ std::vector<float> widened(const Tensor& bf16) {
   return bf16.to(gtl::DType::Float32).to_vector();
 }
 
-TEST(FsdpBf16, GathersTheFullValuesRoundedToBf16BitForBit) {
-  for (int n : {1, 2, 3, 5}) {
-    on_ranks(n, [&](Communicator& comm) {
-      auto model = gtl::nn::make_model(lab_model());
-      std::vector<Unit> units = make_units(*model, comm);
-      for (std::size_t u = 0; u < units.size(); ++u) {
-        const gtl::nn::FlatParameter& flat = *units[u].flat;
-        const std::vector<float> expected = widened(flat.values().to(gtl::DType::BFloat16));
-        const Tensor full = gather_bf16_values(comm, flat);
-        ASSERT_TRUE(full.defined()) << "N " << n << ", unit " << u << ": no tensor returned";
-        ASSERT_EQ(full.dtype(), gtl::DType::BFloat16)
-            << "N " << n << ", unit " << u << ": the compute copy must be bf16";
-        EXPECT_EQ(bitwise_diff(widened(full), expected), "")
-            << "N " << n << ", rank " << comm.rank() << ", unit " << u
-            << ": the gathered copy must be every rank's fp32 shard rounded to bf16 (round to "
-               "nearest even, Tensor::to), in rank order: the full values rounded, bit for bit";
-      }
-    });
+// What a rank's gathers produced (for the judge): per unit, the widened compute copy, the bytes
+// the all-gather sent and bf16_gather_bytes_sent.
+struct Gathered {
+  std::vector<std::vector<float>> copies;
+  std::vector<int64_t> sent, reported;
+};
+void record_gathers(gtl::judge::Outputs& out, const std::vector<Gathered>& ranks) {
+  for (const Gathered& g : ranks) {
+    out.record(g.copies.size());
+    for (std::size_t u = 0; u < g.copies.size(); ++u) {
+      out.record(g.copies[u].size());
+      out.record_digest(g.copies[u].data(), g.copies[u].size());
+      out.record(g.sent[u]);
+      out.record(g.reported[u]);
+    }
   }
 }
 
-TEST(FsdpBf16, MovesExactlyHalfTheBytesOfAnFp32Gather) {
-  for (int n : {2, 3, 5}) {
-    on_ranks(n, [&](Communicator& comm) {
-      auto model = gtl::nn::make_model(lab_model());
-      std::vector<Unit> units = make_units(*model, comm);
-      for (std::size_t u = 0; u < units.size(); ++u) {
-        const gtl::nn::FlatParameter& flat = *units[u].flat;
-        // fp32 FSDP's gather of this unit on a ring: N - 1 shards of 4-byte elements.
-        const int64_t fp32_bytes =
-            int64_t{n - 1} * gtl::nn::ShardLayout(flat.numel(), n).shard_size() * 4;
-        const int64_t before = comm.counters("all_gather").bytes_sent;
-        const Tensor full = gather_bf16_values(comm, flat);
-        const int64_t sent = comm.counters("all_gather").bytes_sent - before;
-        EXPECT_EQ(2 * sent, fp32_bytes)
-            << "N " << n << ", rank " << comm.rank() << ", unit " << u << ": sent " << sent
-            << " bytes, fp32 FSDP sends " << fp32_bytes
-            << ": gather the bf16 shards (2 bytes each), not the fp32 values";
-        EXPECT_EQ(bf16_gather_bytes_sent(flat), fp32_bytes / 2)
-            << "N " << n << ", unit " << u
-            << ": bf16_gather_bytes_sent: (N - 1) shards of 2-byte elements";
-      }
-    });
-  }
+// Every unit of `config` gathered as bf16 on N ranks: the copy must be the fp32 full values
+// rounded, the gather must send half fp32 FSDP's bytes; what came is recorded for the judge.
+void check_gathers(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config, int n,
+                   const std::string& input) {
+  std::vector<Gathered> ranks(static_cast<std::size_t>(n));
+  on_ranks(n, [&](Communicator& comm) {
+    auto model = gtl::nn::make_model(config);
+    std::vector<Unit> units = make_units(*model, comm);
+    Gathered& mine = ranks[static_cast<std::size_t>(comm.rank())];
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      const gtl::nn::FlatParameter& flat = *units[u].flat;
+      const std::vector<float> expected = widened(flat.values().to(gtl::DType::BFloat16));
+      // fp32 FSDP's gather of this unit on a ring: N - 1 shards of 4-byte elements.
+      const int64_t fp32_bytes =
+          int64_t{n - 1} * gtl::nn::ShardLayout(flat.numel(), n).shard_size() * 4;
+      const int64_t before = comm.counters("all_gather").bytes_sent;
+      const Tensor full = gather_bf16_values(comm, flat);
+      const int64_t sent = comm.counters("all_gather").bytes_sent - before;
+      const bool bf16 = full.defined() && full.dtype() == gtl::DType::BFloat16;
+      mine.copies.push_back(bf16 ? widened(full) : std::vector<float>{});
+      mine.sent.push_back(sent);
+      mine.reported.push_back(bf16_gather_bytes_sent(flat));
+      const std::string at =
+          input + ", rank " + std::to_string(comm.rank()) + ", unit " + std::to_string(u);
+      ASSERT_TRUE(full.defined()) << at << ": no tensor returned";
+      ASSERT_EQ(full.dtype(), gtl::DType::BFloat16) << at << ": the compute copy must be bf16";
+      EXPECT_EQ(bitwise_diff(mine.copies.back(), expected), "")
+          << at
+          << ": the gathered copy must be every rank's fp32 shard rounded to bf16 (round "
+             "to nearest even, Tensor::to), in rank order: the full values rounded, bit for bit";
+      EXPECT_EQ(2 * sent, fp32_bytes)
+          << at << ": sent " << sent << " bytes, fp32 FSDP sends " << fp32_bytes
+          << ": gather the bf16 shards (2 bytes each), not the fp32 values";
+      EXPECT_EQ(mine.reported.back(), fp32_bytes / 2)
+          << at << ": bf16_gather_bytes_sent: (N - 1) shards of 2-byte elements";
+    }
+  });
+  record_gathers(out, ranks);
 }
+
+TEST(FsdpBf16, GathersTheFullValuesRoundedToBf16BitForBit) {
+  gtl::judge::Outputs out("FsdpBf16.GathersTheFullValuesRoundedToBf16BitForBit");
+  for (int n : {1, 2, 3, 5}) check_gathers(out, lab_model(), n, "N " + std::to_string(n));
+}
+
+TEST(FsdpBf16, GathersAndMovesHalfTheBytesOnASeededModel) {
+  const std::string test = "FsdpBf16.GathersAndMovesHalfTheBytesOnASeededModel";
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  check_gathers(out, c.config.model, c.world, lab06_cases::describe(c));
+}
+
+// What a rank held (for the judge): per unit, the bytes the live copy added, the bytes left after
+// it, and the fp32 shard afterwards.
+struct Held {
+  std::vector<int64_t> added, left;
+  std::vector<std::vector<float>> shards;
+};
 
 TEST(FsdpBf16, KeepsTheFp32ShardsAndPersistentBytes) {
+  gtl::judge::Outputs out("FsdpBf16.KeepsTheFp32ShardsAndPersistentBytes");
   for (int n : {2, 3}) {
+    std::vector<Held> ranks(static_cast<std::size_t>(n));
     on_ranks(n, [&](Communicator& comm) {
+      Held& mine = ranks[static_cast<std::size_t>(comm.rank())];
       auto model = gtl::nn::make_model(lab_model());
       std::vector<Unit> units = make_units(*model, comm);
       for (Unit& unit : units) unit.flat->release_values(), unit.flat->release_grads();
@@ -88,6 +125,7 @@ TEST(FsdpBf16, KeepsTheFp32ShardsAndPersistentBytes) {
         {
           const Tensor full = gather_bf16_values(comm, flat);
           comm.barrier();  // the peers have consumed the messages this rank sent (its memory)
+          mine.added.push_back(allocator->stats().allocated_bytes - persistent);
           EXPECT_EQ(allocator->stats().allocated_bytes - persistent, 2 * flat.padded_numel())
               << "N " << n << ", rank " << comm.rank() << ", unit " << u
               << ": while the compute copy lives the rank holds its persistent bytes plus the "
@@ -95,6 +133,8 @@ TEST(FsdpBf16, KeepsTheFp32ShardsAndPersistentBytes) {
                  "temporaries)";
         }
         comm.barrier();
+        mine.left.push_back(allocator->stats().allocated_bytes - persistent);
+        mine.shards.push_back(flat.shard_values().to(gtl::DType::Float32).to_vector());
         EXPECT_EQ(allocator->stats().allocated_bytes, persistent)
             << "N " << n << ", rank " << comm.rank() << ", unit " << u
             << ": the persistent fp32 bytes per rank must not change";
@@ -105,6 +145,13 @@ TEST(FsdpBf16, KeepsTheFp32ShardsAndPersistentBytes) {
             << ": the fp32 shard must be left untouched (round a copy, not the master weights)";
       }
     });
+    for (const Held& h : ranks) {
+      for (std::size_t u = 0; u < h.shards.size(); ++u) {
+        out.record(h.added[u]);
+        out.record(h.left[u]);
+        out.record_digest(h.shards[u].data(), h.shards[u].size());
+      }
+    }
   }
 }
 

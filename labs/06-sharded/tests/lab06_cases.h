@@ -140,6 +140,26 @@ inline void record_traces(gtl::judge::Outputs& out,
   }
 }
 
+// ---- TODO 6 on its own: known shards and AdamW state
+// ----------------------------------------------- The unit-level checkpoint tests fill every shard
+// with a value that encodes (unit, element of the unit's flat buffer) above a base drawn from the
+// seed, and AdamW's m and v with values of (rank, tensor, element): the judge recomputes from
+// these what each file holds, what a load restores and what consolidate writes. All are exact in
+// float (below 2^24).
+inline int64_t seeded_value_base(const std::string& test) {
+  std::mt19937_64 g = gtl::test_seed::generator(test + ".values");
+  return gtl::test_seed::draw(g, 0, 1 << 20);
+}
+// Element i of unit u's flat buffer of `numel` real elements; 0 for padding.
+inline float unit_value(int64_t base, std::size_t u, int64_t i, int64_t numel) {
+  return i < numel ? static_cast<float>(base + 100000 * int64_t(u + 1) + i) : 0.0f;
+}
+// Element j of tensor k of the optimizer state (m and v of each shard param, in order) of `rank`.
+inline float optimizer_value(int rank, std::size_t k, std::size_t j) {
+  return 0.5f + static_cast<float>(rank) + 0.25f * static_cast<float>(k) +
+         static_cast<float>(j) / 1024.0f;
+}
+
 // ---- TODO 7: clipping and skipping over shards
 // ---------------------------------------------------
 struct ClipCase {
