@@ -15,6 +15,10 @@
 // order as Ddp, and AdamW is element-wise, so all four train bit for bit alike.
 // TODO 6's checks save a Zero3 run's shards after some step (save_sharded) and resume another run
 // from them (load_sharded): see TrainConfig.
+// Everything runs on the CPU unless TrainConfig::device names a GPU: then the model, the units, the
+// batches and AdamW's state live there, and the ranks are threads sharing that GPU (run_ranks with
+// RunOptions::device, each rank with its own stream and CUDA caching allocator), the same code as
+// on the CPU. The GPU check compares such a run with the CPU's (tests/gpu_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -41,9 +45,10 @@ gtl::nn::ModelConfig reference_model();
 gtl::dist::CostModel reference_cluster();
 constexpr int64_t kReferenceBatchPerRank = 128;
 
-// One unit per child of `model` that has parameters, each a FlatParameter on the CPU padded for
+// One unit per child of `model` that has parameters, each a FlatParameter on `device` padded for
 // comm.world_size() ranks (values and gradients materialised, as FlatParameter builds them).
-std::vector<Unit> make_units(gtl::nn::Sequential& model, const Communicator& comm);
+std::vector<Unit> make_units(gtl::nn::Sequential& model, const Communicator& comm,
+                             gtl::Device device = gtl::Device::cpu());
 
 struct TrainConfig {
   gtl::nn::ModelConfig model = lab_model();
@@ -53,6 +58,9 @@ struct TrainConfig {
   uint64_t data_seed = 11;
   float lr = 1e-2f;
   int prefetch = 0;  // Zero3 only: Fsdp's prefetch distance
+  // Where the model, its units, the batches and AdamW's state live. A GPU needs the ranks run with
+  // RunOptions::device set to it, so that each rank has its own stream and its own allocator there.
+  gtl::Device device = gtl::Device::cpu();
   // Zero3 only, sharded checkpoints (TODO 6): save_sharded(checkpoint_dir) once
   // save_after_steps steps are done (0: never); resume_at_step > 0: load_sharded(checkpoint_dir)
   // before the first step and run steps resume_at_step .. steps-1 only.
@@ -64,9 +72,9 @@ struct TrainConfig {
 struct TrainResult {
   std::vector<float> weights;  // every parameter after the last step, model order, concatenated
   std::vector<float> losses;   // this rank's batch loss at every step
-  // This rank's allocator, relative to the bytes it held before the model was built (the
-  // batches): after the last step (weights + gradients + optimizer state that persist between
-  // steps), and the peak during the last step.
+  // This rank's allocator on config.device, relative to the bytes it held before the model was
+  // built (the batches): after the last step (weights + gradients + optimizer state that persist
+  // between steps), and the peak during the last step.
   int64_t persistent_bytes = 0;
   int64_t peak_bytes = 0;
   // The communicator's counters during the last step, by operation.

@@ -6,7 +6,8 @@
 //   shard arithmetic   padded sizes, offsets, real elements and owners from ceil(numel / N)
 //   training           every rank's weights and losses bit for bit the harness's DDP run (the
 //                      core's all-reduce), which each ZeRO stage must equal in deterministic mode;
-//                      the real-process runs and the resumed and consolidated checkpoints too
+//                      the real-process runs and the resumed and consolidated checkpoints too;
+//                      the GPU run's losses within GEMM rounding of them
 //   memory             persistent bytes from the ZeRO formulas over the units' sizes; the peaks
 //                      against the shards, the units' full buffers and DDP's activations, which
 //                      the judge measures with its own DDP run
@@ -569,6 +570,31 @@ std::string fsdp_real_processes() {
   return "both runs equal in-process DDP bit for bit";
 }
 
+// The GPU check: two ranks sharing one GPU. Each rank's losses within GEMM rounding of DDP's on
+// the CPU (gpu_test.cpp derives the tolerance); its persistent bytes the ZeRO-3 formula's; its
+// traffic ZeRO-3's (two gathers and one reduce-scatter of each unit).
+std::string fsdp_gpu() {
+  const int n = 2;
+  const std::vector<TrainResult> want = ddp(n);
+  Recorded r("GpuFsdp.TwoRanksSharingOneGpuTrainAsOnTheCpu");
+  for (int rank = 0; rank < n; ++rank) {
+    const std::vector<float>& losses = want[std::size_t(rank)].losses;
+    const std::string at = r.test() + ", rank " + std::to_string(rank);
+    expect_close(std::vector<double>(losses.begin(), losses.end()),
+                 r.sequence<float>(at + ": the losses", losses.size()),
+                 lab06_cases::kGpuLossRtol, 0.0, at + ": the losses");
+  }
+  Recorded b("GpuFsdp.EachRanksGpuAllocatorHoldsExactlyItsShards");
+  const std::vector<int64_t> numels = lab06::testing::unit_numels(lab06::lab_model());
+  for (int rank = 0; rank < n; ++rank) {
+    const std::string at = b.test() + ": " + fixed(n) + ", rank " + std::to_string(rank);
+    expect_equal(b.next<int64_t>("persistent bytes"),
+                 persistent_bytes(Stage::Zero3, numels, n, rank), at + ": persistent bytes");
+    expect_traffic(b, numels, n, 2, at);
+  }
+  return "both ranks' losses are the CPU's within rounding, their bytes and traffic ZeRO-3's";
+}
+
 // ---- TODO 6: sharded checkpoints ---------------------------------------------------------------
 // Each rank's saved files (the test's record_shard_files) after 2 steps: unit u's value shard is
 // chunk r of DDP's weights of unit u, zero-padded; m and v hold 2 values per real element.
@@ -904,6 +930,7 @@ int main(int argc, char** argv) {
                           {"prefetch-memory", prefetch_memory},
                           {"prefetch-overlap-timeline", prefetch_overlap_timeline},
                           {"fsdp-real-processes", fsdp_real_processes},
+                          {"fsdp-gpu", fsdp_gpu},
                           {"checkpoint-shards", checkpoint_shards},
                           {"checkpoint-resume", checkpoint_resume},
                           {"checkpoint-consolidate", checkpoint_consolidate},

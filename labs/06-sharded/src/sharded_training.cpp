@@ -63,13 +63,13 @@ dist::CostModel reference_cluster() {
   return m;
 }
 
-std::vector<Unit> make_units(nn::Sequential& model, const Communicator& comm) {
+std::vector<Unit> make_units(nn::Sequential& model, const Communicator& comm, Device device) {
   std::vector<Unit> units;
   for (std::size_t i = 0; i < model.size(); ++i) {
     nn::Module& child = model[i];
     if (child.num_parameters() == 0) continue;
     units.push_back(Unit{&child, std::make_unique<nn::FlatParameter>(
-                                     child, Device::cpu(), comm.world_size(), comm.rank())});
+                                     child, device, comm.world_size(), comm.rank())});
   }
   return units;
 }
@@ -101,8 +101,9 @@ int64_t expected_persistent_bytes(Stage stage, const std::vector<int64_t>& numel
 
 namespace {
 
-// Every batch this rank takes, loaded before the model exists (so the allocator's bytes after that
-// point are the model's, its gradients', the optimizer's and the step's).
+// Every batch this rank takes, on config.device, loaded before the model exists (so the allocator's
+// bytes after that point are the model's, its gradients', the optimizer's and the step's). On a
+// GPU each batch is copied on this rank's stream, which orders the copy before the step reads it.
 std::vector<data::Batch> load_batches(const Communicator& comm, const TrainConfig& config) {
   data::DataLoaderOptions o;
   o.batch_size = config.batch_per_rank;
@@ -117,6 +118,10 @@ std::vector<data::Batch> load_batches(const Communicator& comm, const TrainConfi
     std::optional<data::Batch> batch = loader.next();
     if (!batch) batch = loader.next();  // end of an epoch: start the next one
     GTL_CHECK(batch.has_value(), "lab06: the data set is smaller than one batch");
+    if (!config.device.is_cpu()) {
+      batch->images = batch->images.to(config.device);
+      batch->labels = batch->labels.to(config.device);
+    }
     batches.push_back(*batch);
   }
   return batches;
@@ -170,7 +175,7 @@ StageRun make_stage_run(Communicator& comm, Stage stage, nn::Sequential& model,
   const int n = comm.world_size(), r = comm.rank();
   switch (stage) {
     case Stage::Ddp:
-      run.buffer = std::make_unique<nn::ParameterBuffer>(model, Device::cpu());
+      run.buffer = std::make_unique<nn::ParameterBuffer>(model, config.device);
       run.optimizer = std::make_unique<gtl::optim::AdamW>(
           std::vector<ParamRef>{run.buffer->flat_param()}, adamw(config));
       break;
@@ -178,7 +183,7 @@ StageRun make_stage_run(Communicator& comm, Stage stage, nn::Sequential& model,
     case Stage::Zero2: {
       nn::FlatParameter::Options o;
       o.shard_grads = stage == Stage::Zero2;
-      run.flat = std::make_unique<nn::FlatParameter>(model, Device::cpu(), n, r, o);
+      run.flat = std::make_unique<nn::FlatParameter>(model, config.device, n, r, o);
       if (stage == Stage::Zero1) {
         run.zero1 = std::make_unique<Zero1>(comm, *run.flat, adamw(config));
       } else {
@@ -187,7 +192,7 @@ StageRun make_stage_run(Communicator& comm, Stage stage, nn::Sequential& model,
       break;
     }
     case Stage::Zero3:
-      run.units = make_units(model, comm);
+      run.units = make_units(model, comm, config.device);
       run.fsdp = std::make_unique<Fsdp>(comm, model, run.units, config.prefetch);
       run.optimizer = std::make_unique<gtl::optim::AdamW>(run.fsdp->shard_params(), adamw(config));
       break;
@@ -212,7 +217,7 @@ std::vector<float> gathered_weights(Communicator& comm, nn::Module& model,
 
 TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
   const std::vector<data::Batch> batches = load_batches(comm, config);
-  const std::shared_ptr<gtl::Allocator> allocator = gtl::current_allocator(Device::cpu());
+  const std::shared_ptr<gtl::Allocator> allocator = gtl::current_allocator(config.device);
   const int64_t baseline = allocator->stats().allocated_bytes;
   std::unique_ptr<nn::Sequential> model = nn::make_model(config.model);
   StageRun run = make_stage_run(comm, stage, *model, config);
