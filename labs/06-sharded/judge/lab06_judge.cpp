@@ -86,6 +86,7 @@ void load_sharded(const std::string&, const Communicator&, std::vector<Unit>&, g
 
 namespace {
 
+using gtl::judge::expect_close;
 using gtl::judge::expect_equal;
 using gtl::judge::Recorded;
 using gtl::judge::Rejection;
