@@ -30,7 +30,8 @@ void load_sharded(const std::string& dir, const Communicator& comm, std::vector<
                   gtl::optim::AdamW& optimizer) {
   // TODO(lab06) step 6b: load shard_file(dir, rank, N); throw gtl::Error (GTL_CHECK) unless its
   //   world_size and rank are the communicator's; copy the unit shards into shard_values() and
-  //   the optimizer state back (load_state, set_step_count). About 14 lines.
+  //   the optimizer state back (load_state, set_step_count). get_into takes a Tensor&: copy the
+  //   handle first (Tensor v = ...shard_values(); a handle shares its storage). About 14 lines.
   (void)dir, (void)comm, (void)units, (void)optimizer;
   // END TODO(lab06)
 }

@@ -23,9 +23,9 @@ void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler) {
 
 float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
                               float max_norm) {
-  // TODO(lab06) step 7b: this shard's squared L2 norm (gtl::ops::global_l2_norm), summed over
-  //   ranks, its square root; then scale the shard with gtl::optim::scale_by_clip_coef_ and
-  //   return the norm. About 10 lines.
+  // TODO(lab06) step 7b: this shard's L2 norm (gtl::ops::global_l2_norm returns the norm, not
+  //   its square), squared and summed over ranks, then the square root; scale the shard with
+  //   gtl::optim::scale_by_clip_coef_ and return the norm. About 10 lines.
   (void)comm, (void)shard_params, (void)max_norm;
   return 0.f;
   // END TODO(lab06)

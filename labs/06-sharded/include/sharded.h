@@ -144,10 +144,9 @@ class Fsdp {
   gtl::nn::HookHandle hooks_;
 };
 
-// ---- 6. Sharded checkpoint (sharded_checkpoint.cpp)
-// ---------------------------------------------- Each rank saves only what it owns, in its own file
-// shard_file(dir, rank, N) (a gtl::io::CheckpointFile, written atomically): no rank ever holds the
-// whole model. Entries:
+// ---- 6. Sharded checkpoint (sharded_checkpoint.cpp) ---------------------------------------------
+// Each rank saves only what it owns, in its own file shard_file(dir, rank, N), a
+// gtl::io::CheckpointFile written atomically: no rank ever holds the whole model. Its entries:
 //   "world_size", "rank"            the layout the shards were cut for
 //   "unit<u>.values"                 unit u's shard_values() (its padding included)
 //   "optim.<name>"                   every tensor of optimizer.state() (this rank's m and v)
@@ -166,13 +165,14 @@ void load_sharded(const std::string& dir, const Communicator& comm, std::vector<
 void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelConfig& config,
                  const std::string& path);
 
-// ---- 7. Skip and clip decisions that agree across ranks (sharded_clip.cpp)
-// ------------------------ Sharded, each rank unscales and clips only its own shard of the
-// gradients. Left alone, rank 0 would skip a step for an overflow rank 2 never saw, and each rank
-// would clip by the norm of its own shard: the ranks' models would drift apart. Between
-// scaler.unscale_(shard params) and scaler.step(): the scaler's found-inf flag (found_inf_flag(),
-// float32 [1]; undefined on a rank whose unscale_ saw no parameter, which counts as 0) becomes its
-// MAXIMUM over ranks (set_found_inf_flag). No-op when the scaler is disabled. Every rank calls it.
+// ---- 7. Skip and clip decisions that agree across ranks (sharded_clip.cpp) ----------------------
+// Sharded, each rank unscales and clips only its own shard of the gradients. Left alone, rank 0
+// would skip a step for an overflow rank 2 never saw, and each rank would clip by the norm of its
+// own shard: the ranks' models would drift apart. Between scaler.unscale_(shard params) and
+// scaler.step(): the scaler's found-inf flag (found_inf_flag(), float32 [1]; undefined on a rank
+// whose unscale_ saw no parameter, which counts as a float32 [1] zero on the CPU, where this lab's
+// scaler runs) becomes its MAXIMUM over ranks (set_found_inf_flag). No-op when the scaler is
+// disabled. Every rank calls it.
 void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler);
 // Clips this rank's shard gradients (shard_params may be empty) by the GLOBAL norm, sqrt of the
 // sum over ranks of |shard|^2, with the coefficient min(max_norm / (norm + 1e-6), 1); returns

@@ -16,11 +16,30 @@
 #include "gtl/distributed/launch.h"
 #include "sharded_training.h"
 
+namespace {
+
+constexpr const char* kUsage =
+    "usage: lab06_fsdp_train [--out FILE]\n"
+    "  The lab's ZeRO-3 training with prefetch 1 (your Fsdp) on the ranks the launcher started:\n"
+    "  one process without a launcher, or GTL_DIST_BACKEND=mpi mpirun -np N lab06_fsdp_train.\n"
+    "  Rank 0 writes its weights and losses to FILE (default lab06_result.txt).\n";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   try {
     std::string out = "lab06_result.txt";
-    for (int i = 1; i + 1 < argc; ++i) {
-      if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+        std::cout << kUsage;
+        return 0;
+      }
+      if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+        out = argv[++i];
+      } else {
+        std::cerr << "lab06_fsdp_train: unknown argument '" << argv[i] << "'\n" << kUsage;
+        return 2;
+      }
     }
     std::unique_ptr<lab06::Communicator> comm = gtl::dist::init_from_environment();
     GTL_CHECK(comm->backend() != "nccl", "lab06_fsdp_train runs on the CPU (MPI or one process)");

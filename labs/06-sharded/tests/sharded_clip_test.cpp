@@ -64,8 +64,12 @@ TEST(ClipOverShards, EveryRankClipsByTheNormOfTheWholeGradient) {
                      clipped[static_cast<std::size_t>(r)].end());
         }
         EXPECT_NEAR(norms[0], ref_norm, 1e-6 * ref_norm)
-            << "numel " << numel << ", N " << n << ": the norm of the whole gradient is sqrt of "
-            << "the SUM over ranks of each shard's squared norm, not one shard's norm";
+            << "numel " << numel << ", N " << n << ": the returned norm, expected the L2 norm of "
+            << "the whole gradient (sqrt of a sum of squares; global_l2_norm returns a norm, not "
+            << "its square)"
+            << (n > 1 ? ": with shards, sqrt of the SUM over ranks of each shard's squared norm, "
+                        "not one shard's norm"
+                      : "");
         ASSERT_EQ(all.size(), ref_clipped.size()) << "numel " << numel << ", N " << n;
         for (std::size_t i = 0; i < all.size(); ++i) {
           EXPECT_NEAR(all[i], ref_clipped[i], 1e-6 * std::abs(ref_clipped[i]) + 1e-7)
