@@ -132,6 +132,11 @@ class Fsdp {
   // before_forward(u) for u + 1 and by before_backward(u) for u - 1, AFTER gathering u and
   // BEFORE u computes: the gather then runs while u computes.
   void prefetch(int64_t u);
+  // Unit u's prefetch in flight, if any: the Work gather(u) waits for (TODO 5's own checks wait
+  // on it too, so they do not need gather, TODO 4).
+  const std::optional<gtl::dist::Work>& in_flight(int64_t u) const {
+    return pending_.at(static_cast<std::size_t>(u));
+  }
 
   int64_t num_units() const { return static_cast<int64_t>(units_.size()); }
 

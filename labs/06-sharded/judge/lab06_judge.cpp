@@ -14,6 +14,8 @@
 //   traffic            calls and bytes from the padded sizes (a ring moves N - 1 shards per
 //                      collective)
 //   orders             the hooks' held units and the collectives' order from the unit list
+//   prefetch alone     per unit one asynchronous gather with its Work kept, 4 bytes per padded
+//                      element, the initialised unit's full values
 //   checkpoints        each rank's value shards cut from DDP's weights, its optimizer state's size
 //                      and step count; on the units TODO 6's own tests fill (lab06_cases.h's known
 //                      values, a seeded base): each file's entries, the restored shards, m, v and
@@ -128,6 +130,18 @@ std::vector<TrainResult> ddp(int world, const TrainConfig& config = {}) {
 TrainConfig with_steps(TrainConfig config, int64_t steps) {
   config.steps = steps;
   return config;
+}
+
+// Rank `rank`'s units of `config` as make_units builds them (the core's FlatParameter of the
+// initialised model).
+std::vector<std::unique_ptr<gtl::nn::FlatParameter>> flats(gtl::nn::Sequential& model, int n,
+                                                           int rank) {
+  std::vector<std::unique_ptr<gtl::nn::FlatParameter>> out;
+  for (std::size_t i = 0; i < model.size(); ++i)
+    if (model[i].num_parameters() > 0)
+      out.push_back(
+          std::make_unique<gtl::nn::FlatParameter>(model[i], gtl::Device::cpu(), n, rank));
+  return out;
 }
 
 // Every rank's weights and losses (record_runs) against `want`, from `first_loss` on.
@@ -425,6 +439,44 @@ std::string prefetch_memory() {
   return "exactly the next unit's full values more; the peak within two units";
 }
 
+// TODO 5 on its own (PrefetchAlone's record): every rank, every unit of `config`, one prefetch:
+// one async all-gather with its Work kept, 4 bytes per padded element added, nothing issued
+// again, and the unit's full initial values.
+void expect_prefetches(Recorded& r, const gtl::nn::ModelConfig& config, int n,
+                       const std::string& input) {
+  for (int rank = 0; rank < n; ++rank) {
+    auto model = gtl::nn::make_model(config);
+    const auto units = flats(*model, n, rank);
+    expect_equal(r.next<std::size_t>("the unit count"), units.size(),
+                 r.test() + ": " + input + ", rank " + std::to_string(rank) + ": units");
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      const std::string at = r.test() + ": " + input + ", rank " + std::to_string(rank) +
+                             ", unit " + std::to_string(u) + ": ";
+      expect_equal(r.next<int64_t>("gathers issued"), int64_t{1}, at + "all-gathers issued");
+      expect_equal(r.next<int>("async"), 1, at + "the gather was asynchronous");
+      expect_equal(r.next<int>("work kept"), 1, at + "in_flight(u) held its Work");
+      expect_equal(r.next<int64_t>("bytes added"), 4 * units[u]->padded_numel(),
+                   at + "the bytes added (the full values)");
+      expect_equal(r.next<int64_t>("gathers again"), int64_t{0}, at + "gathers issued again");
+      r.expect_digest(units[u]->values().to_vector(), at + "the prefetched full values");
+    }
+  }
+}
+
+std::string prefetch_alone() {
+  Recorded fixed_runs("PrefetchAlone.IssuesOneAsyncGatherIntoFreshValues");
+  for (int n : {2, 3, 5}) expect_prefetches(fixed_runs, lab06::lab_model(), n, fixed(n));
+  const std::string seeded = "PrefetchAlone.IssuesOneAsyncGatherIntoFreshValuesOnASeededModel";
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
+  Recorded s(seeded);
+  expect_prefetches(s, c.config.model, c.world, lab06_cases::describe(c));
+  Recorded ends("PrefetchAlone.DoesNothingPastEitherEnd");
+  for (int rank = 0; rank < 2; ++rank)
+    expect_equal(ends.next<int64_t>("gathers past the ends"), int64_t{0},
+                 ends.test() + ", rank " + std::to_string(rank) + ": gathers issued");
+  return "every unit's prefetch is one async gather of its weights, 4 bytes per padded element";
+}
+
 // ---- the overlap timeline: the recorded traces, checked and simulated here ----------------------
 gtl::dist::TraceEvent parse_event(const std::string& line, const std::string& what) {
   std::istringstream in(line);
@@ -582,8 +634,8 @@ std::string fsdp_gpu() {
     const std::vector<float>& losses = want[std::size_t(rank)].losses;
     const std::string at = r.test() + ", rank " + std::to_string(rank);
     expect_close(std::vector<double>(losses.begin(), losses.end()),
-                 r.sequence<float>(at + ": the losses", losses.size()),
-                 lab06_cases::kGpuLossRtol, 0.0, at + ": the losses");
+                 r.sequence<float>(at + ": the losses", losses.size()), lab06_cases::kGpuLossRtol,
+                 0.0, at + ": the losses");
   }
   Recorded b("GpuFsdp.EachRanksGpuAllocatorHoldsExactlyItsShards");
   const std::vector<int64_t> numels = lab06::testing::unit_numels(lab06::lab_model());
@@ -789,18 +841,6 @@ std::string checkpoint_units_consolidate() {
 }
 
 // ---- TODO 8: bf16 compute copies ---------------------------------------------------------------
-// Rank `rank`'s units of `config` as make_units builds them (the core's FlatParameter of the
-// initialised model).
-std::vector<std::unique_ptr<gtl::nn::FlatParameter>> flats(gtl::nn::Sequential& model, int n,
-                                                           int rank) {
-  std::vector<std::unique_ptr<gtl::nn::FlatParameter>> out;
-  for (std::size_t i = 0; i < model.size(); ++i)
-    if (model[i].num_parameters() > 0)
-      out.push_back(
-          std::make_unique<gtl::nn::FlatParameter>(model[i], gtl::Device::cpu(), n, rank));
-  return out;
-}
-
 // Every rank's gathers (the test's record_gathers): the copy is the full fp32 values rounded to
 // bf16 by the core, the all-gather and bf16_gather_bytes_sent (N - 1) shards of 2 bytes.
 void expect_gathers(Recorded& r, const gtl::nn::ModelConfig& config, int n,
@@ -927,6 +967,7 @@ int main(int argc, char** argv) {
                           {"fsdp-memory", fsdp_memory},
                           {"fsdp-gather-free-order", fsdp_gather_free_order},
                           {"fsdp-traffic", fsdp_traffic},
+                          {"prefetch-alone", prefetch_alone},
                           {"prefetch-order", prefetch_order},
                           {"prefetch-memory", prefetch_memory},
                           {"prefetch-overlap-timeline", prefetch_overlap_timeline},
