@@ -42,6 +42,22 @@ inline std::string running_test() {
   return std::string(info->test_suite_name()) + "." + info->name();
 }
 
+// The stage trained on the seeded model, data and world size drawn for the running test, with
+// what its checks need: the case, the model's P, each rank's result, the judge's outputs.
+struct SeededZeroRun {
+  explicit SeededZeroRun(const ZeroStage& z)
+      : test(running_test()),
+        out(test),
+        c(lab06_cases::seeded_run(test)),
+        p(model_numel(c.config.model)),
+        zero(run(c.world, z.stage, c.config)) {}
+  const std::string test;
+  gtl::judge::Outputs out;
+  const lab06_cases::RunCase c;
+  const int64_t p;
+  const std::vector<TrainResult> zero;
+};
+
 inline void expect_trains_like_ddp_on_one_to_five_ranks(const ZeroStage& z) {
   gtl::judge::Outputs out(running_test());
   for (int n = 1; n <= 5; ++n) {
@@ -96,12 +112,11 @@ inline void expect_ddp_traffic_on_two_three_five_ranks(const ZeroStage& z) {
 }
 
 inline void expect_trains_like_ddp_on_a_seeded_run(const ZeroStage& z) {
-  const std::string test = running_test();
-  gtl::judge::Outputs out(test);
-  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  SeededZeroRun s(z);
+  const lab06_cases::RunCase& c = s.c;
+  const std::vector<TrainResult>& zero = s.zero;
   const std::vector<TrainResult> ddp = run(c.world, Stage::Ddp, c.config);
-  const std::vector<TrainResult> zero = run(c.world, z.stage, c.config);
-  lab06_cases::record_runs(out, zero);
+  lab06_cases::record_runs(s.out, zero);
   for (int r = 0; r < c.world; ++r) {
     EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
         << lab06_cases::describe(c) << ", rank " << r << ": " << z.name
@@ -113,13 +128,12 @@ inline void expect_trains_like_ddp_on_a_seeded_run(const ZeroStage& z) {
 }
 
 inline void expect_its_persistent_bytes_on_a_seeded_run(const ZeroStage& z) {
-  const std::string test = running_test();
-  gtl::judge::Outputs out(test);
-  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
-  const int64_t p = model_numel(c.config.model);
-  const std::vector<TrainResult> zero = run(c.world, z.stage, c.config);
+  SeededZeroRun s(z);
+  const lab06_cases::RunCase& c = s.c;
+  const int64_t p = s.p;
+  const std::vector<TrainResult>& zero = s.zero;
   for (int r = 0; r < c.world; ++r) {
-    out.record(zero[r].persistent_bytes);
+    s.out.record(zero[r].persistent_bytes);
     EXPECT_EQ(zero[r].persistent_bytes, expected_persistent_bytes(z.stage, {p}, c.world, r))
         << lab06_cases::describe(c) << ", rank " << r << " (P = " << p
         << "): persistent bytes differ from the " << z.name << " formula";
@@ -127,18 +141,16 @@ inline void expect_its_persistent_bytes_on_a_seeded_run(const ZeroStage& z) {
 }
 
 inline void expect_ddp_traffic_on_a_seeded_run(const ZeroStage& z) {
-  const std::string test = running_test();
-  gtl::judge::Outputs out(test);
-  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
-  const int64_t p = model_numel(c.config.model);
-  const std::vector<TrainResult> zero = run(c.world, z.stage, c.config);
+  SeededZeroRun s(z);
+  const lab06_cases::RunCase& c = s.c;
+  const std::vector<TrainResult>& zero = s.zero;
   for (int r = 0; r < c.world; ++r) {
-    lab06_cases::record_traffic(out, zero[r]);
+    lab06_cases::record_traffic(s.out, zero[r]);
     EXPECT_EQ(lab06_cases::calls(zero[r], "all_reduce"), 0) << lab06_cases::describe(c);
     EXPECT_EQ(lab06_cases::calls(zero[r], "reduce_scatter"), 1) << lab06_cases::describe(c);
     EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 1) << lab06_cases::describe(c);
-    EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), ddp_bytes_sent({p}, c.world))
-        << lab06_cases::describe(c) << ", rank " << r << " (P = " << p
+    EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), ddp_bytes_sent({s.p}, c.world))
+        << lab06_cases::describe(c) << ", rank " << r << " (P = " << s.p
         << "): one reduce-scatter + one all-gather of the padded buffer, 2 (N-1) shards";
   }
 }
