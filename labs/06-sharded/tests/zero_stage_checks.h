@@ -83,7 +83,8 @@ inline void expect_its_persistent_bytes_on_one_to_five_ranks(const ZeroStage& z)
               << zero[0].peak_bytes << "\n";
     for (int r = 0; r < n; ++r) {
       out.record(zero[r].persistent_bytes);
-      EXPECT_EQ(zero[r].persistent_bytes, expected_persistent_bytes(z.stage, {p}, n, r))
+      const int64_t expected = expected_persistent_bytes(z.stage, {p}, n, r);
+      EXPECT_EQ(zero[r].persistent_bytes, expected)
           << "N " << n << ", rank " << r << ": " << z.name << " keeps " << z.keeps << " (P = " << p
           << " padded to a multiple of N); got " << zero[r].persistent_bytes << " bytes. "
           << z.memory_mistakes;
@@ -98,13 +99,13 @@ inline void expect_ddp_traffic_on_two_three_five_ranks(const ZeroStage& z) {
     const std::vector<TrainResult> zero = run(n, z.stage);
     for (int r = 0; r < n; ++r) {
       lab06_cases::record_traffic(out, zero[r]);
-      EXPECT_EQ(lab06_cases::calls(zero[r], "all_reduce"), 0)
+      const auto calls = [&](const std::string& op) { return lab06_cases::calls(zero[r], op); };
+      EXPECT_EQ(calls("all_reduce"), 0)
           << "N " << n << ", rank " << r << ": " << z.name << " " << z.why_no_all_reduce;
-      EXPECT_EQ(lab06_cases::calls(zero[r], "reduce_scatter"), 1)
-          << "N " << n << ", rank " << r << ": one per step";
-      EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 1)
-          << "N " << n << ", rank " << r << ": one per step";
-      EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), ddp_bytes_sent({p}, n))
+      EXPECT_EQ(calls("reduce_scatter"), 1) << "N " << n << ", rank " << r << ": one per step";
+      EXPECT_EQ(calls("all_gather"), 1) << "N " << n << ", rank " << r << ": one per step";
+      const int64_t sent = lab06_cases::bytes_sent(zero[r]);
+      EXPECT_EQ(sent, testing::ddp_bytes_sent({p}, n))
           << "N " << n << ", rank " << r << ": reduce-scatter + all-gather of the padded buffer "
           << "is what DDP's all-reduce moves, 2 (N-1) shards";
     }
@@ -143,14 +144,15 @@ inline void expect_its_persistent_bytes_on_a_seeded_run(const ZeroStage& z) {
 inline void expect_ddp_traffic_on_a_seeded_run(const ZeroStage& z) {
   SeededZeroRun s(z);
   const lab06_cases::RunCase& c = s.c;
+  const int64_t p = s.p;
   const std::vector<TrainResult>& zero = s.zero;
   for (int r = 0; r < c.world; ++r) {
     lab06_cases::record_traffic(s.out, zero[r]);
     EXPECT_EQ(lab06_cases::calls(zero[r], "all_reduce"), 0) << lab06_cases::describe(c);
     EXPECT_EQ(lab06_cases::calls(zero[r], "reduce_scatter"), 1) << lab06_cases::describe(c);
     EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 1) << lab06_cases::describe(c);
-    EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), ddp_bytes_sent({s.p}, c.world))
-        << lab06_cases::describe(c) << ", rank " << r << " (P = " << s.p
+    EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), testing::ddp_bytes_sent({p}, c.world))
+        << lab06_cases::describe(c) << ", rank " << r << " (P = " << p
         << "): one reduce-scatter + one all-gather of the padded buffer, 2 (N-1) shards";
   }
 }
