@@ -114,45 +114,42 @@ inline void expect_ddp_traffic_on_two_three_five_ranks(const ZeroStage& z) {
 
 inline void expect_trains_like_ddp_on_a_seeded_run(const ZeroStage& z) {
   SeededZeroRun s(z);
-  const lab06_cases::RunCase& c = s.c;
   const std::vector<TrainResult>& zero = s.zero;
-  const std::vector<TrainResult> ddp = run(c.world, Stage::Ddp, c.config);
+  const std::vector<TrainResult> ddp = run(s.c.world, Stage::Ddp, s.c.config);
   lab06_cases::record_runs(s.out, zero);
-  for (int r = 0; r < c.world; ++r) {
+  for (int r = 0; r < s.c.world; ++r) {
     EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
-        << lab06_cases::describe(c) << ", rank " << r << ": " << z.name
+        << lab06_cases::describe(s.c) << ", rank " << r << ": " << z.name
         << "'s weights differ from DDP's";
     EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "")
-        << lab06_cases::describe(c) << ", rank " << r << ": " << z.name
+        << lab06_cases::describe(s.c) << ", rank " << r << ": " << z.name
         << "'s losses differ from DDP's";
   }
 }
 
 inline void expect_its_persistent_bytes_on_a_seeded_run(const ZeroStage& z) {
   SeededZeroRun s(z);
-  const lab06_cases::RunCase& c = s.c;
   const int64_t p = s.p;
   const std::vector<TrainResult>& zero = s.zero;
-  for (int r = 0; r < c.world; ++r) {
+  for (int r = 0; r < s.c.world; ++r) {
     s.out.record(zero[r].persistent_bytes);
-    EXPECT_EQ(zero[r].persistent_bytes, expected_persistent_bytes(z.stage, {p}, c.world, r))
-        << lab06_cases::describe(c) << ", rank " << r << " (P = " << p
+    EXPECT_EQ(zero[r].persistent_bytes, expected_persistent_bytes(z.stage, {p}, s.c.world, r))
+        << lab06_cases::describe(s.c) << ", rank " << r << " (P = " << p
         << "): persistent bytes differ from the " << z.name << " formula";
   }
 }
 
 inline void expect_ddp_traffic_on_a_seeded_run(const ZeroStage& z) {
   SeededZeroRun s(z);
-  const lab06_cases::RunCase& c = s.c;
   const int64_t p = s.p;
   const std::vector<TrainResult>& zero = s.zero;
-  for (int r = 0; r < c.world; ++r) {
+  for (int r = 0; r < s.c.world; ++r) {
     lab06_cases::record_traffic(s.out, zero[r]);
-    EXPECT_EQ(lab06_cases::calls(zero[r], "all_reduce"), 0) << lab06_cases::describe(c);
-    EXPECT_EQ(lab06_cases::calls(zero[r], "reduce_scatter"), 1) << lab06_cases::describe(c);
-    EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 1) << lab06_cases::describe(c);
-    EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), testing::ddp_bytes_sent({p}, c.world))
-        << lab06_cases::describe(c) << ", rank " << r << " (P = " << p
+    EXPECT_EQ(lab06_cases::calls(zero[r], "all_reduce"), 0) << lab06_cases::describe(s.c);
+    EXPECT_EQ(lab06_cases::calls(zero[r], "reduce_scatter"), 1) << lab06_cases::describe(s.c);
+    EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 1) << lab06_cases::describe(s.c);
+    EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), testing::ddp_bytes_sent({p}, s.c.world))
+        << lab06_cases::describe(s.c) << ", rank " << r << " (P = " << p
         << "): one reduce-scatter + one all-gather of the padded buffer, 2 (N-1) shards";
   }
 }
