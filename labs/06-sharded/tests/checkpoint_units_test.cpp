@@ -100,18 +100,6 @@ std::vector<float> floats_or_none(const gtl::io::CheckpointFile& ckpt, const std
   return ckpt.has(name) ? ckpt.get(name).to_vector() : std::vector<float>{};
 }
 
-// A seeded test's inputs: the run case and value base drawn for `test`, and how to name them.
-struct SeededUnits {
-  lab06_cases::RunCase run;
-  int64_t base = 0;
-  std::string input;
-};
-SeededUnits seeded_units(const std::string& test) {
-  SeededUnits s{lab06_cases::seeded_run(test), lab06_cases::seeded_value_base(test), ""};
-  s.input = lab06_cases::describe(s.run) + ", value base " + std::to_string(s.base);
-  return s;
-}
-
 // What a rank restored (for the judge): each unit's shard values, the optimizer state's tensors
 // and its step count.
 struct Restored {
@@ -172,6 +160,18 @@ void check_roundtrip(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& confi
   std::filesystem::remove_all(dir);
 }
 
+// A seeded test: `check` on the model, world size and value base drawn for `test` (lab06_cases.h),
+// recording under the test's name.
+using UnitsCheck = void (*)(gtl::judge::Outputs&, const gtl::nn::ModelConfig&, int, int64_t,
+                            const std::string&);
+void check_seeded(const std::string& test, UnitsCheck check) {
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const int64_t base = lab06_cases::seeded_value_base(test);
+  check(out, c.config.model, c.world, base,
+        lab06_cases::describe(c) + ", value base " + std::to_string(base));
+}
+
 TEST(ShardedCheckpointUnits, SaveThenLoadRestoresShardsAndOptimizerStateBitwise) {
   gtl::judge::Outputs out(
       "ShardedCheckpointUnits.SaveThenLoadRestoresShardsAndOptimizerStateBitwise");
@@ -179,11 +179,9 @@ TEST(ShardedCheckpointUnits, SaveThenLoadRestoresShardsAndOptimizerStateBitwise)
 }
 
 TEST(ShardedCheckpointUnits, SaveThenLoadRestoresShardsAndOptimizerStateBitwiseOnASeededModel) {
-  const std::string test =
-      "ShardedCheckpointUnits.SaveThenLoadRestoresShardsAndOptimizerStateBitwiseOnASeededModel";
-  gtl::judge::Outputs out(test);
-  const SeededUnits seeded = seeded_units(test);
-  check_roundtrip(out, seeded.run.config.model, seeded.run.world, seeded.base, seeded.input);
+  check_seeded(
+      "ShardedCheckpointUnits.SaveThenLoadRestoresShardsAndOptimizerStateBitwiseOnASeededModel",
+      check_roundtrip);
 }
 
 // Save filled units on N ranks, then check and record every rank's file: its world_size and rank
@@ -226,11 +224,8 @@ TEST(ShardedCheckpointUnits, EachFileHoldsOnlyItsRanksShardsAndLayout) {
 }
 
 TEST(ShardedCheckpointUnits, EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededModel) {
-  const std::string test =
-      "ShardedCheckpointUnits.EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededModel";
-  gtl::judge::Outputs out(test);
-  const SeededUnits seeded = seeded_units(test);
-  check_layout(out, seeded.run.config.model, seeded.run.world, seeded.base, seeded.input);
+  check_seeded("ShardedCheckpointUnits.EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededModel",
+               check_layout);
 }
 
 // Save filled units on N ranks, consolidate them, and check and record every parameter of the
@@ -269,11 +264,8 @@ TEST(ShardedCheckpointUnits, ConsolidatesKnownShardsIntoEveryParameter) {
 }
 
 TEST(ShardedCheckpointUnits, ConsolidatesKnownShardsIntoEveryParameterOnASeededModel) {
-  const std::string test =
-      "ShardedCheckpointUnits.ConsolidatesKnownShardsIntoEveryParameterOnASeededModel";
-  gtl::judge::Outputs out(test);
-  const SeededUnits seeded = seeded_units(test);
-  check_consolidate(out, seeded.run.config.model, seeded.run.world, seeded.base, seeded.input);
+  check_seeded("ShardedCheckpointUnits.ConsolidatesKnownShardsIntoEveryParameterOnASeededModel",
+               check_consolidate);
 }
 
 }  // namespace
