@@ -3,6 +3,7 @@
 //   GTL_REQUIRE_GPU();                       skip (with the reason) when no GPU is usable
 //   gpu_or_emulated(gpu, emulated)           a test size: large on a GPU, small when emulated
 //   expect_close(actual, expected, tol, what)  element-wise check that fails on NaN and inf
+//   expect_error_naming(fn, parts, what)     fn must throw gtl::Error naming every part
 //
 // Comparisons are written so that NaN fails: `!(err <= tol)` is true for NaN, whereas the common
 // `err > tol` is false for NaN and lets a broken kernel pass.
@@ -11,10 +12,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "gtl/runtime/device.h"
+#include "gtl/runtime/error.h"
 #include "gtl/tensor/tensor.h"
 
 #define GTL_REQUIRE_GPU()                                                       \
@@ -72,6 +75,20 @@ inline void expect_close(const Tensor& actual, const Tensor& expected, Tolerance
   ASSERT_EQ(actual.shape(), expected.shape()) << what << ": shapes differ";
   const std::string err = compare(actual.to_vector(), expected.to_vector(), tol);
   EXPECT_TRUE(err.empty()) << what << ": " << err;
+}
+
+// Runs `fn` and expects a gtl::Error whose message contains every one of `parts`.
+inline void expect_error_naming(const std::function<void()>& fn,
+                                const std::vector<std::string>& parts, const std::string& what) {
+  try {
+    fn();
+    ADD_FAILURE() << what << ": expected a gtl::Error, nothing was thrown";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos)
+          << what << ": the message should name '" << p << "', got: " << msg;
+  }
 }
 
 }  // namespace gtl::testing

@@ -5,6 +5,7 @@ gtl_core_sources(
       gtl/distributed/launch.cpp
       gtl/distributed/progress_queue.cpp
       gtl/distributed/trace.cpp
+      gtl/distributed/trace_text.cpp
       gtl/distributed/module_trace.cpp
       gtl/distributed/timeline.cpp
       gtl/distributed/sharded_grads.cpp

@@ -62,20 +62,6 @@ inline double dot(const std::vector<double>& w, const std::vector<double>& y) {
   return s;
 }
 
-// Runs `fn` and expects a gtl::Error whose message contains every one of `parts`.
-inline void expect_error_naming(const std::function<void()>& fn,
-                                const std::vector<std::string>& parts, const std::string& what) {
-  try {
-    fn();
-    ADD_FAILURE() << what << ": expected a gtl::Error, nothing was thrown";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos)
-          << what << ": the message should name '" << p << "', got: " << msg;
-  }
-}
-
 inline const char* name(DType t) {
   return dtype_name(t);
 }

@@ -4,12 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bitwise_diff.h"
 #include "gtl/distributed/in_process.h"
 
 namespace lab05::testing {
@@ -33,23 +32,7 @@ inline std::vector<float> summed(int world, int64_t n) {
   return out;
 }
 
-// "" when a and b are the same bits; else the first index that differs, both values.
-inline std::string bitwise_diff(const std::vector<float>& actual,
-                                const std::vector<float>& expected) {
-  if (actual.size() != expected.size()) {
-    return "got " + std::to_string(actual.size()) + " values, expected " +
-           std::to_string(expected.size());
-  }
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    if (std::memcmp(&actual[i], &expected[i], sizeof(float)) != 0) {
-      std::ostringstream s;
-      s.precision(9);
-      s << "element " << i << ": got " << actual[i] << ", expected " << expected[i];
-      return s.str();
-    }
-  }
-  return "";
-}
+using gtl::testing::bitwise_diff;  // bitwise_diff.h
 
 inline gtl::dist::RunOptions fast(bool deterministic = false) {
   gtl::dist::RunOptions o;

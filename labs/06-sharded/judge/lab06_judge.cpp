@@ -36,6 +36,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -45,6 +46,7 @@
 #include "gtl/distributed/module_trace.h"
 #include "gtl/distributed/timeline.h"
 #include "gtl/distributed/trace.h"
+#include "gtl/distributed/trace_text.h"
 #include "gtl/nn/module.h"
 #include "gtl/optim/grad_clip.h"
 #include "gtl/runtime/error.h"
@@ -478,33 +480,11 @@ std::string prefetch_alone() {
 }
 
 // ---- the overlap timeline: the recorded traces, checked and simulated here ----------------------
+// One recorded line back into an event (the core's text form, gtl/distributed/trace_text.h).
 gtl::dist::TraceEvent parse_event(const std::string& line, const std::string& what) {
-  std::istringstream in(line);
-  std::string word;
-  gtl::dist::TraceEvent e;
-  int kind = 0;
-  std::size_t n = 0;
-  auto name = [&](std::string& out) {
-    in >> out;
-    if (out == "-") out.clear();
-  };
-  in >> word >> e.seq >> kind;
-  name(e.op);
-  in >> e.bytes >> e.bytes_sent >> e.bytes_received >> n;
-  e.peers.resize(n);
-  for (int& peer : e.peers) in >> peer;
-  in >> n;
-  e.group.resize(n);
-  for (int& rank : e.group) in >> rank;
-  in >> e.group_seq >> e.async >> e.work_id;
-  name(e.module);
-  name(e.module_kind);
-  in >> e.leaf >> e.flops >> e.mem_bytes;
-  if (!in || word != "event" || kind < 0 ||
-      kind > static_cast<int>(gtl::dist::TraceKind::ModuleEnd))
-    throw Rejection(what + ": a malformed trace event");
-  e.kind = static_cast<gtl::dist::TraceKind>(kind);
-  return e;
+  std::optional<gtl::dist::TraceEvent> e = gtl::dist::parse_trace_event_line(line);
+  if (!e) throw Rejection(what + ": a malformed trace event");
+  return *e;
 }
 
 // The leaf modules' FLOPs and bytes of one forward and backward of the reference model on

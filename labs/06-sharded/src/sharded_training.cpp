@@ -1,15 +1,13 @@
 // Lab 06's training harness: see sharded_training.h.
 #include "sharded_training.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "gtl/data/data_loader.h"
 #include "gtl/data/synthetic_digits.h"
+#include "gtl/io/result_file.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/parameter_buffer.h"
@@ -257,56 +255,22 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
 }  // namespace lab06
 
 namespace lab06 {
-namespace {
-
-void write_floats(std::ostream& out, const char* name, const std::vector<float>& v) {
-  out << name << ' ' << v.size();
-  char buf[32];
-  for (float x : v) {
-    std::snprintf(buf, sizeof buf, " %a", static_cast<double>(x));
-    out << buf;
-  }
-  out << '\n';
-}
-
-std::vector<float> read_floats(std::istream& in, const std::string& name) {
-  std::string key;
-  std::size_t n = 0;
-  in >> key >> n;
-  GTL_CHECK(in && key == name, "lab06 result file: expected '" << name << "', got '" << key << "'");
-  std::vector<float> v(n);
-  for (float& x : v) {
-    std::string word;
-    in >> word;
-    x = static_cast<float>(std::strtod(word.c_str(), nullptr));
-  }
-  GTL_CHECK(in, "lab06 result file: '" << name << "' is truncated");
-  return v;
-}
-
-}  // namespace
-
+// The result file's layout (backend, world size, weights, losses) is io::ResultFileWriter's.
 void write_result(const std::string& path, const TrainResult& result, const std::string& backend,
                   int world_size) {
-  std::ofstream out(path);
-  GTL_CHECK(out, "lab06: cannot write " << path);
-  out << "backend " << backend << "\nworld_size " << world_size << '\n';
-  write_floats(out, "weights", result.weights);
-  write_floats(out, "losses", result.losses);
-  GTL_CHECK(out, "lab06: writing " << path << " failed");
+  gtl::io::ResultFileWriter out(path, backend, world_size);
+  out.put_floats("weights", result.weights);
+  out.put_floats("losses", result.losses);
+  out.close();
 }
 
 ResultFile read_result(const std::string& path) {
-  std::ifstream in(path);
-  GTL_CHECK(in, "lab06: no result file " << path);
+  gtl::io::ResultFileReader in(path);
   ResultFile f;
-  std::string key;
-  in >> key >> f.backend;
-  GTL_CHECK(key == "backend",
-            "lab06 result file " << path << ": expected 'backend', got '" << key << "'");
-  in >> key >> f.world_size;
-  f.result.weights = read_floats(in, "weights");
-  f.result.losses = read_floats(in, "losses");
+  f.backend = in.backend();
+  f.world_size = in.world_size();
+  f.result.weights = in.floats("weights");
+  f.result.losses = in.floats("losses");
   return f;
 }
 

@@ -43,16 +43,21 @@ void fill_shards(std::vector<Unit>& units, int64_t base) {
   }
 }
 
+// The rank's shard of each unit that has one, as a parameter (what the sharded AdamW steps).
+std::vector<ParamRef> shard_params(const std::vector<Unit>& units) {
+  std::vector<ParamRef> params;
+  for (const Unit& u : units) {
+    if (std::optional<ParamRef> p = u.flat->shard_param()) params.push_back(*p);
+  }
+  return params;
+}
+
 // An AdamW over the rank's shard params whose m and v hold optimizer_value (lab06_cases.h: values
 // that depend on the rank, the tensor and the element, v positive as a real second moment), at
 // step `steps`.
 std::unique_ptr<gtl::optim::AdamW> filled_optimizer(const std::vector<Unit>& units, int rank,
                                                     int64_t steps) {
-  std::vector<ParamRef> params;
-  for (const Unit& u : units) {
-    if (std::optional<ParamRef> p = u.flat->shard_param()) params.push_back(*p);
-  }
-  auto optimizer = std::make_unique<gtl::optim::AdamW>(params);
+  auto optimizer = std::make_unique<gtl::optim::AdamW>(shard_params(units));
   gtl::optim::NamedTensors state = optimizer->state();
   for (std::size_t k = 0; k < state.size(); ++k) {
     std::vector<float> v(static_cast<std::size_t>(state[k].second.numel()));
@@ -66,6 +71,33 @@ std::unique_ptr<gtl::optim::AdamW> filled_optimizer(const std::vector<Unit>& uni
 
 std::vector<float> values_of(const Tensor& t) {
   return t.to_vector();
+}
+
+// On N ranks: the model's units with filled shards and a filled AdamW at step `steps`, saved to
+// `dir` by save_sharded.
+void save_filled(const std::string& dir, const gtl::nn::ModelConfig& config, int n, int64_t base,
+                 int64_t steps) {
+  gtl::dist::run_ranks(
+      n,
+      [&](Communicator& comm) {
+        auto model = gtl::nn::make_model(config);
+        std::vector<Unit> units = make_units(*model, comm);
+        fill_shards(units, base);
+        auto optimizer = filled_optimizer(units, comm.rank(), steps);
+        save_sharded(dir, comm, units, *optimizer);
+      },
+      testing::fast());
+}
+
+// A float vector as the judge reads it back: its size, then the digest of its bits.
+void record_floats(gtl::judge::Outputs& out, const std::vector<float>& v) {
+  out.record(v.size());
+  out.record_digest(v.data(), v.size());
+}
+
+// A checkpoint entry's floats, or none if the file has no such entry (recorded as size 0).
+std::vector<float> floats_or_none(const gtl::io::CheckpointFile& ckpt, const std::string& name) {
+  return ckpt.has(name) ? ckpt.get(name).to_vector() : std::vector<float>{};
 }
 
 // What a rank restored (for the judge): each unit's shard values, the optimizer state's tensors
@@ -94,11 +126,7 @@ void check_roundtrip(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& confi
         // A fresh process of the same rank: the model as initialised, a new AdamW at step 0.
         auto model = gtl::nn::make_model(config);
         std::vector<Unit> units = make_units(*model, comm);
-        std::vector<ParamRef> params;
-        for (const Unit& u : units) {
-          if (std::optional<ParamRef> p = u.flat->shard_param()) params.push_back(*p);
-        }
-        gtl::optim::AdamW optimizer(params);
+        gtl::optim::AdamW optimizer(shard_params(units));
         load_sharded(dir, comm, units, optimizer);
         Restored& mine = restored[static_cast<std::size_t>(comm.rank())];
         for (std::size_t u = 0; u < units.size(); ++u) {
@@ -124,18 +152,24 @@ void check_roundtrip(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& confi
       },
       testing::fast());
   for (const Restored& r : restored) {
-    for (const std::vector<float>& shard : r.shards) {
-      out.record(shard.size());
-      out.record_digest(shard.data(), shard.size());
-    }
+    for (const std::vector<float>& shard : r.shards) record_floats(out, shard);
     out.record(r.state.size());
-    for (const std::vector<float>& t : r.state) {
-      out.record(t.size());
-      out.record_digest(t.data(), t.size());
-    }
+    for (const std::vector<float>& t : r.state) record_floats(out, t);
     out.record(r.steps);
   }
   std::filesystem::remove_all(dir);
+}
+
+// A seeded test: `check` on the model, world size and value base drawn for `test` (lab06_cases.h),
+// recording under the test's name.
+using UnitsCheck = void (*)(gtl::judge::Outputs&, const gtl::nn::ModelConfig&, int, int64_t,
+                            const std::string&);
+void check_seeded(const std::string& test, UnitsCheck check) {
+  gtl::judge::Outputs out(test);
+  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
+  const int64_t base = lab06_cases::seeded_value_base(test);
+  check(out, c.config.model, c.world, base,
+        lab06_cases::describe(c) + ", value base " + std::to_string(base));
 }
 
 TEST(ShardedCheckpointUnits, SaveThenLoadRestoresShardsAndOptimizerStateBitwise) {
@@ -145,13 +179,9 @@ TEST(ShardedCheckpointUnits, SaveThenLoadRestoresShardsAndOptimizerStateBitwise)
 }
 
 TEST(ShardedCheckpointUnits, SaveThenLoadRestoresShardsAndOptimizerStateBitwiseOnASeededModel) {
-  const std::string test =
-      "ShardedCheckpointUnits.SaveThenLoadRestoresShardsAndOptimizerStateBitwiseOnASeededModel";
-  gtl::judge::Outputs out(test);
-  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
-  const int64_t base = lab06_cases::seeded_value_base(test);
-  check_roundtrip(out, c.config.model, c.world, base,
-                  lab06_cases::describe(c) + ", value base " + std::to_string(base));
+  check_seeded(
+      "ShardedCheckpointUnits.SaveThenLoadRestoresShardsAndOptimizerStateBitwiseOnASeededModel",
+      check_roundtrip);
 }
 
 // Save filled units on N ranks, then check and record every rank's file: its world_size and rank
@@ -159,16 +189,7 @@ TEST(ShardedCheckpointUnits, SaveThenLoadRestoresShardsAndOptimizerStateBitwiseO
 void check_layout(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config, int n, int64_t base,
                   const std::string& input) {
   const std::string dir = temp_dir("layout");
-  gtl::dist::run_ranks(
-      n,
-      [&](Communicator& comm) {
-        auto model = gtl::nn::make_model(config);
-        std::vector<Unit> units = make_units(*model, comm);
-        fill_shards(units, base);
-        auto optimizer = filled_optimizer(units, comm.rank(), 3);
-        save_sharded(dir, comm, units, *optimizer);
-      },
-      testing::fast());
+  save_filled(dir, config, n, base, 3);
   const std::vector<int64_t> numels = testing::unit_numels(config);
   for (int r = 0; r < n; ++r) {
     const gtl::io::CheckpointFile ckpt = gtl::io::CheckpointFile::load(shard_file(dir, r, n));
@@ -180,10 +201,8 @@ void check_layout(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config, 
     EXPECT_EQ(rank, r) << input << ", rank " << r << ": the file's rank entry";
     for (std::size_t u = 0; u < numels.size(); ++u) {
       const std::string name = "unit" + std::to_string(u) + ".values";
-      const std::vector<float> got =
-          ckpt.has(name) ? ckpt.get(name).to_vector() : std::vector<float>{};
-      out.record(got.size());
-      out.record_digest(got.data(), got.size());
+      const std::vector<float> got = floats_or_none(ckpt, name);
+      record_floats(out, got);
       ASSERT_TRUE(ckpt.has(name)) << input << ", rank " << r << ": no entry " << name;
       const gtl::nn::ShardLayout layout(numels[u], n);
       std::vector<float> want(static_cast<std::size_t>(layout.shard_size()));
@@ -205,13 +224,8 @@ TEST(ShardedCheckpointUnits, EachFileHoldsOnlyItsRanksShardsAndLayout) {
 }
 
 TEST(ShardedCheckpointUnits, EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededModel) {
-  const std::string test =
-      "ShardedCheckpointUnits.EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededModel";
-  gtl::judge::Outputs out(test);
-  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
-  const int64_t base = lab06_cases::seeded_value_base(test);
-  check_layout(out, c.config.model, c.world, base,
-               lab06_cases::describe(c) + ", value base " + std::to_string(base));
+  check_seeded("ShardedCheckpointUnits.EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededModel",
+               check_layout);
 }
 
 // Save filled units on N ranks, consolidate them, and check and record every parameter of the
@@ -219,16 +233,7 @@ TEST(ShardedCheckpointUnits, EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededMo
 void check_consolidate(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config, int n,
                        int64_t base, const std::string& input) {
   const std::string dir = temp_dir("consolidate" + std::to_string(n));
-  gtl::dist::run_ranks(
-      n,
-      [&](Communicator& comm) {
-        auto model = gtl::nn::make_model(config);
-        std::vector<Unit> units = make_units(*model, comm);
-        fill_shards(units, base);
-        auto optimizer = filled_optimizer(units, comm.rank(), 1);
-        save_sharded(dir, comm, units, *optimizer);
-      },
-      testing::fast());
+  save_filled(dir, config, n, base, 1);
   const std::string path = dir + "/full.ckpt";
   consolidate(dir, n, config, path);
   const gtl::io::CheckpointFile full = gtl::io::CheckpointFile::load(path);
@@ -239,10 +244,8 @@ void check_consolidate(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& con
   for (const ParamRef& p : gtl::nn::make_model(config)->parameters()) {
     if (i == numels[u]) ++u, i = 0;
     const std::string name = "model." + p.name;
-    const std::vector<float> got =
-        full.has(name) ? full.get(name).to_vector() : std::vector<float>{};
-    out.record(got.size());
-    out.record_digest(got.data(), got.size());
+    const std::vector<float> got = floats_or_none(full, name);
+    record_floats(out, got);
     ASSERT_TRUE(full.has(name)) << input << ": no entry " << name
                                 << " (Trainer::save's name for it)";
     ASSERT_EQ(full.get(name).shape(), p.value.shape()) << input << ": shape of " << name;
@@ -261,13 +264,8 @@ TEST(ShardedCheckpointUnits, ConsolidatesKnownShardsIntoEveryParameter) {
 }
 
 TEST(ShardedCheckpointUnits, ConsolidatesKnownShardsIntoEveryParameterOnASeededModel) {
-  const std::string test =
-      "ShardedCheckpointUnits.ConsolidatesKnownShardsIntoEveryParameterOnASeededModel";
-  gtl::judge::Outputs out(test);
-  const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
-  const int64_t base = lab06_cases::seeded_value_base(test);
-  check_consolidate(out, c.config.model, c.world, base,
-                    lab06_cases::describe(c) + ", value base " + std::to_string(base));
+  check_seeded("ShardedCheckpointUnits.ConsolidatesKnownShardsIntoEveryParameterOnASeededModel",
+               check_consolidate);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gtl/distributed/trace.h"
+#include "gtl/distributed/trace_text.h"
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
 #include "sharded_training.h"
@@ -120,27 +120,16 @@ void record_seen(gtl::judge::Outputs& out, const std::vector<Seen>& seen) {
   }
 }
 
-// Every rank's trace (TODO 5's timeline on the reference cluster), one line per event with every
-// field the cost model reads ("-" for an empty text): the judge checks the traces hold the step's
-// work and collectives, and simulates the timeline itself with the core's cost model.
+// Every rank's trace (TODO 5's timeline on the reference cluster), one line per event in the
+// core's text form (gtl/distributed/trace_text.h: every field the cost model reads): the judge
+// checks the traces hold the step's work and collectives, and simulates the timeline itself with
+// the core's cost model.
 inline void record_traces(gtl::judge::Outputs& out,
                           const std::vector<std::vector<gtl::dist::TraceEvent>>& traces) {
-  auto text = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   out.record(traces.size());
   for (const auto& events : traces) {
     out.record(events.size());
-    for (const gtl::dist::TraceEvent& e : events) {
-      std::ostringstream line;
-      line.precision(17);
-      line << "event " << e.seq << ' ' << static_cast<int>(e.kind) << ' ' << text(e.op) << ' '
-           << e.bytes << ' ' << e.bytes_sent << ' ' << e.bytes_received << ' ' << e.peers.size();
-      for (int peer : e.peers) line << ' ' << peer;
-      line << ' ' << e.group.size();
-      for (int rank : e.group) line << ' ' << rank;
-      line << ' ' << e.group_seq << ' ' << e.async << ' ' << e.work_id << ' ' << text(e.module)
-           << ' ' << text(e.module_kind) << ' ' << e.leaf << ' ' << e.flops << ' ' << e.mem_bytes;
-      out.record(line.str());
-    }
+    for (const gtl::dist::TraceEvent& e : events) out.record(gtl::dist::trace_event_line(e));
   }
 }
 

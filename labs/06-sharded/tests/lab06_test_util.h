@@ -3,12 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bitwise_diff.h"
 #include "gtl/distributed/in_process.h"
 #include "gtl/memory/allocator.h"
 #include "sharded_training.h"
@@ -37,23 +36,7 @@ inline std::vector<TrainResult> run(int world, Stage stage, const TrainConfig& c
   return results;
 }
 
-// "" when a and b are the same bits; else the first index that differs, both values.
-inline std::string bitwise_diff(const std::vector<float>& actual,
-                                const std::vector<float>& expected) {
-  if (actual.size() != expected.size()) {
-    return "got " + std::to_string(actual.size()) + " values, expected " +
-           std::to_string(expected.size());
-  }
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    if (std::memcmp(&actual[i], &expected[i], sizeof(float)) != 0) {
-      std::ostringstream s;
-      s.precision(9);
-      s << "element " << i << ": got " << actual[i] << ", expected " << expected[i];
-      return s.str();
-    }
-  }
-  return "";
-}
+using gtl::testing::bitwise_diff;  // bitwise_diff.h
 
 // Real elements of each unit of a model (make_units' order), and of the whole model.
 inline std::vector<int64_t> unit_numels(const gtl::nn::ModelConfig& config) {

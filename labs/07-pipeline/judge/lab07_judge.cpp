@@ -24,6 +24,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "gtl/distributed/module_trace.h"
 #include "gtl/distributed/timeline.h"
 #include "gtl/distributed/trace.h"
+#include "gtl/distributed/trace_text.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/models.h"
 #include "gtl/nn/parameter_buffer.h"
@@ -94,36 +96,8 @@ bool within_4_ulps(F a, F b) {
 
 // ---- TODO 1: partition --------------------------------------------------------------------------
 
-double slowest(const std::vector<double>& costs, const std::vector<int64_t>& b) {
-  double worst = 0;
-  for (std::size_t s = 0; s + 1 < b.size(); ++s) {
-    double c = 0;
-    for (int64_t l = b[s]; l < b[s + 1]; ++l) c += costs[static_cast<std::size_t>(l)];
-    worst = std::max(worst, c);
-  }
-  return worst;
-}
-
-// The minimum over every cut of L layers into p non-empty stages: p - 1 boundaries among L - 1
-// places, all of them tried.
-double brute_force_optimum(const std::vector<double>& costs, int p) {
-  const auto layers = static_cast<int64_t>(costs.size());
-  double best = std::numeric_limits<double>::infinity();
-  std::vector<int64_t> b(static_cast<std::size_t>(p) + 1, 0);
-  b.back() = layers;
-  std::function<void(int)> place = [&](int k) {
-    if (k == p) {
-      best = std::min(best, slowest(costs, b));
-      return;
-    }
-    for (int64_t at = b[static_cast<std::size_t>(k) - 1] + 1; at <= layers - (p - k); ++at) {
-      b[static_cast<std::size_t>(k)] = at;
-      place(k + 1);
-    }
-  };
-  place(1);
-  return best;
-}
+using lab07_cases::brute_force_optimum;
+using lab07_cases::slowest;
 
 // Reads a cut of `costs` into p stages and rejects it unless it is a cut reaching the optimum.
 std::vector<int64_t> expect_optimal_cut(Recorded& r, const std::vector<double>& costs, int p) {
@@ -578,32 +552,11 @@ std::string executor_memory() {
 // ---- the reference step's timeline
 // ----------------------------------------------------------------
 
+// One recorded line back into an event (the core's text form, gtl/distributed/trace_text.h).
 dist::TraceEvent parse_event(const std::string& line, const std::string& what) {
-  std::istringstream in(line);
-  std::string word;
-  dist::TraceEvent e;
-  int kind = 0;
-  std::size_t n = 0;
-  auto name = [&](std::string& out) {
-    in >> out;
-    if (out == "-") out.clear();
-  };
-  in >> word >> e.seq >> kind;
-  name(e.op);
-  in >> e.bytes >> e.bytes_sent >> e.bytes_received >> n;
-  e.peers.resize(n);
-  for (int& peer : e.peers) in >> peer;
-  in >> n;
-  e.group.resize(n);
-  for (int& rank : e.group) in >> rank;
-  in >> e.group_seq >> e.async >> e.work_id;
-  name(e.module);
-  name(e.module_kind);
-  in >> e.leaf >> e.flops >> e.mem_bytes;
-  if (!in || word != "event" || kind < 0 || kind > static_cast<int>(dist::TraceKind::ModuleEnd))
-    throw Rejection(what + ": a malformed trace event");
-  e.kind = static_cast<dist::TraceKind>(kind);
-  return e;
+  std::optional<dist::TraceEvent> e = dist::parse_trace_event_line(line);
+  if (!e) throw Rejection(what + ": a malformed trace event");
+  return *e;
 }
 
 std::vector<std::vector<dist::TraceEvent>> read_traces(Recorded& r, int p,

@@ -2,14 +2,12 @@
 #include "pipeline_training.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <memory>
 
 #include "gtl/data/synthetic_digits.h"
 #include "gtl/distributed/module_trace.h"
+#include "gtl/io/result_file.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/parameter_buffer.h"
@@ -189,58 +187,28 @@ std::vector<dist::TraceEvent> traced_reference_step(Communicator& comm,
   return comm.trace()->events();
 }
 
-namespace {
-
-void write_floats(std::ostream& out, const std::string& name, const std::vector<float>& v) {
-  out << name << ' ' << v.size();
-  char buf[32];
-  for (float x : v) {
-    std::snprintf(buf, sizeof buf, " %a", static_cast<double>(x));
-    out << buf;
-  }
-  out << '\n';
-}
-
-std::vector<float> read_floats(std::istream& in, std::size_t n) {
-  std::vector<float> v(n);
-  for (float& x : v) {
-    std::string word;
-    in >> word;
-    x = static_cast<float>(std::strtod(word.c_str(), nullptr));
-  }
-  return v;
-}
-
-}  // namespace
-
+// The result file: io::ResultFileWriter's header, the loss, then the number of parameters and one
+// line per parameter's gradient, under its name.
 void write_stage_result(const std::string& path, const StageResult& result,
                         const std::string& backend, int world_size) {
-  std::ofstream out(path);
-  GTL_CHECK(out, "lab07: cannot write " << path);
-  out << "backend " << backend << "\nworld_size " << world_size << '\n';
-  write_floats(out, "loss", {result.loss});
-  out << "params " << result.grads.size() << '\n';
-  for (const auto& [name, g] : result.grads) write_floats(out, name, g);
-  GTL_CHECK(out, "lab07: writing " << path << " failed");
+  gtl::io::ResultFileWriter out(path, backend, world_size);
+  out.put_floats("loss", {result.loss});
+  out.put_count("params", result.grads.size());
+  for (const auto& [name, g] : result.grads) out.put_floats(name, g);
+  out.close();
 }
 
 StageResultFile read_stage_result(const std::string& path) {
-  std::ifstream in(path);
-  GTL_CHECK(in, "lab07: no result file " << path);
+  gtl::io::ResultFileReader in(path);
   StageResultFile f;
-  std::string key;
-  std::size_t n = 0;
-  in >> key >> f.backend >> key >> f.world_size >> key >> n;
-  GTL_CHECK(in && key == "loss" && n == 1, "lab07 result file " << path << ": malformed");
-  f.result.loss = read_floats(in, 1)[0];
-  std::size_t params = 0;
-  in >> key >> params;
-  for (std::size_t i = 0; i < params; ++i) {
-    std::string name;
-    in >> name >> n;
-    f.result.grads[name] = read_floats(in, n);
-  }
-  GTL_CHECK(in, "lab07 result file " << path << " is truncated");
+  f.backend = in.backend();
+  f.world_size = in.world_size();
+  const std::vector<float> loss = in.floats("loss");
+  GTL_CHECK(loss.size() == 1, "lab07 result file " << path << ": 'loss' holds " << loss.size()
+                                                   << " values, expected 1");
+  f.result.loss = loss[0];
+  const std::size_t params = in.count("params");
+  for (std::size_t i = 0; i < params; ++i) f.result.grads.insert(in.next_floats());
   return f;
 }
 

@@ -6,14 +6,13 @@
 // 1F1B at most p - s), from each rank's own allocator.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 
+#include "bitwise_diff.h"
 #include "gtl/distributed/in_process.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/models.h"
@@ -76,19 +75,7 @@ PipelineConfig config_for(int p, int64_t m) {
   return c;
 }
 
-std::string first_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size())
-    return "sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-      std::ostringstream s;
-      s.precision(9);
-      s << "element " << i << ": got " << a[i] << ", expected " << b[i];
-      return s.str();
-    }
-  }
-  return "";
-}
+using gtl::testing::bitwise_diff;  // bitwise_diff.h
 
 // Every stage's loss and gradients go to the judge, which recomputes the sequential step.
 void expect_equals_sequential(const std::string& name, const Schedule& schedule,
@@ -110,7 +97,7 @@ void expect_equals_sequential(const std::string& name, const Schedule& schedule,
     for (const auto& [param, grad] : stages[static_cast<std::size_t>(s)].grads) {
       ++seen;
       ASSERT_TRUE(whole.grads.count(param)) << param;
-      EXPECT_EQ(first_difference(grad, whole.grads.at(param)), "")
+      EXPECT_EQ(bitwise_diff(grad, whole.grads.at(param)), "")
           << name << " p = " << p << ", m = " << m << ": stage " << s << "'s gradient of " << param
           << " must equal the sequential step's bit for bit (same micro-batches, "
           << "backwards in order; the stage's first backward OVERWRITES, the next ACCUMULATE)";
@@ -118,7 +105,7 @@ void expect_equals_sequential(const std::string& name, const Schedule& schedule,
   }
   EXPECT_EQ(seen, whole.grads.size()) << "every parameter belongs to exactly one stage";
   const float loss = stages[static_cast<std::size_t>(p) - 1].loss;
-  EXPECT_EQ(first_difference({loss}, {whole.loss}), "")
+  EXPECT_EQ(bitwise_diff({loss}, {whole.loss}), "")
       << name << " p = " << p << ", m = " << m << ": the last stage returns the batch's loss, "
       << "sum of loss_weights[i] x loss_i";
   for (int s = 0; s + 1 < p; ++s) {

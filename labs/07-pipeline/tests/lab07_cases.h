@@ -12,13 +12,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "gtl/distributed/trace.h"
+#include "gtl/distributed/trace_text.h"
 #include "gtl/nn/models.h"
 #include "gtl/runtime/error.h"
 #include "gtl_judge_output.h"
@@ -60,6 +61,38 @@ inline std::vector<std::vector<double>> fixed_partition_costs() {
   return {{1, 1, 1, 1, 1, 1},       {5, 1, 1, 1, 1, 1, 1, 1},   {1, 2, 3, 4, 5, 6, 7},
           {7, 6, 5, 4, 3, 2, 1},    {3, 3, 2, 2, 2, 2, 4, 1},   {0, 0, 5, 0, 5, 0},
           {9, 1, 1, 1, 1, 1, 1, 9}, {2, 7, 1, 8, 2, 8, 1, 8, 2}};
+}
+
+// The reference of the partition checks (the tests and the judge): the cost of a cut's slowest
+// stage, and the minimum of it over every cut of L layers into p non-empty stages (p - 1
+// boundaries among L - 1 places, all of them tried: at most a few hundred cuts here).
+inline double slowest(const std::vector<double>& costs, const std::vector<int64_t>& b) {
+  double worst = 0;
+  for (std::size_t s = 0; s + 1 < b.size(); ++s) {
+    double c = 0;
+    for (int64_t l = b[s]; l < b[s + 1]; ++l) c += costs[static_cast<std::size_t>(l)];
+    worst = std::max(worst, c);
+  }
+  return worst;
+}
+
+inline double brute_force_optimum(const std::vector<double>& costs, int p) {
+  const auto layers = static_cast<int64_t>(costs.size());
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<int64_t> b(static_cast<std::size_t>(p) + 1, 0);
+  b.back() = layers;
+  std::function<void(int)> place = [&](int k) {
+    if (k == p) {
+      best = std::min(best, slowest(costs, b));
+      return;
+    }
+    for (int64_t at = b[static_cast<std::size_t>(k) - 1] + 1; at <= layers - (p - k); ++at) {
+      b[static_cast<std::size_t>(k)] = at;
+      place(k + 1);
+    }
+  };
+  place(1);
+  return best;
 }
 
 // ---- TODO 2: micro-batches --------------------------------------------------------------------
@@ -188,27 +221,16 @@ inline void record_stage(gtl::judge::Outputs& out, const lab07::StageResult& r) 
 }
 
 // ---- TODO 5 on the reference cluster: the traces of the timeline
-// --------------------------------- Every rank's trace, one line per event with every field the
-// cost model reads ("-" for an empty text): the judge simulates the timeline itself with the core's
-// cost model and checks that the traces hold the reference step's work and messages.
+// --------------------------------- Every rank's trace, one line per event in the core's text
+// form (gtl/distributed/trace_text.h: every field the cost model reads): the judge simulates the
+// timeline itself with the core's cost model and checks that the traces hold the reference step's
+// work and messages.
 inline void record_traces(gtl::judge::Outputs& out,
                           const std::vector<std::vector<gtl::dist::TraceEvent>>& traces) {
-  auto text = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   out.record(traces.size());
   for (const auto& events : traces) {
     out.record(events.size());
-    for (const gtl::dist::TraceEvent& e : events) {
-      std::ostringstream line;
-      line.precision(17);
-      line << "event " << e.seq << ' ' << static_cast<int>(e.kind) << ' ' << text(e.op) << ' '
-           << e.bytes << ' ' << e.bytes_sent << ' ' << e.bytes_received << ' ' << e.peers.size();
-      for (int peer : e.peers) line << ' ' << peer;
-      line << ' ' << e.group.size();
-      for (int rank : e.group) line << ' ' << rank;
-      line << ' ' << e.group_seq << ' ' << e.async << ' ' << e.work_id << ' ' << text(e.module)
-           << ' ' << text(e.module_kind) << ' ' << e.leaf << ' ' << e.flops << ' ' << e.mem_bytes;
-      out.record(line.str());
-    }
+    for (const gtl::dist::TraceEvent& e : events) out.record(gtl::dist::trace_event_line(e));
   }
 }
 

@@ -1,10 +1,9 @@
 // TODO 1: the partition minimises the slowest stage. Every expected figure is the minimum over ALL
-// cuts, found here by brute force (at most a few hundred cuts), so any optimal cut passes and a
-// cut that is merely balanced by layer count, or greedy, fails where it is not optimal.
+// cuts, found by brute force (lab07_cases.h, at most a few hundred cuts), so any optimal cut passes
+// and a cut that is merely balanced by layer count, or greedy, fails where it is not optimal.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <memory>
 #include <sstream>
 
@@ -35,36 +34,8 @@ std::string describe_costs(const std::vector<double>& v) {
   return s.str() + "}";
 }
 
-double slowest(const std::vector<double>& costs, const std::vector<int64_t>& b) {
-  double worst = 0;
-  for (std::size_t s = 0; s + 1 < b.size(); ++s) {
-    double c = 0;
-    for (int64_t l = b[s]; l < b[s + 1]; ++l) c += costs[static_cast<std::size_t>(l)];
-    worst = std::max(worst, c);
-  }
-  return worst;
-}
-
-// The minimum over every cut of L layers into p non-empty stages.
-double brute_force_optimum(const std::vector<double>& costs, int p) {
-  const auto layers = static_cast<int64_t>(costs.size());
-  double best = 1e300;
-  std::vector<int64_t> b(static_cast<std::size_t>(p) + 1);
-  b[0] = 0;
-  b[static_cast<std::size_t>(p)] = layers;
-  std::function<void(int)> place = [&](int k) {
-    if (k == p) {
-      best = std::min(best, slowest(costs, b));
-      return;
-    }
-    for (int64_t at = b[static_cast<std::size_t>(k) - 1] + 1; at <= layers - (p - k); ++at) {
-      b[static_cast<std::size_t>(k)] = at;
-      place(k + 1);
-    }
-  };
-  place(1);
-  return best;
-}
+using lab07_cases::brute_force_optimum;  // the minimum over every cut (lab07_cases.h)
+using lab07_cases::slowest;
 
 // "" when b is a cut of L layers into p contiguous non-empty stages.
 std::string cut_problem(const std::vector<int64_t>& b, int64_t layers, int p) {
