@@ -259,8 +259,7 @@ inline std::pair<std::vector<ParamRef>, float> seeded_clip_case() {
   return {params, max_norm};
 }
 
-// ---- TODO 7: the capstone's CPU row, replayed
-// ----------------------------------------------------
+// ---- TODO 7: the capstone's CPU row, replayed ---------------------------------------------------
 inline lab03::CapstoneOptions capstone_options() {
   lab03::CapstoneOptions o;
   o.steps = 20;

@@ -52,8 +52,7 @@ inline std::vector<float> ring_sum(const RingCase& c) {
   return out;
 }
 
-// ---- TODO 2: the sampler and the broadcast
-// --------------------------------------------------------
+// ---- TODO 2: the sampler and the broadcast ------------------------------------------------------
 struct SamplerCase {
   int64_t size = 1;
   int world = 1;
@@ -88,9 +87,8 @@ inline std::vector<float> initial_weights(uint64_t seed) {
   return all;
 }
 
-// ---- TODOs 3 to 5: the training every DDP variant must reproduce
-// ----------------------------------- The data seed of the equivalence runs (equivalence.h), drawn
-// per test from the grading seed.
+// ---- TODOs 3 to 5: the training every DDP variant must reproduce --------------------------------
+// The data seed of the equivalence runs (equivalence.h), drawn per test from the grading seed.
 inline lab05::TrainConfig seeded_train_config(const std::string& test) {
   std::mt19937_64 g = gtl::test_seed::generator(test);
   lab05::TrainConfig config;
@@ -146,9 +144,8 @@ class TwoBranches final : public nn::Module {
   }
 };
 
-// ---- TODO 6: accumulation without sync
-// ------------------------------------------------------------ Micro-batch m's gradient on rank r,
-// element i: an integer.
+// ---- TODO 6: accumulation without sync ----------------------------------------------------------
+// Micro-batch m's gradient on rank r, element i: an integer.
 inline float micro_grad(int rank, int64_t m, int64_t i) {
   return lab05::testing::value(rank + 3 * static_cast<int>(m), i);
 }

@@ -99,8 +99,7 @@ using lab06::Stage;
 using lab06::TrainConfig;
 using lab06::TrainResult;
 
-// ---- the arithmetic, written here from the handout's words
-// ---------------------------------------
+// ---- the arithmetic, written here from the handout's words --------------------------------------
 int64_t shard_of(int64_t numel, int n) {
   return (numel + n - 1) / n;
 }

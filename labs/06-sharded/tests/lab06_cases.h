@@ -19,8 +19,7 @@
 
 namespace lab06_cases {
 
-// ---- TODO 1: shard arithmetic
-// --------------------------------------------------------------------
+// ---- TODO 1: shard arithmetic -------------------------------------------------------------------
 struct ShardCase {
   int64_t numel = 1;
   int world = 1;
@@ -46,10 +45,9 @@ inline std::vector<int64_t> owner_probes(const ShardCase& c, int64_t padded, int
   return probes;
 }
 
-// ---- TODOs 2 to 6: a seeded model, world and data
-// ------------------------------------------------ A run of the harness whose model width, depth
-// and seed, data seed and world size are drawn for `test`: the unit sizes, the padding and every
-// weight change with the grading seed.
+// ---- TODOs 2 to 6: a seeded model, world and data -----------------------------------------------
+// A run of the harness whose model width, depth and seed, data seed and world size are drawn for
+// `test`: the unit sizes, the padding and every weight change with the grading seed.
 struct RunCase {
   int world = 2;
   lab06::TrainConfig config;
@@ -133,12 +131,11 @@ inline void record_traces(gtl::judge::Outputs& out,
   }
 }
 
-// ---- TODO 6 on its own: known shards and AdamW state
-// ----------------------------------------------- The unit-level checkpoint tests fill every shard
-// with a value that encodes (unit, element of the unit's flat buffer) above a base drawn from the
-// seed, and AdamW's m and v with values of (rank, tensor, element): the judge recomputes from
-// these what each file holds, what a load restores and what consolidate writes. All are exact in
-// float (below 2^24).
+// ---- TODO 6 on its own: known shards and AdamW state --------------------------------------------
+// The unit-level checkpoint tests fill every shard with a value that encodes (unit, element of the
+// unit's flat buffer) above a base drawn from the seed, and AdamW's m and v with values of (rank,
+// tensor, element): the judge recomputes from these what each file holds, what a load restores
+// and what consolidate writes. All are exact in float (below 2^24).
 inline int64_t seeded_value_base(const std::string& test) {
   std::mt19937_64 g = gtl::test_seed::generator(test + ".values");
   return gtl::test_seed::draw(g, 0, 1 << 20);
@@ -153,8 +150,7 @@ inline float optimizer_value(int rank, std::size_t k, std::size_t j) {
          static_cast<float>(j) / 1024.0f;
 }
 
-// ---- TODO 7: clipping and skipping over shards
-// ---------------------------------------------------
+// ---- TODO 7: clipping and skipping over shards --------------------------------------------------
 struct ClipCase {
   int world = 1;
   float max_norm = 1.f;

@@ -260,8 +260,7 @@ std::string micro_batches() {
          "whole batch's";
 }
 
-// ---- TODOs 3 and 4: schedules
-// ---------------------------------------------------------------------
+// ---- TODOs 3 and 4: schedules -------------------------------------------------------------------
 
 // GPipe in the header's words.
 Schedule gpipe_order(int p, int64_t m) {
@@ -549,8 +548,7 @@ std::string executor_memory() {
   return "m micro-batches in flight under GPipe, p - s under 1F1B, by the core's context bytes";
 }
 
-// ---- the reference step's timeline
-// ----------------------------------------------------------------
+// ---- the reference step's timeline --------------------------------------------------------------
 
 // One recorded line back into an event (the core's text form, gtl/distributed/trace_text.h).
 dist::TraceEvent parse_event(const std::string& line, const std::string& what) {

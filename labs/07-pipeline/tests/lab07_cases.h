@@ -220,11 +220,10 @@ inline void record_stage(gtl::judge::Outputs& out, const lab07::StageResult& r) 
   }
 }
 
-// ---- TODO 5 on the reference cluster: the traces of the timeline
-// --------------------------------- Every rank's trace, one line per event in the core's text
-// form (gtl/distributed/trace_text.h: every field the cost model reads): the judge simulates the
-// timeline itself with the core's cost model and checks that the traces hold the reference step's
-// work and messages.
+// ---- TODO 5 on the reference cluster: the traces of the timeline --------------------------------
+// Every rank's trace, one line per event in the core's text form (gtl/distributed/trace_text.h:
+// every field the cost model reads): the judge simulates the timeline itself with the core's cost
+// model and checks that the traces hold the reference step's work and messages.
 inline void record_traces(gtl::judge::Outputs& out,
                           const std::vector<std::vector<gtl::dist::TraceEvent>>& traces) {
   out.record(traces.size());
