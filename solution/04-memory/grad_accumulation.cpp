@@ -3,7 +3,7 @@
 
 namespace lab04 {
 
-// SOLUTION(lab04) step 4: k forward/backward passes of b samples, gradients summed, loss scaled 1/k.
+// SOLUTION(lab04) step 4: k forward/backward passes of b samples, summed, loss scaled 1/k.
 float accumulate_gradients(gtl::nn::Module& model, const Tensor& images, const Tensor& labels,
                            int64_t micro_batches) {
   const int64_t n = images.size(0);
