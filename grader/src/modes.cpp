@@ -116,6 +116,15 @@ struct Findings {
   std::vector<std::string> problems, notes;
 };
 
+// The check-name column of a table over `labs`: the longest check name + 2, at least 28, so that
+// no name is ever cut.
+int check_column(const std::vector<Rubric>& labs) {
+  std::size_t width = 28;
+  for (const auto& lab : labs)
+    for (const auto& c : lab.checks) width = std::max(width, c.name.size() + 2);
+  return static_cast<int>(width);
+}
+
 bool covers_a_todo(const Rubric& lab, const std::string& check) {
   for (const auto& todo : lab.todos)
     if (std::find(todo.checks.begin(), todo.checks.end(), check) != todo.checks.end()) return true;
@@ -143,7 +152,7 @@ void check_course_files(const ModeOptions& o, const Rubric& lab, Findings& f) {
 
 // Verify's graded half for one lab: both twins compile, the solution earns every check runnable
 // here, the starter earns none of a TODO's. Prints one row per check.
-void compare_twins_graded(const Rubric& lab, const LabResult& sol, const LabResult& sta,
+void compare_twins_graded(const Rubric& lab, const LabResult& sol, const LabResult& sta, int width,
                           Findings& f) {
   auto shown = [](const CheckResult& c) {
     return c.status == Status::kSkipped ? "--/" + pts(c.max_score)
@@ -178,8 +187,8 @@ void compare_twins_graded(const Rubric& lab, const LabResult& sol, const LabResu
     } else if (!covers_todo) {
       verdict = "ok (covers no TODO)";
     }
-    std::cout << "  " << std::setw(6) << lab.lab << std::setw(28) << s.name.substr(0, 27)
-              << std::setw(14) << shown(s) << std::setw(14) << shown(t) << verdict << "\n";
+    std::cout << "  " << std::setw(6) << lab.lab << std::setw(width) << s.name << std::setw(14)
+              << shown(s) << std::setw(14) << shown(t) << verdict << "\n";
   }
 }
 
@@ -203,11 +212,12 @@ int run_verify(const ModeOptions& o) {
   if (!sta.error.empty()) f.problems.push_back("grading the starter: " + sta.error);
 
   std::cout << "\nverify: solution vs starter\n";
-  std::cout << "  " << std::left << std::setw(6) << "lab" << std::setw(28) << "check"
+  const int width = check_column(labs);
+  std::cout << "  " << std::left << std::setw(6) << "lab" << std::setw(width) << "check"
             << std::setw(14) << "solution" << std::setw(14) << "starter"
             << "verdict\n";
   for (std::size_t i = 0; i < labs.size() && i < sol.labs.size() && i < sta.labs.size(); ++i)
-    compare_twins_graded(labs[i], sol.labs[i], sta.labs[i], f);
+    compare_twins_graded(labs[i], sol.labs[i], sta.labs[i], width, f);
   for (const auto& n : f.notes) std::cout << "note: " << n << "\n";
   for (const auto& p : f.problems) std::cout << "PROBLEM: " << p << "\n";
   std::cout << (f.problems.empty() ? "\nverify: PASSED\n" : "\nverify: FAILED\n");
@@ -232,8 +242,9 @@ int run_calibrate(const ModeOptions& o) {
       const bool measured = c.status != Status::kSkipped && c.figure && std::isfinite(*c.figure) &&
                             *c.figure > 0 &&
                             c.reason.find("reported an error") == std::string::npos;
-      std::cout << "  " << std::left << std::setw(6) << labs[i].lab << std::setw(28) << c.name
-                << (measured ? pts(*c.figure) + "x" : "not measured: " + c.reason) << "\n";
+      std::cout << "  " << std::left << std::setw(6) << labs[i].lab << std::setw(check_column(labs))
+                << c.name << (measured ? pts(*c.figure) + "x" : "not measured: " + c.reason)
+                << "\n";
       if (!measured) {
         ++missing;
         continue;

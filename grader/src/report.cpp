@@ -197,9 +197,13 @@ std::string terminal_report(const GradeResult& r, bool colour) {
   };
   std::ostringstream s;
   for (const auto& lab : r.labs) {
+    // The check column fits the lab's longest name (at least 28 wide), never cutting one.
+    std::size_t width = 28;
+    for (const auto& c : lab.checks)
+      width = std::max(width, c.name.size() + (c.hidden ? 9 : 0) + 2);
     s << "\n" << lab_name(lab) << "\n";
-    s << "  " << std::left << std::setw(28) << "check" << std::setw(13) << "points" << std::setw(9)
-      << "status"
+    s << "  " << std::left << std::setw(int(width)) << "check" << std::setw(13) << "points"
+      << std::setw(9) << "status"
       << "reason\n";
     for (const auto& c : lab.checks) {
       std::string name = c.name + (c.hidden ? " (hidden)" : "");
@@ -211,7 +215,7 @@ std::string terminal_report(const GradeResult& r, bool colour) {
       if (reason.size() > 110) reason = reason.substr(0, 107) + "...";
       std::string status = to_string(c.status);
       status.resize(9, ' ');
-      s << "  " << std::setw(28) << name.substr(0, 27) << std::setw(13) << points
+      s << "  " << std::setw(int(width)) << name << std::setw(13) << points
         << (c.stretch() ? status : paint(c.status, status)) << reason << "\n";
     }
     if (!lab.compile_problem().empty()) {

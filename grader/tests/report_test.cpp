@@ -156,6 +156,20 @@ GradeResult with_stretch_and_next_step() {
   return r;
 }
 
+TEST(Terminal, NeverCutsACheckName) {
+  GradeResult r = sample();
+  CheckResult longest;
+  longest.name = "checkpoint-units-consolidate-on-many-ranks";  // 42 characters
+  longest.status = Status::kPassed;
+  longest.score = longest.max_score = 4;
+  longest.reason = "2/2 tests passed";
+  r.labs[0].checks.push_back(longest);
+  const std::string text = terminal_report(r, false);
+  EXPECT_NE(text.find(longest.name + "  4 / 4"), std::string::npos)
+      << "the whole name, then the points after two spaces at least:\n"
+      << text;
+}
+
 TEST(Stretch, TerminalSaysNotGradedInNoRed) {
   const std::string text = terminal_report(with_stretch_and_next_step(), true);
   const auto row = text.find("  fused ");
