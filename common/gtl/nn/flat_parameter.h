@@ -2,19 +2,15 @@
 // evenly across N ranks, with a persistent shard per rank and full buffers that come and go.
 //
 //   nn::FlatParameter flat(block, Device::cuda(), comm.world_size(), comm.rank());
-//   flat.release_values();                         // ZeRO-3: between uses only the shard stays
-//   flat.materialize_values();                     // before the unit's forward ...
-//   comm.all_gather(flat.shard_values(), flat.values());   // ... gather every rank's shard
+//   flat.release_values();                         // between uses only the shard stays
+//   flat.materialize_values();                     // full values back (uninitialised) ...
+//   comm.all_gather(flat.shard_values(), flat.values());   // ... filled from every rank's shard
 //   y = block.forward(x, ctx);                     // the layers' weights are views: no re-pointing
-//   flat.release_values();
-//   flat.materialize_values();                     // backward reads the weights too:
-//   comm.all_gather(flat.shard_values(), flat.values());   // gather again
-//   flat.materialize_grads();                      // zeros
-//   block.backward(ctx, dy);
-//   flat.release_values();
-//   comm.reduce_scatter(flat.grads(), flat.shard_grads(), ReduceOp::Avg);
-//   flat.release_grads();                          // set_to_none
 //   if (auto p = flat.shard_param()) optimizer_params.push_back(*p);   // real elements only
+//
+// The gradient side mirrors it: materialize_grads() gives a zeroed full gradient for backward to
+// write into, shard_grads() this rank's chunk of it, release_grads() drops the full one. Which of
+// these a sharding strategy calls, and when, is what lab 06 asks (ZeRO-2, FSDP).
 //
 // Why a flat, padded buffer (PyTorch FSDP's FlatParameter): a unit's weights are gathered and its
 // gradients reduce-scattered in ONE collective each, and a ring collective cuts its buffer into N
