@@ -272,6 +272,16 @@ std::string zero2_equivalence() {
   return trains_like_ddp("Zero2");
 }
 std::string zero2_memory() {
+  // Once built (step 3a): no full gradient, and the formula's bytes (AdamW's m and v included).
+  Recorded built("Zero2.KeepsOnlyItsShardOfGradientsOnceBuilt");
+  const std::vector<int64_t> numels{lab06::testing::model_numel(lab06::lab_model())};
+  for (int n : {1, 2, 3, 5})
+    for (int rank = 0; rank < n; ++rank) {
+      const std::string at = built.test() + ": " + fixed(n) + ", rank " + std::to_string(rank);
+      expect_equal(built.next<int>("the full gradient held"), 0, at + ": a full gradient held");
+      expect_equal(built.next<int64_t>("bytes held"),
+                   persistent_bytes(Stage::Zero2, numels, n, rank), at + ": bytes held once built");
+    }
   return keeps(Stage::Zero2, "Zero2.KeepsOnlyItsShardOfGradientsAndOptimizerState",
                "Zero2.KeepsOnlyItsShardOfGradientsAndOptimizerStateOnASeededModel");
 }

@@ -65,16 +65,25 @@ TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffers) {
   const int64_t units = static_cast<int64_t>(step.padded.size());
   ASSERT_EQ(static_cast<int64_t>(step.seen.size()), 4 * units)
       << "every unit's four hooks fire once in one forward and backward";
+  // Every unit full at the first hook: nothing was released before the step began.
+  const std::string constructor =
+      step.seen.front().with_values.size() == std::size_t(units) ||
+              step.seen.front().with_grads.size() == std::size_t(units)
+          ? " (every unit holds them at the very first hook: did the constructor release every "
+            "unit's full values and gradients, step 4a?)"
+          : "";
   for (const testing::Seen& s : step.seen) {
     const bool before = s.hook.rfind("before", 0) == 0;
     const std::set<int64_t> only_u = {s.unit}, none = {};
     EXPECT_EQ(units_str(s.with_values), units_str(before ? only_u : none))
         << "at " << s.hook << " of unit " << s.unit << ": units with full values. Gather a unit "
-        << "just before it computes (forward and backward) and release it right after";
+        << "just before it computes (forward and backward) and release it right after"
+        << constructor;
     const bool grads = s.hook == "before_backward";
     EXPECT_EQ(units_str(s.with_grads), units_str(grads ? only_u : none))
         << "at " << s.hook << " of unit " << s.unit << ": units with a full gradient. "
-        << "Materialise it before the unit's backward, release it after the reduce-scatter";
+        << "Materialise it before the unit's backward, release it after the reduce-scatter"
+        << constructor;
   }
 }
 

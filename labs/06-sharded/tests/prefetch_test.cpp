@@ -35,8 +35,10 @@ TEST(Prefetch, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
   }
 }
 
-TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes) {
-  const testing::FsdpStep step = testing::fsdp_step(2, lab_model(), 4, /*prefetch=*/1);
+// Rank 0's timeline of one step with prefetch 1 (fsdp_step.h's lines): unit 0 gathered, then for
+// each unit u the next unit's async gather before u computes; backward the same way down, each
+// unit's reduce-scatter after its backward.
+std::vector<std::string> prefetch_timeline(const testing::FsdpStep& step) {
   const int64_t units = static_cast<int64_t>(step.padded.size());
   const auto gather = [&](int64_t u, bool async) {
     return testing::collective("gather", 4 * step.padded[static_cast<std::size_t>(u)], async);
@@ -52,13 +54,34 @@ TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes) {
     expected.push_back("backward " + std::to_string(u));
     expected.push_back(testing::collective("reduce", 4 * step.padded[static_cast<std::size_t>(u)]));
   }
+  return expected;
+}
+
+// The step's timeline against prefetch_timeline, recorded for the judge; a mismatch names the
+// first line that differs.
+void expect_prefetch_order(const std::string& test, const testing::FsdpStep& step,
+                           const std::string& input) {
   const std::vector<std::string> got = testing::timeline_of(step);
-  gtl::judge::Outputs out("Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes");
+  const std::vector<std::string> expected = prefetch_timeline(step);
+  gtl::judge::Outputs out(test);
   lab06_cases::record_lines(out, got);
+  std::size_t i = 0;
+  while (i < got.size() && i < expected.size() && got[i] == expected[i]) ++i;
+  const auto line = [](const std::vector<std::string>& v, std::size_t k) {
+    return k < v.size() ? "'" + v[k] + "'" : std::string("(the end)");
+  };
   EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
-      << "rank 0's gathers, reduce-scatters and unit computations, in order: with prefetch 1, "
-         "after gathering unit u (or waiting for its prefetch) issue unit u+1's all_gather_async "
-         "(backward: u-1) BEFORE u computes, never a second gather of a prefetched unit";
+      << input << ": rank 0's gathers, reduce-scatters and unit computations, in order; the "
+      << "first difference is line " << i << ": expected " << line(expected, i) << ", got "
+      << line(got, i) << ". With prefetch 1, after gathering unit u (or waiting for its "
+      << "prefetch) issue unit u+1's all_gather_async (backward: u-1) BEFORE u computes, never a "
+      << "second gather of a prefetched unit";
+}
+
+TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes) {
+  expect_prefetch_order("Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes",
+                        testing::fsdp_step(2, lab_model(), 4, /*prefetch=*/1),
+                        "N 2, the lab model");
 }
 
 TEST(Prefetch, HoldsTheComputingUnitAndTheNextOne) {
@@ -176,7 +199,7 @@ TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
             << pre.step_time() * 1e6 << " us, just in time " << jit.step_time() * 1e6 << " us\n";
   EXPECT_GE(hidden, kPrefetchHiddenBar)
       << "FSDP with prefetch 1 on the reference cluster must hide at least " << kPrefetchHiddenBar
-      << " of its communication behind compute, got " << hidden << ": issue the next unit's "
+      << " of its all-gather time behind compute, got " << hidden << ": issue the next unit's "
       << "all_gather_async before the current unit computes and wait for it only in gather()";
   EXPECT_LE(jit_hidden, kJustInTimeHiddenMax) << "synchronous gathers hide nothing";
   EXPECT_LT(pre.step_time(), jit.step_time()) << "prefetching must shorten the simulated step";
@@ -205,29 +228,10 @@ TEST(Prefetch, TrainsBitForBitLikeDdpOnASeededModelAndData) {
 TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededModel) {
   const std::string test =
       "Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededModel";
-  gtl::judge::Outputs out(test);
   const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
-  const testing::FsdpStep step =
-      testing::fsdp_step(c.world, c.config.model, lab06_cases::seeded_batch(test), 1);
-  const int64_t units = static_cast<int64_t>(step.padded.size());
-  const auto gather = [&](int64_t u, bool async) {
-    return testing::collective("gather", 4 * step.padded[static_cast<std::size_t>(u)], async);
-  };
-  std::vector<std::string> expected = {gather(0, false)};
-  for (int64_t u = 0; u < units; ++u) {
-    if (u + 1 < units) expected.push_back(gather(u + 1, true));
-    expected.push_back("forward " + std::to_string(u));
-  }
-  expected.push_back(gather(units - 1, false));
-  for (int64_t u = units - 1; u >= 0; --u) {
-    if (u > 0) expected.push_back(gather(u - 1, true));
-    expected.push_back("backward " + std::to_string(u));
-    expected.push_back(testing::collective("reduce", 4 * step.padded[static_cast<std::size_t>(u)]));
-  }
-  const std::vector<std::string> got = testing::timeline_of(step);
-  lab06_cases::record_lines(out, got);
-  EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
-      << lab06_cases::describe(c) << ": rank 0's gathers, reduce-scatters and unit computations";
+  expect_prefetch_order(
+      test, testing::fsdp_step(c.world, c.config.model, lab06_cases::seeded_batch(test), 1),
+      lab06_cases::describe(c));
 }
 
 }  // namespace

@@ -33,6 +33,49 @@ TEST(Zero2, MovesExactlyWhatDdpMovesPerStep) {
   testing::expect_ddp_traffic_on_two_three_five_ranks(kZero2);
 }
 
+// Step 3a on its own: ZeRO-2 holds no full gradient from the moment it is built, not only after
+// its first backward (the checks above measure after a step, when after_backward has released it
+// anyway). Built as the harness builds it (one FlatParameter over the model, shard_grads; AdamW
+// creates m and v when built), each rank's allocator must then hold exactly the ZeRO-2 formula's
+// bytes, relative to before the model.
+TEST(Zero2, KeepsOnlyItsShardOfGradientsOnceBuilt) {
+  gtl::judge::Outputs out("Zero2.KeepsOnlyItsShardOfGradientsOnceBuilt");
+  const int64_t p = testing::model_numel(lab_model());
+  for (int n : {1, 2, 3, 5}) {
+    std::vector<int64_t> held(static_cast<std::size_t>(n));
+    std::vector<int> full(static_cast<std::size_t>(n));
+    gtl::dist::RunOptions options = testing::fast();
+    for (int r = 0; r < n; ++r) options.allocators.push_back(gtl::make_cpu_allocator());
+    gtl::dist::run_ranks(
+        n,
+        [&](Communicator& comm) {
+          const auto allocator = gtl::current_allocator(gtl::Device::cpu());
+          const int64_t before = allocator->stats().allocated_bytes;
+          auto model = gtl::nn::make_model(lab_model());
+          gtl::nn::FlatParameter::Options o;
+          o.shard_grads = true;
+          gtl::nn::FlatParameter flat(*model, gtl::Device::cpu(), n, comm.rank(), o);
+          Zero2 zero2(comm, flat, gtl::optim::AdamWOptions{});
+          const auto r = static_cast<std::size_t>(comm.rank());
+          held[r] = allocator->stats().allocated_bytes - before;
+          full[r] = flat.has_grads() ? 1 : 0;
+        },
+        options);
+    for (int r = 0; r < n; ++r) {
+      const int64_t expected = expected_persistent_bytes(Stage::Zero2, {p}, n, r);
+      out.record(full[static_cast<std::size_t>(r)]);
+      out.record(held[static_cast<std::size_t>(r)]);
+      EXPECT_EQ(full[static_cast<std::size_t>(r)], 0)
+          << "N " << n << ", rank " << r << ": right after Zero2's constructor the FlatParameter "
+          << "still has its full gradient: release it there (step 3a), so that no full gradient "
+          << "exists between steps, the first step included";
+      EXPECT_EQ(held[static_cast<std::size_t>(r)], expected)
+          << "N " << n << ", rank " << r << ": bytes held once Zero2 is built, expected the "
+          << "ZeRO-2 formula's " << expected << "; 4 Pp more is the full gradient still held";
+    }
+  }
+}
+
 // The same three properties on a seeded model (width, depth, weights), data seed and world size.
 TEST(Zero2, TrainsBitForBitLikeDdpOnASeededModelAndData) {
   testing::expect_trains_like_ddp_on_a_seeded_run(kZero2);
