@@ -36,7 +36,7 @@ std::string shape(int rows, int cols) {
   return std::to_string(rows) + "x" + std::to_string(cols);
 }
 
-// ---- emulated checks (kernels_emulated_test.cpp, reduce_final_emulated_test.cpp) ----------------
+// ---- emulated checks (kernels_, reduce_final_ and softmax_layernorm_emulated_test.cpp) ---------
 
 std::string emulated_reduce(const char* test) {
   Recorded r(test);
@@ -136,7 +136,7 @@ std::string bias_gelu_emulated() {
   return "every element within the test's tolerance";
 }
 
-// ---- GPU checks (kernels_test.cpp, reduce_final_test.cpp): references from the core -------------
+// ---- GPU checks (kernels_, reduce_final_ and softmax_layernorm_test.cpp): core references -----
 
 std::string gpu_reduce(const char* test) {
   Recorded r(test);
