@@ -16,6 +16,7 @@
 // pass as soon as their TODO is right, whatever the state of 1b.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -30,6 +31,10 @@
 #include "kernel_cases.h"
 #include "kernels.h"
 #include "reduce_check.h"
+
+namespace lab02_tests {
+void block_max_then_sum(const float* x, float* out, int n, int threads);  // block_reduce_twice.cu
+}
 
 namespace {
 
@@ -48,6 +53,34 @@ TEST(EmulatedReduce, WarpShuffles) {
                             lab02::reduce_sum_warp,
                             "a shuffle offset or lane missing in warp_reduce_sum, or the per-warp "
                             "totals not combined in block_reduce");
+}
+
+// TODO 1b's block_reduce twice in a row (a max, then a sum, through the same scratch), as the
+// softmax and layernorm kernels call it: every thread must get both results. Their own checks use
+// a reference block reduction, so this is where a barrier missing in yours shows.
+TEST(EmulatedReduce, BlockReduceTwiceInARow) {
+  gtl::judge::Outputs recorded("EmulatedReduce.BlockReduceTwiceInARow");
+  for (auto [threads, n] : block_twice_cases()) {
+    const std::vector<float> x = block_twice_input(n);
+    const double want_max = *std::max_element(x.begin(), x.end());
+    const auto [want_sum, magnitude] = reduce_reference(x.data(), n);
+    emu::KernelOutput<float> out(2 * size_t(threads), kNaN, "out");
+    lab02_tests::block_max_then_sum(x.data(), out.data(), n, threads);
+    recorded.record_all(out.data(), 2 * size_t(threads));
+    for (int t = 0; t < threads; ++t) {
+      const float got_max = out[2 * t], got_sum = out[2 * t + 1];
+      if (got_max != want_max || !reduce_close(got_sum, want_sum, magnitude)) {
+        ADD_FAILURE() << "TODO 1b block_reduce called twice in a row (a max, then a sum), "
+                      << threads << " threads, " << n << " values: thread " << t << " got max "
+                      << got_max << " and sum " << got_sum << ", expected " << want_max << " and "
+                      << want_sum
+                      << " (a warp that runs ahead overwrote scratch before the others read "
+                         "it: the __syncthreads at the start of block_reduce; or not every "
+                         "thread gets the result)";
+        break;
+      }
+    }
+  }
 }
 
 TEST(EmulatedReduce, NaiveBaseline) {
