@@ -10,6 +10,7 @@
 // as their TODO is right, whatever the state of 1b.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -24,8 +25,13 @@
 #include "kernel_gpu_cases.h"
 
 #ifdef GTL_WITH_CUDA
+#include "kernel_cases.h"
 #include "kernels.h"
 #include "reduce_gpu_check.h"
+
+namespace lab02_tests {
+void block_max_then_sum(const float* x, float* out, int n, int threads);  // block_reduce_twice.cu
+}
 #endif
 
 namespace {
@@ -54,6 +60,37 @@ TEST(Reduce, WarpShuffles) {
   GTL_REQUIRE_GPU();
   expect_gpu_reduces_every_size("Reduce.WarpShuffles", "TODO 1b warp shuffles",
                                 lab02::reduce_sum_warp);
+}
+
+// TODO 1b's block_reduce twice in a row (a max, then a sum, through the same scratch), as the
+// softmax and layernorm kernels call it: every thread must get both results. Their own checks use
+// a reference block reduction, so this is where a barrier missing in yours shows.
+TEST(Reduce, BlockReduceTwiceInARow) {
+  GTL_REQUIRE_GPU();
+  gtl::judge::Outputs recorded("Reduce.BlockReduceTwiceInARow");
+  for (auto [threads, n] : lab02_cases::block_twice_cases()) {
+    const std::vector<float> x = lab02_cases::block_twice_input(n);
+    const float want_max = *std::max_element(x.begin(), x.end());
+    const auto [want_sum, magnitude] = lab02_cases::reduce_reference(x.data(), n);
+    const Tensor xg = Tensor::from_vector(x, {n}).to(kGpu);
+    Tensor out = nan_on_gpu({2 * threads});
+    lab02_tests::block_max_then_sum(xg.data<float>(), out.data<float>(), n, threads);
+    const std::vector<float> got = out.to_vector();
+    recorded.record_all(got);
+    for (int t = 0; t < threads; ++t) {
+      if (got[2 * t] != want_max ||
+          !lab02_cases::reduce_close(got[2 * t + 1], want_sum, magnitude)) {
+        ADD_FAILURE() << "TODO 1b block_reduce called twice in a row (a max, then a sum), "
+                      << threads << " threads, " << n << " values: thread " << t << " got max "
+                      << got[2 * t] << " and sum " << got[2 * t + 1] << ", expected " << want_max
+                      << " and " << want_sum
+                      << " (a warp that runs ahead overwrote scratch before the others read "
+                         "it: the __syncthreads at the start of block_reduce; or not every "
+                         "thread gets the result)";
+        break;
+      }
+    }
+  }
 }
 
 TEST(Reduce, NaiveBaseline) {
