@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
+
+#include "library_handles_emulated.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
@@ -12,17 +13,9 @@ struct cublasContext {
 
 namespace {
 
-// x rounded to TF32: 8 exponent bits and 10 mantissa bits, to nearest even (inf and NaN kept).
-float to_tf32(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7f800000u) != 0x7f800000u) {
-    const uint32_t lsb = (bits >> 13) & 1u;
-    bits = (bits + 0xfffu + lsb) & ~uint32_t{0x1fff};
-  }
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
+// cuBLAS's statuses for a missing handle and a missing pointer.
+constexpr emu::HandleStatuses<cublasStatus_t> kStatuses = {
+    CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_INVALID_VALUE};
 
 bool is_operation(cublasOperation_t op) {
   return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
@@ -48,9 +41,7 @@ int64_t at(cublasOperation_t op, int64_t row, int64_t col, int ld) {
 }  // namespace
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
-  if (handle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *handle = new cublasContext;
-  return CUBLAS_STATUS_SUCCESS;
+  return emu::create_object(handle, kStatuses);
 }
 
 cublasStatus_t cublasDestroy(cublasHandle_t handle) {
@@ -60,16 +51,11 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle) {
 }
 
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  handle->stream = stream;
-  return CUBLAS_STATUS_SUCCESS;
+  return emu::write_setting(handle, &cublasContext::stream, stream, kStatuses);
 }
 
 cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *stream = handle->stream;
-  return CUBLAS_STATUS_SUCCESS;
+  return emu::read_setting(handle, &cublasContext::stream, stream, kStatuses);
 }
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
@@ -82,10 +68,7 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
 }
 
 cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *mode = handle->math;
-  return CUBLAS_STATUS_SUCCESS;
+  return emu::read_setting(handle, &cublasContext::math, mode, kStatuses);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -116,8 +99,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
         float x = emu::load_as_float(A, Atype, at(transa, i, l, lda));
         float y = emu::load_as_float(B, Btype, at(transb, l, j, ldb));
         if (tf32) {
-          x = to_tf32(x);
-          y = to_tf32(y);
+          x = emu::to_tf32(x);
+          y = emu::to_tf32(y);
         }
         sum += x * y;
       }

@@ -188,33 +188,34 @@ T __ldg(const T* p) {
 // One block runs at a time and fibers switch only at barriers: atomics are plain read-modify-write.
 // The type comes from the pointer alone and the value converts to it, as with CUDA's overloads
 // (atomicAdd(unsigned_counter, 1), atomicAdd(float_sum, 1)).
+namespace emu {
+// *p = update(*p), returning the old value: the read-modify-write of atomicAdd, Max, Min and Exch.
+template <typename T, typename Update>
+T atomic_update(T* p, Update update) {
+  const T old = *p;
+  *p = update(old);
+  return old;
+}
+}  // namespace emu
 template <typename T>
 T atomicAdd(T* p, std::type_identity_t<T> v) {
-  const T old = *p;
-  *p = old + v;
-  return old;
+  return emu::atomic_update(p, [v](T old) { return old + v; });
 }
 template <typename T>
 T atomicMax(T* p, std::type_identity_t<T> v) {
-  const T old = *p;
-  *p = std::max(old, v);
-  return old;
+  return emu::atomic_update(p, [v](T old) { return std::max(old, v); });
 }
 template <typename T>
 T atomicMin(T* p, std::type_identity_t<T> v) {
-  const T old = *p;
-  *p = std::min(old, v);
-  return old;
+  return emu::atomic_update(p, [v](T old) { return std::min(old, v); });
 }
 template <typename T>
 T atomicExch(T* p, std::type_identity_t<T> v) {
-  const T old = *p;
-  *p = v;
-  return old;
+  return emu::atomic_update(p, [v](T) { return v; });
 }
 template <typename T>
 T atomicCAS(T* p, std::type_identity_t<T> compare, std::type_identity_t<T> v) {
-  const T old = *p;
+  const T old = *p;  // written only when equal, as on a GPU
   if (old == compare) *p = v;
   return old;
 }

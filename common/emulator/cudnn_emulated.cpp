@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "library_handles_emulated.h"
 #include "library_types_emulated.h"
 
 struct cudnnContext {
@@ -30,23 +31,16 @@ namespace {
 
 constexpr size_t kWorkspacePerAlgo = 256;  // algorithm a needs a * 256 bytes (made up, fixed)
 
+// cuDNN's statuses for a missing handle and a missing pointer: both are bad parameters.
+constexpr emu::HandleStatuses<cudnnStatus_t> kStatuses = {
+    CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_BAD_PARAM};
+
 bool known_type(cudnnDataType_t t) {
   return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16;
 }
 
 cudaDataType_t element_type(cudnnDataType_t t) {
   return t == CUDNN_DATA_HALF ? CUDA_R_16F : t == CUDNN_DATA_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
-}
-
-float to_tf32(float x) {  // 10 mantissa bits, nearest even; inf and NaN kept
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7f800000u) != 0x7f800000u) {
-    const uint32_t lsb = (bits >> 13) & 1u;
-    bits = (bits + 0xfffu + lsb) & ~uint32_t{0x1fff};
-  }
-  std::memcpy(&x, &bits, 4);
-  return x;
 }
 
 // The geometry of one convolution, checked: x [N,C,H,W] * w [K,C,R,S] -> y [N,K,P,Q].
@@ -69,16 +63,29 @@ struct Geometry {
   int64_t y_at(int nn, int kk, int pp, int qq) const {
     return ((int64_t{nn} * k + kk) * p + pp) * q + qq;
   }
-  float in(float value) const { return tf32 ? to_tf32(value) : value; }
+  float in(float value) const { return tf32 ? emu::to_tf32(value) : value; }
 };
 
 int output_size(int in, int pad, int filter, int stride, int dilation) {
   return 1 + (in + 2 * pad - ((filter - 1) * dilation + 1)) / stride;
 }
 
-cudnnStatus_t geometry(const cudnnTensorStruct* x, const cudnnFilterStruct* w,
-                       const cudnnConvolutionStruct* conv, const cudnnTensorStruct* y,
-                       Geometry* g) {
+// The descriptors of one convolution, named as in the forward pass: x * w -> y. The backward
+// calls pass theirs in these roles (dx as x, dy as y, dw as w).
+struct Convolution {
+  const cudnnTensorStruct* x;
+  const cudnnFilterStruct* w;
+  const cudnnConvolutionStruct* conv;
+  const cudnnTensorStruct* y;
+};
+
+// What every convolution call checks first: a handle, and descriptors, all set, that describe one
+// convolution (same data type, matching channels, y of the size the convolution gives).
+cudnnStatus_t geometry(cudnnHandle_t handle, const Convolution& d, Geometry* g) {
+  const cudnnTensorStruct *x = d.x, *y = d.y;
+  const cudnnFilterStruct* w = d.w;
+  const cudnnConvolutionStruct* conv = d.conv;
+  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
   if (!x || !w || !conv || !y || !x->set || !w->set || !conv->set || !y->set)
     return CUDNN_STATUS_BAD_PARAM;
   if (x->type != w->type || x->type != y->type) return CUDNN_STATUS_BAD_PARAM;
@@ -132,7 +139,28 @@ cudnnStatus_t list_algorithms(const cudnnConvolutionStruct* conv, int count, int
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t workspace_size(int algo, int count, size_t* bytes) {
+// cudnnGet*Algorithm_v7 of one direction (`count` algorithms).
+template <typename Perf, typename Algo>
+cudnnStatus_t get_algorithms(cudnnHandle_t handle, const Convolution& d, int count, int requested,
+                             int* returned, Perf* perfs) {
+  Geometry g;
+  if (const cudnnStatus_t st = geometry(handle, d, &g); st != CUDNN_STATUS_SUCCESS) return st;
+  return list_algorithms<Perf, Algo>(d.conv, count, requested, returned, perfs);
+}
+
+// The buffers cudnnFind*AlgorithmEx must be given (two inputs, an output, and a workspace wherever
+// bytes are offered) before it lists as cudnnGet*Algorithm_v7 does.
+bool find_buffers_valid(const void* a, const void* b, const void* out, const void* workspace,
+                        size_t workspace_bytes) {
+  return a != nullptr && b != nullptr && out != nullptr &&
+         (workspace != nullptr || workspace_bytes == 0);
+}
+
+// cudnnGet*WorkspaceSize of one direction (`count` algorithms).
+cudnnStatus_t workspace_size(cudnnHandle_t handle, const Convolution& d, int algo, int count,
+                             size_t* bytes) {
+  Geometry g;
+  if (const cudnnStatus_t st = geometry(handle, d, &g); st != CUDNN_STATUS_SUCCESS) return st;
   if (bytes == nullptr || algo < 0 || algo >= count) return CUDNN_STATUS_BAD_PARAM;
   *bytes = static_cast<size_t>(algo) * kWorkspacePerAlgo;
   return CUDNN_STATUS_SUCCESS;
@@ -201,8 +229,41 @@ void backward_filter(const Geometry& g, float alpha, const void* x, const void* 
         }
 }
 
-bool valid_scales(const void* alpha, const void* beta) {
-  return alpha != nullptr && beta != nullptr;
+// forward, backward_data and backward_filter: out = alpha op(a, b) + beta out.
+using Direction = void (*)(const Geometry& g, float alpha, const void* a, const void* b, float beta,
+                           void* out);
+
+// A convolution call of any direction: the checks, in cuDNN's order, then `compute`, with the
+// right to write the result (emu::OutputsWritable: the library's kernels write it).
+cudnnStatus_t convolve(cudnnHandle_t handle, const Convolution& d, const void* alpha, const void* a,
+                       const void* b, const void* beta, void* out, int algo, int count,
+                       void* workspace, size_t workspace_bytes, Direction compute) {
+  if (alpha == nullptr || beta == nullptr || !a || !b || !out) return CUDNN_STATUS_BAD_PARAM;
+  Geometry g;
+  if (const cudnnStatus_t st = geometry(handle, d, &g); st != CUDNN_STATUS_SUCCESS) return st;
+  const emu::OutputsWritable writable;
+  if (const cudnnStatus_t st = use_workspace(algo, count, workspace, workspace_bytes);
+      st != CUDNN_STATUS_SUCCESS)
+    return st;
+  compute(g, *static_cast<const float*>(alpha), a, b, *static_cast<const float*>(beta), out);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// cudnnSetTensor4dDescriptor and cudnnSetFilter4dDescriptor: four positive sizes, NCHW, a type
+// the emulator computes.
+template <typename Descriptor>
+cudnnStatus_t set_4d(Descriptor* desc, cudnnTensorFormat_t format, cudnnDataType_t type, int n0,
+                     int n1, int n2, int n3) {
+  if (desc == nullptr || n0 < 1 || n1 < 1 || n2 < 1 || n3 < 1) return CUDNN_STATUS_BAD_PARAM;
+  if (format != CUDNN_TENSOR_NCHW || !known_type(type)) return CUDNN_STATUS_NOT_SUPPORTED;
+  *desc = {true, type, n0, n1, n2, n3};
+  return CUDNN_STATUS_SUCCESS;
+}
+
+template <typename T>
+cudnnStatus_t destroy_object(T* object) {
+  delete object;
+  return CUDNN_STATUS_SUCCESS;
 }
 
 }  // namespace
@@ -234,67 +295,45 @@ const char* cudnnGetErrorString(cudnnStatus_t status) {
 }
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  *handle = new cudnnContext;
-  return CUDNN_STATUS_SUCCESS;
+  return emu::create_object(handle, kStatuses);
 }
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
-  delete handle;
-  return CUDNN_STATUS_SUCCESS;
+  return destroy_object(handle);
 }
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  handle->stream = stream;
-  return CUDNN_STATUS_SUCCESS;
+  return emu::write_setting(handle, &cudnnContext::stream, stream, kStatuses);
 }
 cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream) {
-  if (handle == nullptr || stream == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  *stream = handle->stream;
-  return CUDNN_STATUS_SUCCESS;
+  return emu::read_setting(handle, &cudnnContext::stream, stream, kStatuses);
 }
 
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* desc) {
-  if (desc == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  *desc = new cudnnTensorStruct;
-  return CUDNN_STATUS_SUCCESS;
+  return emu::create_object(desc, kStatuses);
 }
 cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t desc) {
-  delete desc;
-  return CUDNN_STATUS_SUCCESS;
+  return destroy_object(desc);
 }
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t desc, cudnnTensorFormat_t format,
                                          cudnnDataType_t type, int n, int c, int h, int w) {
-  if (desc == nullptr || n < 1 || c < 1 || h < 1 || w < 1) return CUDNN_STATUS_BAD_PARAM;
-  if (format != CUDNN_TENSOR_NCHW || !known_type(type)) return CUDNN_STATUS_NOT_SUPPORTED;
-  *desc = {true, type, n, c, h, w};
-  return CUDNN_STATUS_SUCCESS;
+  return set_4d(desc, format, type, n, c, h, w);
 }
 
 cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* desc) {
-  if (desc == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  *desc = new cudnnFilterStruct;
-  return CUDNN_STATUS_SUCCESS;
+  return emu::create_object(desc, kStatuses);
 }
 cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t desc) {
-  delete desc;
-  return CUDNN_STATUS_SUCCESS;
+  return destroy_object(desc);
 }
 cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type,
                                          cudnnTensorFormat_t format, int k, int c, int h, int w) {
-  if (desc == nullptr || k < 1 || c < 1 || h < 1 || w < 1) return CUDNN_STATUS_BAD_PARAM;
-  if (format != CUDNN_TENSOR_NCHW || !known_type(type)) return CUDNN_STATUS_NOT_SUPPORTED;
-  *desc = {true, type, k, c, h, w};
-  return CUDNN_STATUS_SUCCESS;
+  return set_4d(desc, format, type, k, c, h, w);
 }
 
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* desc) {
-  if (desc == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  *desc = new cudnnConvolutionStruct;
-  return CUDNN_STATUS_SUCCESS;
+  return emu::create_object(desc, kStatuses);
 }
 cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t desc) {
-  delete desc;
-  return CUDNN_STATUS_SUCCESS;
+  return destroy_object(desc);
 }
 cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t desc, int pad_h,
                                               int pad_w, int u, int v, int dilation_h,
@@ -330,19 +369,15 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
     cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
     cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y, int requested, int* returned,
     cudnnConvolutionFwdAlgoPerf_t* perfs) {
-  Geometry g;
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(x, w, conv, y, &g); st != CUDNN_STATUS_SUCCESS) return st;
-  return list_algorithms<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
-      conv, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, requested, returned, perfs);
+  return get_algorithms<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
+      handle, {x, w, conv, y}, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, requested, returned, perfs);
 }
 cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
     cudnnHandle_t handle, cudnnTensorDescriptor_t xDesc, const void* x,
     cudnnFilterDescriptor_t wDesc, const void* w, cudnnConvolutionDescriptor_t conv,
     cudnnTensorDescriptor_t yDesc, void* y, int requested, int* returned,
     cudnnConvolutionFwdAlgoPerf_t* perfs, void* workspace, size_t workspace_bytes) {
-  if (x == nullptr || w == nullptr || y == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (workspace == nullptr && workspace_bytes > 0) return CUDNN_STATUS_BAD_PARAM;
+  if (!find_buffers_valid(x, w, y, workspace, workspace_bytes)) return CUDNN_STATUS_BAD_PARAM;
   return cudnnGetConvolutionForwardAlgorithm_v7(handle, xDesc, wDesc, conv, yDesc, requested,
                                                 returned, perfs);
 }
@@ -350,10 +385,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(
     cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
     cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y, cudnnConvolutionFwdAlgo_t algo,
     size_t* bytes) {
-  Geometry g;
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(x, w, conv, y, &g); st != CUDNN_STATUS_SUCCESS) return st;
-  return workspace_size(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, bytes);
+  return workspace_size(handle, {x, w, conv, y}, algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, bytes);
 }
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
                                       cudnnTensorDescriptor_t xDesc, const void* x,
@@ -362,18 +394,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
                                       cudnnConvolutionFwdAlgo_t algo, void* workspace,
                                       size_t workspace_bytes, const void* beta,
                                       cudnnTensorDescriptor_t yDesc, void* y) {
-  Geometry g;
-  if (handle == nullptr || !valid_scales(alpha, beta) || !x || !w || !y)
-    return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(xDesc, wDesc, conv, yDesc, &g); st != CUDNN_STATUS_SUCCESS)
-    return st;
-  const emu::OutputsWritable writable;  // the library's kernels write the result
-  if (const cudnnStatus_t st =
-          use_workspace(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, workspace, workspace_bytes);
-      st != CUDNN_STATUS_SUCCESS)
-    return st;
-  forward(g, *static_cast<const float*>(alpha), x, w, *static_cast<const float*>(beta), y);
-  return CUDNN_STATUS_SUCCESS;
+  return convolve(handle, {xDesc, wDesc, conv, yDesc}, alpha, x, w, beta, y, algo,
+                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, workspace, workspace_bytes, forward);
 }
 
 // ---- backward data
@@ -381,19 +403,15 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
     cudnnHandle_t handle, cudnnFilterDescriptor_t w, cudnnTensorDescriptor_t dy,
     cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t dx, int requested, int* returned,
     cudnnConvolutionBwdDataAlgoPerf_t* perfs) {
-  Geometry g;
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(dx, w, conv, dy, &g); st != CUDNN_STATUS_SUCCESS) return st;
-  return list_algorithms<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(
-      conv, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, requested, returned, perfs);
+  return get_algorithms<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(
+      handle, {dx, w, conv, dy}, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, requested, returned, perfs);
 }
 cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
     cudnnHandle_t handle, cudnnFilterDescriptor_t wDesc, const void* w,
     cudnnTensorDescriptor_t dyDesc, const void* dy, cudnnConvolutionDescriptor_t conv,
     cudnnTensorDescriptor_t dxDesc, void* dx, int requested, int* returned,
     cudnnConvolutionBwdDataAlgoPerf_t* perfs, void* workspace, size_t workspace_bytes) {
-  if (w == nullptr || dy == nullptr || dx == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (workspace == nullptr && workspace_bytes > 0) return CUDNN_STATUS_BAD_PARAM;
+  if (!find_buffers_valid(w, dy, dx, workspace, workspace_bytes)) return CUDNN_STATUS_BAD_PARAM;
   return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, wDesc, dyDesc, conv, dxDesc, requested,
                                                      returned, perfs);
 }
@@ -401,10 +419,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
     cudnnHandle_t handle, cudnnFilterDescriptor_t w, cudnnTensorDescriptor_t dy,
     cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t dx,
     cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
-  Geometry g;
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(dx, w, conv, dy, &g); st != CUDNN_STATUS_SUCCESS) return st;
-  return workspace_size(algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, bytes);
+  return workspace_size(handle, {dx, w, conv, dy}, algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                        bytes);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alpha,
                                            cudnnFilterDescriptor_t wDesc, const void* w,
@@ -413,19 +429,8 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alp
                                            cudnnConvolutionBwdDataAlgo_t algo, void* workspace,
                                            size_t workspace_bytes, const void* beta,
                                            cudnnTensorDescriptor_t dxDesc, void* dx) {
-  Geometry g;
-  if (handle == nullptr || !valid_scales(alpha, beta) || !w || !dy || !dx)
-    return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(dxDesc, wDesc, conv, dyDesc, &g);
-      st != CUDNN_STATUS_SUCCESS)
-    return st;
-  const emu::OutputsWritable writable;
-  if (const cudnnStatus_t st =
-          use_workspace(algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, workspace, workspace_bytes);
-      st != CUDNN_STATUS_SUCCESS)
-    return st;
-  backward_data(g, *static_cast<const float*>(alpha), w, dy, *static_cast<const float*>(beta), dx);
-  return CUDNN_STATUS_SUCCESS;
+  return convolve(handle, {dxDesc, wDesc, conv, dyDesc}, alpha, w, dy, beta, dx, algo,
+                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, workspace, workspace_bytes, backward_data);
 }
 
 // ---- backward filter
@@ -433,19 +438,16 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t dy,
     cudnnConvolutionDescriptor_t conv, cudnnFilterDescriptor_t dw, int requested, int* returned,
     cudnnConvolutionBwdFilterAlgoPerf_t* perfs) {
-  Geometry g;
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(x, dw, conv, dy, &g); st != CUDNN_STATUS_SUCCESS) return st;
-  return list_algorithms<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(
-      conv, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, requested, returned, perfs);
+  return get_algorithms<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(
+      handle, {x, dw, conv, dy}, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, requested, returned,
+      perfs);
 }
 cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     cudnnHandle_t handle, cudnnTensorDescriptor_t xDesc, const void* x,
     cudnnTensorDescriptor_t dyDesc, const void* dy, cudnnConvolutionDescriptor_t conv,
     cudnnFilterDescriptor_t dwDesc, void* dw, int requested, int* returned,
     cudnnConvolutionBwdFilterAlgoPerf_t* perfs, void* workspace, size_t workspace_bytes) {
-  if (x == nullptr || dy == nullptr || dw == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (workspace == nullptr && workspace_bytes > 0) return CUDNN_STATUS_BAD_PARAM;
+  if (!find_buffers_valid(x, dy, dw, workspace, workspace_bytes)) return CUDNN_STATUS_BAD_PARAM;
   return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, xDesc, dyDesc, conv, dwDesc,
                                                        requested, returned, perfs);
 }
@@ -453,10 +455,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
     cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t dy,
     cudnnConvolutionDescriptor_t conv, cudnnFilterDescriptor_t dw,
     cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
-  Geometry g;
-  if (handle == nullptr) return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(x, dw, conv, dy, &g); st != CUDNN_STATUS_SUCCESS) return st;
-  return workspace_size(algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, bytes);
+  return workspace_size(handle, {x, dw, conv, dy}, algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                        bytes);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* alpha,
                                              cudnnTensorDescriptor_t xDesc, const void* x,
@@ -465,18 +465,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* a
                                              cudnnConvolutionBwdFilterAlgo_t algo, void* workspace,
                                              size_t workspace_bytes, const void* beta,
                                              cudnnFilterDescriptor_t dwDesc, void* dw) {
-  Geometry g;
-  if (handle == nullptr || !valid_scales(alpha, beta) || !x || !dy || !dw)
-    return CUDNN_STATUS_BAD_PARAM;
-  if (const cudnnStatus_t st = geometry(xDesc, dwDesc, conv, dyDesc, &g);
-      st != CUDNN_STATUS_SUCCESS)
-    return st;
-  const emu::OutputsWritable writable;
-  if (const cudnnStatus_t st =
-          use_workspace(algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, workspace, workspace_bytes);
-      st != CUDNN_STATUS_SUCCESS)
-    return st;
-  backward_filter(g, *static_cast<const float*>(alpha), x, dy, *static_cast<const float*>(beta),
-                  dw);
-  return CUDNN_STATUS_SUCCESS;
+  return convolve(handle, {xDesc, dwDesc, conv, dyDesc}, alpha, x, dy, beta, dw, algo,
+                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, workspace, workspace_bytes,
+                  backward_filter);
 }

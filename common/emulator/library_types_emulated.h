@@ -76,6 +76,19 @@ inline uint16_t float_to_bfloat16_bits(float f) {
   return static_cast<uint16_t>((x + 0x7fffu + lsb) >> 16);
 }
 
+// x rounded to TF32 (8 exponent bits, 10 mantissa bits), to nearest even; inf and NaN kept: the
+// inputs of a float32 GEMM or convolution that a library computes on tensor cores.
+inline float to_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) {
+    const uint32_t lsb = (bits >> 13) & 1u;
+    bits = (bits + 0xfffu + lsb) & ~uint32_t{0x1fff};
+  }
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
 // Element i of an array of `type`, as float; and the store of a float into it.
 inline float load_as_float(const void* p, cudaDataType_t type, int64_t i) {
   switch (type) {

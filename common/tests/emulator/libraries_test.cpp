@@ -117,6 +117,31 @@ TEST_F(EmulatedCublas, BadArgumentsGiveTheDocumentedStatus) {
       << "no handle";
 }
 
+// The handle's calls: the stream and math mode set are the ones read back, and each missing
+// pointer gets cuBLAS's status (no handle: NOT_INITIALIZED; any other pointer: INVALID_VALUE).
+TEST(EmulatedCublasHandle, StreamAndMathModeRoundTripWithTheDocumentedStatuses) {
+  EXPECT_EQ(cublasCreate(nullptr), CUBLAS_STATUS_INVALID_VALUE) << "nowhere to put the handle";
+  cudaStream_t stream = nullptr, got = nullptr;
+  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+  EXPECT_EQ(cublasSetStream(nullptr, stream), CUBLAS_STATUS_NOT_INITIALIZED) << "no handle";
+  EXPECT_EQ(cublasGetStream(nullptr, &got), CUBLAS_STATUS_NOT_INITIALIZED) << "no handle";
+  EXPECT_EQ(cublasGetMathMode(nullptr, &mode), CUBLAS_STATUS_NOT_INITIALIZED) << "no handle";
+  EXPECT_EQ(cublasDestroy(nullptr), CUBLAS_STATUS_NOT_INITIALIZED) << "no handle";
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasGetStream(handle, nullptr), CUBLAS_STATUS_INVALID_VALUE) << "nowhere to write";
+  EXPECT_EQ(cublasGetMathMode(handle, nullptr), CUBLAS_STATUS_INVALID_VALUE) << "nowhere to write";
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  EXPECT_EQ(cublasSetStream(handle, stream), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasGetStream(handle, &got), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(got, stream) << "the stream read back is not the one set";
+  EXPECT_EQ(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasGetMathMode(handle, &mode), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(mode, CUBLAS_PEDANTIC_MATH) << "the math mode read back is not the one set";
+  EXPECT_EQ(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 // ---- cuDNN -------------------------------------------------------------------------------------
 class EmulatedCudnn : public ::testing::Test {
  protected:
@@ -253,6 +278,121 @@ TEST_F(EmulatedCudnn, BadParametersGiveTheDocumentedStatus) {
             CUDNN_STATUS_SUCCESS);
   EXPECT_EQ(forward(kX.data(), kW.data(), 0.f, y.data()), CUDNN_STATUS_BAD_PARAM)
       << "x float and y half";
+}
+
+// The handle's and descriptors' calls: the stream set is the one read back, and a missing
+// pointer anywhere gets cuDNN's BAD_PARAM.
+TEST(EmulatedCudnnHandle, StreamRoundTripsAndMissingPointersAreBadParameters) {
+  EXPECT_EQ(cudnnCreate(nullptr), CUDNN_STATUS_BAD_PARAM) << "nowhere to put the handle";
+  EXPECT_EQ(cudnnCreateTensorDescriptor(nullptr), CUDNN_STATUS_BAD_PARAM) << "no descriptor";
+  EXPECT_EQ(cudnnCreateFilterDescriptor(nullptr), CUDNN_STATUS_BAD_PARAM) << "no descriptor";
+  EXPECT_EQ(cudnnCreateConvolutionDescriptor(nullptr), CUDNN_STATUS_BAD_PARAM) << "no descriptor";
+  EXPECT_EQ(cudnnSetFilter4dDescriptor(nullptr, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, 1, 1),
+            CUDNN_STATUS_BAD_PARAM)
+      << "no descriptor";
+  cudaStream_t stream = nullptr, got = nullptr;
+  EXPECT_EQ(cudnnSetStream(nullptr, stream), CUDNN_STATUS_BAD_PARAM) << "no handle";
+  EXPECT_EQ(cudnnGetStream(nullptr, &got), CUDNN_STATUS_BAD_PARAM) << "no handle";
+  cudnnHandle_t handle = nullptr;
+  ASSERT_EQ(cudnnCreate(&handle), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnGetStream(handle, nullptr), CUDNN_STATUS_BAD_PARAM) << "nowhere to write";
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  EXPECT_EQ(cudnnSetStream(handle, stream), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnGetStream(handle, &got), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(got, stream) << "the stream read back is not the one set";
+  EXPECT_EQ(cudnnDestroy(handle), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+// Each direction's queries and call refuse what cuDNN refuses, with the same status: a missing
+// handle or buffer, a workspace pointer missing for its bytes, an algorithm out of range, and
+// descriptors that do not describe one convolution (y's shape wrong).
+TEST_F(EmulatedCudnn, EveryDirectionRefusesMissingPointersAndWrongShapes) {
+  describe(CUDNN_CROSS_CORRELATION);
+  std::vector<float> x(kX), w(kW), y(4, 0.f);
+  const float one = 1.f, zero = 0.f;
+  int count = 0;
+  size_t bytes = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  const auto fwd_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  const auto data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  const auto filter_algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+  SCOPED_TRACE("no handle: every call must return CUDNN_STATUS_BAD_PARAM");
+  EXPECT_EQ(cudnnGetConvolutionForwardAlgorithm_v7(nullptr, x_, w_, conv_, y_, 1, &count, fwd),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(
+      cudnnGetConvolutionBackwardDataAlgorithm_v7(nullptr, w_, y_, conv_, x_, 1, &count, data),
+      CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(
+      cudnnGetConvolutionBackwardFilterAlgorithm_v7(nullptr, x_, y_, conv_, w_, 1, &count, filter),
+      CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnGetConvolutionForwardWorkspaceSize(nullptr, x_, w_, conv_, y_, fwd_algo, &bytes),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(
+      cudnnGetConvolutionBackwardDataWorkspaceSize(nullptr, w_, y_, conv_, x_, data_algo, &bytes),
+      CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnGetConvolutionBackwardFilterWorkspaceSize(nullptr, x_, y_, conv_, w_, filter_algo,
+                                                           &bytes),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnConvolutionForward(nullptr, &one, x_, x.data(), w_, w.data(), conv_, fwd_algo,
+                                    nullptr, 0, &zero, y_, y.data()),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnConvolutionBackwardData(nullptr, &one, w_, w.data(), y_, y.data(), conv_,
+                                         data_algo, nullptr, 0, &zero, x_, x.data()),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnConvolutionBackwardFilter(nullptr, &one, x_, x.data(), y_, y.data(), conv_,
+                                           filter_algo, nullptr, 0, &zero, w_, w.data()),
+            CUDNN_STATUS_BAD_PARAM);
+  SCOPED_TRACE(
+      "a missing buffer, scale or workspace, an algorithm out of range, or a null "
+      "result pointer: CUDNN_STATUS_BAD_PARAM");
+  EXPECT_EQ(cudnnFindConvolutionForwardAlgorithmEx(handle_, x_, x.data(), w_, nullptr, conv_, y_,
+                                                   y.data(), 1, &count, fwd, nullptr, 0),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnFindConvolutionBackwardDataAlgorithmEx(handle_, w_, w.data(), y_, y.data(), conv_,
+                                                        x_, x.data(), 1, &count, data, nullptr, 4),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(
+      cudnnFindConvolutionBackwardFilterAlgorithmEx(handle_, x_, nullptr, y_, y.data(), conv_, w_,
+                                                    w.data(), 1, &count, filter, nullptr, 0),
+      CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                handle_, w_, y_, conv_, x_,
+                static_cast<cudnnConvolutionBwdDataAlgo_t>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT),
+                &bytes),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, x_, y_, conv_, w_, filter_algo,
+                                                           nullptr),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnConvolutionBackwardData(handle_, nullptr, w_, w.data(), y_, y.data(), conv_,
+                                         data_algo, nullptr, 0, &zero, x_, x.data()),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnConvolutionBackwardFilter(handle_, &one, x_, x.data(), y_, y.data(), conv_,
+                                           filter_algo, nullptr, 0, &zero, w_, nullptr),
+            CUDNN_STATUS_BAD_PARAM);
+  SCOPED_TRACE("descriptors that fit: the queries succeed");
+  EXPECT_EQ(cudnnFindConvolutionBackwardDataAlgorithmEx(handle_, w_, w.data(), y_, y.data(), conv_,
+                                                        x_, x.data(), 1, &count, data, nullptr, 0),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(count, 1) << "one algorithm asked for, one listed";
+  EXPECT_EQ(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, x_, y_, conv_, w_, filter_algo,
+                                                           &bytes),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(bytes, 0u) << "algorithm 0 needs no workspace";
+  SCOPED_TRACE("y described as 3 x 2 where the convolution gives 2 x 2: no direction accepts it");
+  ASSERT_EQ(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 3, 2),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(
+      cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, w_, y_, conv_, x_, 1, &count, data),
+      CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, x_, y_, conv_, w_, filter_algo,
+                                                           &bytes),
+            CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnConvolutionBackwardFilter(handle_, &one, x_, x.data(), y_, y.data(), conv_,
+                                           filter_algo, nullptr, 0, &zero, w_, w.data()),
+            CUDNN_STATUS_BAD_PARAM);
 }
 
 }  // namespace

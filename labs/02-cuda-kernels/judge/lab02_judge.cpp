@@ -6,6 +6,7 @@
 // (tests/kernel_cases.h) and with the core's operations for the GPU tests
 // (tests/kernel_gpu_cases.h, the references kernels_test.cpp uses), and compares with the tests'
 // own tolerances: exactly (by digest) where a test requires bits, within atol + rtol |want| else.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -36,7 +37,7 @@ std::string shape(int rows, int cols) {
   return std::to_string(rows) + "x" + std::to_string(cols);
 }
 
-// ---- emulated checks (kernels_emulated_test.cpp, reduce_final_emulated_test.cpp) ----------------
+// ---- emulated checks (kernels_, reduce_final_ and softmax_layernorm_emulated_test.cpp) ---------
 
 std::string emulated_reduce(const char* test) {
   Recorded r(test);
@@ -53,6 +54,27 @@ std::string emulated_reduce(const char* test) {
     ++cases;
   }
   return std::to_string(cases) + " sums right";
+}
+
+// TODO 1b's block_reduce twice in a row (EmulatedReduce. and Reduce.BlockReduceTwiceInARow, the
+// same cases): every thread's max exactly, its sum within the tolerance.
+std::string block_twice(const std::string& test) {
+  Recorded r(test);
+  for (auto [threads, n] : lab02_cases::block_twice_cases()) {
+    const std::vector<float> x = lab02_cases::block_twice_input(n);
+    const float want_max = *std::max_element(x.begin(), x.end());
+    const auto [want_sum, magnitude] = lab02_cases::reduce_reference(x.data(), n);
+    const std::string what = "the max and sum of " + std::to_string(n) + " values, " +
+                             std::to_string(threads) + " threads";
+    const std::vector<float> got = r.sequence<float>(what, 2 * size_t(threads));
+    for (int t = 0; t < threads; ++t)
+      if (got[2 * t] != want_max || !lab02_cases::reduce_close(got[2 * t + 1], want_sum, magnitude))
+        throw Rejection(test + ": " + what + ": thread " + std::to_string(t) + " got " +
+                        gtl::judge::show(got[2 * t]) + " and " + gtl::judge::show(got[2 * t + 1]) +
+                        ", the judge computes " + gtl::judge::show(want_max) + " and " +
+                        gtl::judge::show(want_sum));
+  }
+  return "every thread's max and sum right";
 }
 
 std::string transpose_emulated() {
@@ -136,7 +158,7 @@ std::string bias_gelu_emulated() {
   return "every element within the test's tolerance";
 }
 
-// ---- GPU checks (kernels_test.cpp, reduce_final_test.cpp): references from the core -------------
+// ---- GPU checks (kernels_, reduce_final_ and softmax_layernorm_test.cpp): core references -----
 
 std::string gpu_reduce(const char* test) {
   Recorded r(test);
@@ -271,7 +293,11 @@ int main(int argc, char** argv) {
       argc, argv,
       {{"reduction-shared-emulated",
         [] { return emulated_reduce("EmulatedReduce.SharedMemoryTree"); }},
-       {"reduction-warp-emulated", [] { return emulated_reduce("EmulatedReduce.WarpShuffles"); }},
+       {"reduction-warp-emulated",
+        [] {
+          return emulated_reduce("EmulatedReduce.WarpShuffles") + "; twice in a row, " +
+                 block_twice("EmulatedReduce.BlockReduceTwiceInARow");
+        }},
        {"reduction-final-emulated",
         [] { return emulated_reduce("EmulatedReduceFinal.SeveralElementsPerThread"); }},
        {"transpose-emulated", transpose_emulated},
@@ -281,7 +307,11 @@ int main(int argc, char** argv) {
        {"layernorm-backward-emulated", layernorm_backward_emulated},
        {"bias-gelu-emulated", bias_gelu_emulated},
        {"reduction-shared", [] { return gpu_reduce("Reduce.SharedMemoryTree"); }},
-       {"reduction-warp", [] { return gpu_reduce("Reduce.WarpShuffles"); }},
+       {"reduction-warp",
+        [] {
+          return gpu_reduce("Reduce.WarpShuffles") + "; twice in a row, " +
+                 block_twice("Reduce.BlockReduceTwiceInARow");
+        }},
        {"reduction-final", reduction_final},
        {"transpose", transpose_gpu},
        {"sgemm", sgemm_gpu},

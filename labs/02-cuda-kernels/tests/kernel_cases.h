@@ -47,6 +47,15 @@ inline bool reduce_close(float got, double exact, double magnitude) {
   return std::fabs(got - exact) <= 1e-5 * magnitude + 1e-6;  // false for NaN
 }
 
+// ---- block_reduce twice in a row (TODO 1b): one block of `threads`, n <= threads values --------
+inline std::vector<std::pair<int, int>> block_twice_cases() {
+  return {{32, 32},   {32, 5},    {64, 64},     {96, 70},
+          {256, 256}, {256, 200}, {1024, 1024}, {1024, 1000}};
+}
+inline std::vector<float> block_twice_input(int n) {
+  return uniform(size_t(n), -1.f, 1.f, unsigned(n) + 17);
+}
+
 // ---- transpose: odd shapes and one drawn from the seed ------------------------------------------
 inline std::vector<std::pair<int, int>> transpose_shapes() {
   std::vector<std::pair<int, int>> shapes = {{1, 1},   {1, 37},  {37, 1},

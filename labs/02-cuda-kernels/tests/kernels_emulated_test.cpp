@@ -11,10 +11,12 @@
 // GTL_EMULATOR_SCHEDULE=forward|reverse|warps fixes one. Each test records what your kernels
 // computed for the judge (gtl_judge_output.h).
 //
-// TODO 1c's kernel is tested in reduce_final_emulated_test.cpp, built with the reference block
-// reduction, so that it passes as soon as 1c is right, whatever the state of 1b.
+// TODO 1c's kernel is tested in reduce_final_emulated_test.cpp, and those of TODOs 4, 5 and 5b in
+// softmax_layernorm_emulated_test.cpp, built with the reference block reduction, so that they
+// pass as soon as their TODO is right, whatever the state of 1b.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -23,36 +25,22 @@
 #include <vector>
 
 #include "cuda_runtime.h"  // the emulator's: emu::KernelOutput
+#include "emulated_mismatch.h"
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
 #include "kernel_cases.h"
 #include "kernels.h"
 #include "reduce_check.h"
 
+namespace lab02_tests {
+void block_max_then_sum(const float* x, float* out, int n, int threads);  // block_reduce_twice.cu
+}
+
 namespace {
 
 using namespace lab02_cases;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-// The first element outside atol + rtol |expected|, described for the student; "" if none.
-std::string first_mismatch(const std::vector<double>& expected, const float* got, double rtol,
-                           double atol) {
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const double err = std::fabs(expected[i] - got[i]);
-    if (!(err <= atol + rtol * std::fabs(expected[i])))  // written so that NaN fails
-      return "element " + std::to_string(i) + ": expected " + std::to_string(expected[i]) +
-             ", got " + std::to_string(got[i]) +
-             (std::isnan(got[i]) ? " (NaN: never written, or computed as NaN)" : "");
-  }
-  return "";
-}
-
-// Fails with the lesson first (the grader's one-line summary shows a failure's first line) and
-// the evidence after it.
-void expect_no_mismatch(const std::string& mismatch, const ::testing::Message& lesson) {
-  if (!mismatch.empty()) ADD_FAILURE() << lesson << " [" << mismatch << "]";
-}
 
 TEST(EmulatedReduce, SharedMemoryTree) {
   expect_reduces_every_case("EmulatedReduce.SharedMemoryTree", "TODO 1a shared-memory tree",
@@ -65,6 +53,34 @@ TEST(EmulatedReduce, WarpShuffles) {
                             lab02::reduce_sum_warp,
                             "a shuffle offset or lane missing in warp_reduce_sum, or the per-warp "
                             "totals not combined in block_reduce");
+}
+
+// TODO 1b's block_reduce twice in a row (a max, then a sum, through the same scratch), as the
+// softmax and layernorm kernels call it: every thread must get both results. Their own checks use
+// a reference block reduction, so this is where a barrier missing in yours shows.
+TEST(EmulatedReduce, BlockReduceTwiceInARow) {
+  gtl::judge::Outputs recorded("EmulatedReduce.BlockReduceTwiceInARow");
+  for (auto [threads, n] : block_twice_cases()) {
+    const std::vector<float> x = block_twice_input(n);
+    const double want_max = *std::max_element(x.begin(), x.end());
+    const auto [want_sum, magnitude] = reduce_reference(x.data(), n);
+    emu::KernelOutput<float> out(2 * size_t(threads), kNaN, "out");
+    lab02_tests::block_max_then_sum(x.data(), out.data(), n, threads);
+    recorded.record_all(out.data(), 2 * size_t(threads));
+    for (int t = 0; t < threads; ++t) {
+      const float got_max = out[2 * t], got_sum = out[2 * t + 1];
+      if (got_max != want_max || !reduce_close(got_sum, want_sum, magnitude)) {
+        ADD_FAILURE() << "TODO 1b block_reduce called twice in a row (a max, then a sum), "
+                      << threads << " threads, " << n << " values: thread " << t << " got max "
+                      << got_max << " and sum " << got_sum << ", expected " << want_max << " and "
+                      << want_sum
+                      << " (a warp that runs ahead overwrote scratch before the others read "
+                         "it: the __syncthreads at the start of block_reduce; or not every "
+                         "thread gets the result)";
+        break;
+      }
+    }
+  }
 }
 
 TEST(EmulatedReduce, NaiveBaseline) {
@@ -119,82 +135,6 @@ TEST(EmulatedSgemm, EveryVersionOnEdgeShapes) {
       if (!std::isnan(c.back()))
         ADD_FAILURE() << name << " wrote past the end of C (mask the stores)";
     }
-  }
-}
-
-TEST(EmulatedSoftmax, BothVersionsOnOddRowsLongRowsLargeAndMaskedLogits) {
-  gtl::judge::Outputs recorded("EmulatedSoftmax.BothVersionsOnOddRowsLongRowsLargeAndMaskedLogits");
-  for (auto [rows, cols, scale] : softmax_cases()) {
-    // Masked logits (-inf), as attention uses them: they get probability 0, and must not turn
-    // the rest of the row into NaN. The first element of a row is the hardest case.
-    const std::vector<float> x = softmax_input(rows, cols, scale);
-    const std::vector<double> expected = softmax_reference(x, rows, cols);
-    for (bool online : {false, true}) {
-      std::vector<float> y(x.size(), kNaN);
-      (online ? lab02::softmax : lab02::softmax_naive)(x.data(), y.data(), rows, cols, nullptr);
-      if (online) recorded.record_all(y);
-      const std::string bad = first_mismatch(expected, y.data(), 1e-4, 1e-7);
-      expect_no_mismatch(
-          bad, ::testing::Message()
-                   << (online ? "TODO 4 online softmax" : "naive softmax") << ", " << rows << "x"
-                   << cols << ", logits up to " << scale << " with some -inf: inf "
-                   << "or NaN means exp of a large logit (subtract the running max) or "
-                   << "exp(-inf - (-inf)) (a -inf logit adds 0 to the sum); finite but "
-                   << "wrong means elements counted twice or missed (the loop step is "
-                   << "kUnroll * kBlock) or a barrier missing in block_reduce (check "
-                   << "EmulatedReduce first)");
-    }
-  }
-}
-
-TEST(EmulatedLayerNorm, BothVersionsWithSavedStatistics) {
-  gtl::judge::Outputs recorded("EmulatedLayerNorm.BothVersionsWithSavedStatistics");
-  for (auto [rows, cols, offset] : layernorm_cases()) {
-    const LayerNormInput in = layernorm_input(rows, cols, offset);
-    const LayerNormReference want = layernorm_reference(in, rows, cols);
-    for (bool fast : {false, true}) {
-      std::vector<float> y(in.x.size(), kNaN), mean(rows, kNaN), rstd(rows, kNaN);
-      (fast ? lab02::layernorm : lab02::layernorm_naive)(in.x.data(), in.w.data(), in.b.data(),
-                                                         y.data(), mean.data(), rstd.data(), rows,
-                                                         cols, kLayerNormEps, nullptr);
-      if (fast) recorded.record_all(mean), recorded.record_all(rstd), recorded.record_all(y);
-      const std::string what = std::string(fast ? "TODO 5 layernorm" : "naive layernorm") + ", " +
-                               std::to_string(rows) + "x" + std::to_string(cols) +
-                               ", mean offset " + std::to_string(offset);
-      const double tol = layernorm_tolerance(offset);
-      expect_no_mismatch(first_mismatch(want.mean, mean.data(), 1e-5, 1e-6),
-                         ::testing::Message() << what << ": mean");
-      expect_no_mismatch(
-          first_mismatch(want.rstd, rstd.data(), tol, 1e-6),
-          ::testing::Message()
-              << what << ": rstd (large offsets: compute the variance from x - mean, not E[x^2] - "
-              << "mean^2)");
-      expect_no_mismatch(first_mismatch(want.y, y.data(), tol, tol), ::testing::Message()
-                                                                         << what << ": output");
-    }
-  }
-}
-
-TEST(EmulatedLayerNormBackward, StretchStep) {
-  gtl::judge::Outputs recorded("EmulatedLayerNormBackward.StretchStep");
-  for (auto [rows, cols] : layernorm_backward_cases()) {
-    const LayerNormBackwardCase k = layernorm_backward_case(rows, cols);
-    std::vector<float> got_dx(k.x.size(), kNaN), got_dw(cols, kNaN), got_db(cols, kNaN);
-    lab02::layernorm_backward(k.dy.data(), k.x.data(), k.w.data(), k.mean.data(), k.rstd.data(),
-                              got_dx.data(), got_dw.data(), got_db.data(), rows, cols, nullptr);
-    recorded.record_all(got_dx), recorded.record_all(got_dw), recorded.record_all(got_db);
-    const std::string what =
-        "TODO 5b layernorm backward, " + std::to_string(rows) + "x" + std::to_string(cols);
-    expect_no_mismatch(first_mismatch(k.dx, got_dx.data(), 1e-3, 1e-4),
-                       ::testing::Message()
-                           << what
-                           << ": dx (two row sums: the means of dxhat and of dxhat * xhat)");
-    expect_no_mismatch(
-        first_mismatch(k.dw, got_dw.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5),
-        ::testing::Message() << what << ": dweight = sum over rows of dy * xhat");
-    expect_no_mismatch(
-        first_mismatch(k.db, got_db.data(), 1e-4, 1e-5 * std::sqrt(double(rows)) + 1e-5),
-        ::testing::Message() << what << ": dbias = sum over rows of dy");
   }
 }
 

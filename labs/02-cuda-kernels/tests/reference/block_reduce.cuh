@@ -1,7 +1,7 @@
-// The reference block reduction for the tests of TODO 1c: the core's
-// (common/gtl/ops/detail/warp_reduce.cuh) under the names TODO 1b gives them. The 1c tests
-// compile your reduce.cu beside this file instead of your block_reduce.cuh, so that they grade
-// step 1c alone; TODO 1b's own tests use yours.
+// The reference block reduction for the tests and benchmarks of TODOs 1c, 4, 5 and 5b: the core's
+// (common/gtl/ops/detail/warp_reduce.cuh) under the names TODO 1b gives them. Those checks
+// compile your reduce.cu, softmax.cu and layernorm.cu beside this file instead of your
+// block_reduce.cuh, so that each grades its own TODO alone; TODO 1b's own tests use yours.
 #pragma once
 
 #include <cuda_runtime.h>
