@@ -124,8 +124,7 @@ inline std::vector<double> softmax_reference(const std::vector<float>& x, int ro
   return y;
 }
 
-// ---- layernorm forward: (rows, cols, mean offset)
-// -------------------------------------------------
+// ---- layernorm forward: (rows, cols, mean offset) -----------------------------------------------
 constexpr float kLayerNormEps = 1e-5f;
 inline const std::vector<std::tuple<int, int, float>>& layernorm_cases() {
   static const std::vector<std::tuple<int, int, float>> cases = {
@@ -165,8 +164,7 @@ inline double layernorm_tolerance(float offset) {
   return offset > 0 ? 5e-3 : 1e-4;
 }
 
-// ---- layernorm backward (stretch): (rows, cols)
-// ---------------------------------------------------
+// ---- layernorm backward (stretch): (rows, cols) -------------------------------------------------
 inline const std::vector<std::pair<int, int>>& layernorm_backward_cases() {
   static const std::vector<std::pair<int, int>> cases = {{1, 1}, {3, 7}, {5, 1000}, {40, 257}};
   return cases;
@@ -209,8 +207,7 @@ inline LayerNormBackwardCase layernorm_backward_case(int rows, int cols) {
   return k;
 }
 
-// ---- bias + GELU: (rows, cols)
-// -------------------------------------------------------------------
+// ---- bias + GELU: (rows, cols) ------------------------------------------------------------------
 inline const std::vector<std::pair<int, int>>& bias_gelu_cases() {
   static const std::vector<std::pair<int, int>> cases = {{1, 1}, {3, 5}, {17, 1000}};
   return cases;

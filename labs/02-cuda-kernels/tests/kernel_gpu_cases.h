@@ -61,8 +61,7 @@ inline std::pair<Tensor, Tensor> gemm_random(int m, int n, int k) {
   return {a, b};
 }
 
-// ---- softmax: (rows, cols, logit scale), -inf in the first and middle column
-// ----------------------
+// ---- softmax: (rows, cols, logit scale), -inf in the first and middle column --------------------
 inline const std::vector<std::tuple<int, int, float>>& softmax_cases() {
   static const std::vector<std::tuple<int, int, float>> cases = {
       {1, 1, 1.f}, {3, 7, 1.f}, {5, 1000, 3.f}, {2, 100000, 1.f}, {64, 4096, 1e4f}};
@@ -77,8 +76,7 @@ inline Tensor softmax_input(int rows, int cols, float scale) {
   return Tensor::from_vector(values, {rows, cols});
 }
 
-// ---- layernorm: (rows, cols, mean offset); x, weight, bias
-// ----------------------------------------
+// ---- layernorm: (rows, cols, mean offset); x, weight, bias --------------------------------------
 inline const std::vector<std::tuple<int, int, float>>& layernorm_cases() {
   static const std::vector<std::tuple<int, int, float>> cases = {
       {1, 1, 0.f}, {3, 7, 0.f}, {5, 1000, 0.f}, {2, 100000, 0.f}, {64, 768, 1e4f}};
