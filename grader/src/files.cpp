@@ -13,4 +13,11 @@ std::string read_file(const std::filesystem::path& path) {
   return s.str();
 }
 
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 }  // namespace gtl::grader

@@ -73,13 +73,6 @@ std::string requirement(const Check& c) {
   return "cpu";
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 bool is_marker(const std::string& line, const char* marker) {
   const auto b = line.find_first_not_of(" \t");
   const auto e = line.find_last_not_of(" \t\r");

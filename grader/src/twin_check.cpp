@@ -17,13 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // A marker is a `//` comment on a line of its own: `throw Error("TODO(lab01) step 1a: ...")` in
 // a starter's body is code, not a marker.
 bool is_comment_line(const std::string& line) {

@@ -297,15 +297,7 @@ std::string accumulation_gradients() {
   return "gradients within the derived bound, k = 1 bitwise the plain step";
 }
 
-// Peak bytes above what was allocated before `step` ran (the test's measurement).
-template <typename F>
-int64_t step_peak(const std::shared_ptr<gtl::Allocator>& allocator, F step) {
-  const gtl::AllocatorScope scope(allocator);
-  allocator->reset_peak_stats();
-  const int64_t before = allocator->stats().allocated_bytes;
-  step();
-  return allocator->stats().peak_allocated_bytes - before;
-}
+using lab04_cases::step_peak;
 
 std::string accumulation_memory() {
   lab04::ModelConfig config;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "gtl_judge_output.h"
+#include "lab04_cases.h"
 #include "memory_lab.h"
 
 namespace {
@@ -19,15 +20,7 @@ std::vector<std::vector<float>> gradients(const gtl::nn::Module& model) {
   return out;
 }
 
-// Peak bytes above what was allocated before `step` ran, in a fresh allocator for the step.
-template <typename F>
-int64_t step_peak(const std::shared_ptr<gtl::Allocator>& allocator, F step) {
-  const gtl::AllocatorScope scope(allocator);
-  allocator->reset_peak_stats();
-  const int64_t before = allocator->stats().allocated_bytes;
-  step();
-  return allocator->stats().peak_allocated_bytes - before;
-}
+using lab04_cases::step_peak;
 
 TEST(GradAccumulation, GradientsEqualTheWholeBatchWithinTheDerivedTolerance) {
   lab04::ModelConfig config;

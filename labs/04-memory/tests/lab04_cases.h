@@ -18,6 +18,39 @@
 namespace lab04_cases {
 
 // ---- TODO 1: the calculator ---------------------------------------------------------------------
+// One forward, loss, backward and AdamW step of `b`, measured by `allocator`: the bytes held
+// between forward and backward above `held` (the activations, logits included), and the step's
+// peak allocated bytes.
+struct StepBytes {
+  int64_t activations = 0;
+  int64_t peak = 0;
+};
+inline StepBytes measure_forward_to_step(gtl::Allocator& allocator, gtl::nn::Module& model,
+                                         gtl::optim::AdamW& adamw, const lab04::LabBatch& b,
+                                         int64_t held) {
+  allocator.reset_peak_stats();
+  const gtl::nn::CrossEntropyLoss head;
+  gtl::nn::Context ctx, loss_ctx;
+  const gtl::Tensor logits = model.forward(b.images, ctx);
+  StepBytes bytes;
+  bytes.activations = allocator.stats().allocated_bytes - held;
+  head.forward(logits, b.labels, loss_ctx);
+  model.backward(ctx, head.backward(loss_ctx));
+  adamw.step();
+  bytes.peak = allocator.stats().peak_allocated_bytes;
+  return bytes;
+}
+
+// Peak bytes above what was allocated before `step` ran, in `allocator` made current for it.
+template <typename F>
+int64_t step_peak(const std::shared_ptr<gtl::Allocator>& allocator, F step) {
+  const gtl::AllocatorScope scope(allocator);
+  allocator->reset_peak_stats();
+  const int64_t before = allocator->stats().allocated_bytes;
+  step();
+  return allocator->stats().peak_allocated_bytes - before;
+}
+
 // What the CPU allocator measures for one float32 step of `config` at `batch`, term by term.
 struct Measured {
   int64_t persistent = 0;  // model (weights + gradients) and AdamW state
@@ -34,15 +67,10 @@ inline Measured measure_step(const lab04::ModelConfig& config, int64_t batch) {
   m.persistent = allocator->stats().allocated_bytes;
   const lab04::LabBatch b = lab04::make_batch(config, batch);
   m.batch = allocator->stats().allocated_bytes - m.persistent;
-  allocator->reset_peak_stats();
-  const gtl::nn::CrossEntropyLoss head;
-  gtl::nn::Context ctx, loss_ctx;
-  const gtl::Tensor logits = model->forward(b.images, ctx);
-  m.activations = allocator->stats().allocated_bytes - m.persistent - m.batch;
-  head.forward(logits, b.labels, loss_ctx);
-  model->backward(ctx, head.backward(loss_ctx));
-  adamw.step();
-  m.peak = allocator->stats().peak_allocated_bytes;
+  const StepBytes step =
+      measure_forward_to_step(*allocator, *model, adamw, b, m.persistent + m.batch);
+  m.activations = step.activations;
+  m.peak = step.peak;
   return m;
 }
 

@@ -11,6 +11,7 @@
 
 #include "gtl/nn/parameter_buffer.h"
 #include "gtl_judge_output.h"
+#include "lab04_cases.h"
 #include "memory_lab.h"
 
 namespace {
@@ -48,15 +49,10 @@ Measured measure_amp_step(const lab04::ModelConfig& config, int64_t batch,
   const lab04::LabBatch b = lab04::make_batch(config, batch);
   m.batch = allocator->stats().allocated_bytes - m.persistent;
   const gtl::nn::PrecisionScope precision(policy);
-  allocator->reset_peak_stats();
-  const gtl::nn::CrossEntropyLoss head;
-  gtl::nn::Context ctx, loss_ctx;
-  const Tensor logits = model->forward(b.images, ctx);
-  m.activations = allocator->stats().allocated_bytes - m.persistent - m.batch;
-  head.forward(logits, b.labels, loss_ctx);
-  model->backward(ctx, head.backward(loss_ctx));
-  adamw.step();
-  m.peak = allocator->stats().peak_allocated_bytes;
+  const lab04_cases::StepBytes step =
+      lab04_cases::measure_forward_to_step(*allocator, *model, adamw, b, m.persistent + m.batch);
+  m.activations = step.activations;
+  m.peak = step.peak;
   return m;
 }
 

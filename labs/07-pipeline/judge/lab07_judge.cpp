@@ -191,22 +191,9 @@ void expect_weight(float got, int64_t rows, int64_t batch, const std::string& wh
                     show(want));
 }
 
-// The gradient of the whole batch's mean loss, with the core.
-std::vector<float> full_batch_grad(const lab07_cases::GradientCase& c) {
-  const Batch batch = lab_batch(c.rows, c.data_seed);
-  auto model = nn::make_model(lab_model());
-  nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
-  const nn::CrossEntropyLoss head;
-  nn::Context ctx, loss_ctx;
-  Tensor logits = model->forward(batch.images, ctx);
-  head.forward(logits, batch.labels, loss_ctx);
-  model->backward(ctx, head.backward(loss_ctx));
-  return buffer.grads().to_vector();
-}
-
 // The recorded accumulated gradient within the test's 1e-5 relative L2 of the whole batch's.
 void expect_accumulated(Recorded& r, const lab07_cases::GradientCase& c) {
-  const std::vector<float> full = full_batch_grad(c);
+  const std::vector<float> full = lab07_cases::full_batch_grad(lab_batch(c.rows, c.data_seed));
   const std::string what = std::to_string(c.rows) + " rows in " + std::to_string(c.m) +
                            " micro-batches (data seed " + std::to_string(c.data_seed) + ")";
   const auto acc = r.sequence<float>("the accumulated gradient of " + what, full.size());

@@ -54,27 +54,6 @@ void run_stages(int p, const std::function<void(Communicator&)>& body,
   }
 }
 
-// The lab model's 6 layers in p stages.
-std::vector<int64_t> boundaries(int p) {
-  switch (p) {
-    case 1:
-      return {0, 6};
-    case 2:
-      return {0, 3, 6};
-    case 3:
-      return {0, 2, 4, 6};
-    default:
-      return {0, 2, 3, 4, 6};
-  }
-}
-
-PipelineConfig config_for(int p, int64_t m) {
-  PipelineConfig c;
-  c.boundaries = boundaries(p);
-  c.micro_batches = m;
-  return c;
-}
-
 using gtl::testing::bitwise_diff;  // bitwise_diff.h
 
 // Every stage's loss and gradients go to the judge, which recomputes the sequential step.
@@ -117,7 +96,8 @@ TEST(Executor, GpipeStepEqualsTheSequentialStepBitwise) {
   gtl::judge::Outputs recorded("Executor.GpipeStepEqualsTheSequentialStepBitwise");
   for (const auto& [p, m] :
        std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
-    expect_equals_sequential("GPipe", testing::gpipe_table(p, m), config_for(p, m), recorded);
+    expect_equals_sequential("GPipe", testing::gpipe_table(p, m),
+                             lab07_cases::executor_config(p, m), recorded);
   }
 }
 
@@ -125,7 +105,8 @@ TEST(Executor, OneFOneBStepEqualsTheSequentialStepBitwise) {
   gtl::judge::Outputs recorded("Executor.OneFOneBStepEqualsTheSequentialStepBitwise");
   for (const auto& [p, m] :
        std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
-    expect_equals_sequential("1F1B", testing::one_f_one_b_table(p, m), config_for(p, m), recorded);
+    expect_equals_sequential("1F1B", testing::one_f_one_b_table(p, m),
+                             lab07_cases::executor_config(p, m), recorded);
   }
 }
 
@@ -214,7 +195,7 @@ void expect_traffic(const PipelineConfig& config, gtl::judge::Outputs& recorded,
 TEST(Executor, SendsEachActivationAndGradientExactlyOncePairedWithSendRecv) {
   gtl::judge::Outputs recorded(
       "Executor.SendsEachActivationAndGradientExactlyOncePairedWithSendRecv");
-  expect_traffic(config_for(3, 5), recorded, "");
+  expect_traffic(lab07_cases::executor_config(3, 5), recorded, "");
 }
 
 // The same on a shape of the 1F1B tables and a batch drawn from the grading seed.
@@ -286,13 +267,13 @@ TEST(Executor, ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot) {
       << "1 sends B0's gradient, each waiting for the other to receive; the rendezvous mode "
       << "must report it as a deadlock, got: '" << error << "'";
   gtl::judge::Outputs recorded("Executor.ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot");
-  expect_runs_under_rendezvous(config_for(2, 4), recorded, "");
+  expect_runs_under_rendezvous(lab07_cases::executor_config(2, 4), recorded, "");
 }
 
 // Your executor on the same schedule with a batch drawn from the grading seed.
 TEST(Executor, ABlockingExecutorDeadlocksYoursDoesNotOnASeededBatch) {
   gtl::judge::Outputs recorded("Executor.ABlockingExecutorDeadlocksYoursDoesNotOnASeededBatch");
-  PipelineConfig config = config_for(2, 4);
+  PipelineConfig config = lab07_cases::executor_config(2, 4);
   config.batch = lab07_cases::seeded_deadlock_batch();
   expect_runs_under_rendezvous(
       config, recorded,
@@ -320,7 +301,7 @@ void expect_micro_batches_in_flight(int64_t rows, gtl::judge::Outputs& recorded,
                                     const std::string& where) {
   const int p = 4;
   const int64_t m = 8;
-  PipelineConfig config = config_for(p, m);
+  PipelineConfig config = lab07_cases::executor_config(p, m);
   config.batch = m * rows;
   std::map<std::string, std::vector<int64_t>> peaks;
   for (const bool one_f_one_b : {false, true}) {

@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "gtl/distributed/trace_text.h"
+#include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/models.h"
+#include "gtl/nn/parameter_buffer.h"
 #include "gtl/runtime/error.h"
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
@@ -127,6 +129,19 @@ inline GradientCase seeded_gradient_case() {
   c.m = gtl::test_seed::draw(g, 1, c.rows);
   c.data_seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1 << 20));
   return c;
+}
+
+// The gradient of the whole batch's mean loss on the lab model, with the core (the reference the
+// accumulated micro-batch gradients must equal, in the test and in the judge).
+inline std::vector<float> full_batch_grad(const lab07::Batch& batch) {
+  auto model = gtl::nn::make_model(lab07::lab_model());
+  gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+  const gtl::nn::CrossEntropyLoss head;
+  gtl::nn::Context ctx, loss_ctx;
+  gtl::Tensor logits = model->forward(batch.images, ctx);
+  head.forward(logits, batch.labels, loss_ctx);
+  model->backward(ctx, head.backward(loss_ctx));
+  return buffer.grads().to_vector();
 }
 
 // ---- TODOs 3 and 4: schedules ---------------------------------------------------------------

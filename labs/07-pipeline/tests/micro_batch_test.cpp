@@ -109,18 +109,7 @@ TEST(MicroBatches, WeightIsTheShareOfTheBatchsRows) {
       << "2 rows of 10: not 1/m = 0.25 (the micro-batches of 10 rows in 4 are 3, 3, 2, 2)";
 }
 
-// The gradient of the whole batch's mean loss, and the same accumulated over micro-batches.
-std::vector<float> full_batch_grad(const Batch& batch) {
-  auto model = nn::make_model(lab_model());
-  nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
-  const nn::CrossEntropyLoss head;
-  nn::Context ctx, loss_ctx;
-  Tensor logits = model->forward(batch.images, ctx);
-  head.forward(logits, batch.labels, loss_ctx);
-  model->backward(ctx, head.backward(loss_ctx));
-  return buffer.grads().to_vector();
-}
-
+// The same gradient as lab07_cases::full_batch_grad, accumulated over m micro-batches.
 std::vector<float> accumulated_grad(const Batch& batch, int64_t m) {
   auto model = nn::make_model(lab_model());
   nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
@@ -148,7 +137,7 @@ void expect_accumulated_equals_full(const lab07_cases::GradientCase& c,
   const int64_t rows = c.rows, m = c.m;
   {
     const Batch batch = lab_batch(rows, c.data_seed);
-    const std::vector<float> full = full_batch_grad(batch);
+    const std::vector<float> full = lab07_cases::full_batch_grad(batch);
     const std::vector<float> acc = accumulated_grad(batch, m);
     recorded.record_all(acc);
     ASSERT_EQ(acc.size(), full.size());
