@@ -15,12 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string pts(double x) {
-  std::ostringstream s;
-  s << std::setprecision(4) << (std::abs(x) < 5e-5 ? 0.0 : x);
-  return s.str();
-}
-
 std::string lab_name(const LabResult& lab) {
   return "Lab " + lab.lab + " (" + lab.title + ")";
 }

@@ -147,6 +147,11 @@ Check parse_check(const YAML::Node& node, const std::string& where, const fs::pa
     c.partial_from = r.opt_number("partial_from", 0);
     if (c.partial_from && *c.partial_from >= c.min_speedup)
       r.fail(node["partial_from"], where + ".partial_from: must be below min_speedup");
+    // Timed on a CPU, the speedup depends on the machine (verify_rules.h): verify holds the
+    // solution to this floor, so such a check must have one.
+    if (!c.requires_gpu && !c.partial_from)
+      r.fail(node, where + ": a speed check that runs without a GPU needs partial_from (the " +
+                       "floor verify holds the solution to: a CPU timing depends on the machine)");
     c.min_fraction_of_solution = r.opt_number("min_fraction_of_solution", 0);
     c.partial_from_fraction = r.opt_number("partial_from_fraction", 0);
     if (c.partial_from_fraction && !c.min_fraction_of_solution)

@@ -250,6 +250,34 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
       << r.output;
 }
 
+TEST(GraderE2E, VerifyHoldsACpuTimingToItsFloorNotItsFullBar) {
+  // A machine far slower than the one the bar was set on: the fixture's CPU speed check asks for
+  // a speedup no machine reaches, with credit from 2x. Verify must still pass, printing the figure.
+  const fs::path course = kWork / "slow-machine-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
+  const std::string bar = "    min_speedup: 4\n";
+  rubric.replace(rubric.find(bar), bar.size(), "    min_speedup: 100000\n");
+  std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
+  RunLimits limits;
+  limits.timeout_s = 240;
+  const auto table = run_process(
+      {GTL_GRADE_EXE, "rubric-table", "--course", course.string(), "--lab", "01", "--write"},
+      limits);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  const auto r = run_process({GTL_GRADE_EXE, "verify", "--course", course.string(), "--work",
+                              (kWork / "slow-machine-work").string(), "--out",
+                              (kWork / "out/slow-machine").string(), "--cpu-only", "-q"},
+                             limits);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verify: PASSED"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("short of the full bar 100000x but above the floor 2x"),
+            std::string::npos)
+      << "verify notes the CPU timing it let through, with its figure\n"
+      << r.output;
+}
+
 TEST(GraderE2E, CalibrateStoresTheSolutionsFigureAndSpeedChecksUseIt) {
   // A copy of the fixture whose speed check asks for a fraction of the solution's own speedup.
   const fs::path course = kWork / "calibrated-course";

@@ -150,6 +150,18 @@ TEST(Rubric, RejectsBadValues) {
   EXPECT_NE(error_of("").find("rubric.yaml:1: the rubric is empty"), std::string::npos);
 }
 
+TEST(Rubric, ACpuSpeedCheckNeedsAFloorForVerify) {
+  // Without a GPU the speedup is a CPU timing: verify holds the solution to partial_from.
+  std::string text = kValid;
+  text.replace(text.find("    partial_from: 2\n    requires: gpu\n"), 38, "");
+  EXPECT_NE(error_of(text).find("a speed check that runs without a GPU needs partial_from"),
+            std::string::npos)
+      << error_of(text);
+  text = kValid;
+  text.replace(text.find("    partial_from: 2\n"), 20, "");
+  EXPECT_EQ(error_of(text), "") << "a GPU speed check may do without a floor";
+}
+
 TEST(Rubric, CalibratedSpeedFractions) {
   std::string text = kValid;
   const std::string line = "    partial_from: 2\n";
