@@ -9,6 +9,7 @@ namespace {
 
 std::string fmt(double x) {
   std::ostringstream s;
+  s.precision(3);
   s << x;
   return s.str();
 }
