@@ -143,6 +143,7 @@ void check_course_files(const ModeOptions& o, const Rubric& lab, Findings& f) {
     if (!covers_a_todo(lab, c.name))
       f.notes.push_back("lab " + lab.lab + " check '" + c.name +
                         "' covers no TODO: the starter may earn its points");
+  for (const auto& p : todos_that_earn_nothing(lab)) f.problems.push_back(p);
 }
 
 // Verify's graded half for one lab: both twins compile, the solution earns every check runnable

@@ -1,6 +1,7 @@
 // verify's rules for one check (verify_rules.h).
 #include "verify_rules.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace gtl::grader {
@@ -63,6 +64,20 @@ TwinVerdict verify_twins(const std::string& lab, const CheckResult& s, const Che
     v.verdict = "ok (covers no TODO)";
   }
   return v;
+}
+
+std::vector<std::string> todos_that_earn_nothing(const Rubric& lab) {
+  std::vector<std::string> problems;
+  for (const auto& todo : lab.todos) {
+    double points = 0;
+    for (const auto& c : lab.checks)
+      if (std::find(todo.checks.begin(), todo.checks.end(), c.name) != todo.checks.end())
+        points += c.points;
+    if (points <= 0)
+      problems.push_back("lab " + lab.lab + ": TODO " + todo.id +
+                         " earns nothing: every check it names is worth 0 points");
+  }
+  return problems;
 }
 
 }  // namespace gtl::grader

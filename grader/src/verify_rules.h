@@ -14,6 +14,9 @@
 
 #include <string>
 
+#include <vector>
+
+#include "rubric.h"
 #include "scoring.h"
 
 namespace gtl::grader {
@@ -31,5 +34,9 @@ struct TwinVerdict {
 // starter (every TODO open) must earn none of its points.
 TwinVerdict verify_twins(const std::string& lab, const CheckResult& solution,
                          const CheckResult& starter, bool covers_todo);
+
+// A TODO whose checks are all worth 0 points earns nothing for the work it asks: one problem for
+// each such TODO of `lab` ("lab 07: TODO 7 earns nothing: ...").
+std::vector<std::string> todos_that_earn_nothing(const Rubric& lab);
 
 }  // namespace gtl::grader

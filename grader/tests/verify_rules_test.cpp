@@ -99,5 +99,23 @@ TEST(VerifyRules, ASkippedCheckIsANoteNotAProblem) {
   EXPECT_NE(v.note.find("'allocator-speed' not verified here"), std::string::npos) << v.note;
 }
 
+TEST(VerifyRules, ATodoWhoseChecksAreAllWorthNothingIsAProblem) {
+  const Rubric lab = parse_rubric(R"(lab: "07"
+title: Pipelines
+student_files: [a.cpp]
+todos:
+  - {id: "6", file: a.cpp, checks: [bubbles]}
+  - {id: "7", file: a.cpp, checks: [interleaved, shown]}
+checks:
+  - {name: bubbles, type: test, points: 4, binary: t, tests: ["Bubbles.*"]}
+  - {name: interleaved, type: test, points: 0, binary: t, tests: ["Interleaved.*"]}
+  - {name: shown, type: test, points: 0, binary: t, tests: ["Shown.*"]}
+)",
+                                  "rubric.yaml", "07-pipelines");
+  const std::vector<std::string> problems = todos_that_earn_nothing(lab);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "lab 07: TODO 7 earns nothing: every check it names is worth 0 points");
+}
+
 }  // namespace
 }  // namespace gtl::grader
