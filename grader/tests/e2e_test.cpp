@@ -272,8 +272,7 @@ TEST(GraderE2E, VerifyHoldsACpuTimingToItsFloorNotItsFullBar) {
                              limits);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verify: PASSED"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("short of the full bar 1e+06x but above the floor 2x"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("short of the full bar 1e+06x but above the floor 2x"), std::string::npos)
       << "verify notes the CPU timing it let through, with its figure\n"
       << r.output;
 }
