@@ -266,7 +266,7 @@ GtestRun run_gtest(const fs::path& binary, const std::vector<std::string>& patte
                           (r.exit_code == 0 || r.exit_code == 1);
       std::optional<std::vector<TestResult>> parsed;
       if (exited && fs::exists(json_path))
-        parsed = parse_gtest_json(read_file(json_path), &json_error);
+        parsed = parse_gtest_json(read_file_nofollow(json_path).value_or(""), &json_error);
       if (parsed) {
         for (auto& t : *parsed) {
           if (t.outcome == TestOutcome::kSkipped) t.message = stream.skip_reason(t.name);

@@ -200,5 +200,58 @@ TEST(HostileSubmission, ATestProgramCannotChangeTheCourseOrTheBuild) {
       << "a test program rewrote another test program in the build";
 }
 
+// A refused submission: exit code 4, every check 0 with a reason naming the link.
+void expect_refused_for_link(const Graded& g, const std::string& link) {
+  EXPECT_EQ(g.run.exit_code, 4) << g.run.output;
+  EXPECT_EQ(g.report["score"], 0.0) << "nothing is graded through a link";
+  const std::string why = g.reason("sum-correct");
+  EXPECT_NE(why.find("symbolic link"), std::string::npos) << why;
+  EXPECT_NE(why.find(link), std::string::npos) << "the reason names the link: " << why;
+  EXPECT_EQ(g.reason("prefix-correct"), why);
+  EXPECT_NE(g.gradescope["output"].get<std::string>().find(link), std::string::npos);
+}
+
+TEST(HostileSubmission, ASubmissionHoldingASymbolicLinkIsRefused) {
+  // The grader copies a submission with its own rights, outside the sandbox: a link to the
+  // solution would have been copied as the student's file and scored full marks.
+  expect_refused_for_link(grade_submission_named("symlink_solution"),
+                          "01-sum/sum.cpp -> ../../../course/solution/01-sum/sum.cpp");
+  // Through /proc/self (the grader's own root, environment, descriptors): a folder linked there.
+  const fs::path proc = kWork / "symlink_proc";
+  fs::remove_all(proc);
+  fs::create_directories(proc / "notes");
+  fs::create_symlink("/proc/self/environ", proc / "notes" / "environ");
+  fs::create_symlink("/proc/self/root" + fs::absolute(kCourse / "solution/01-sum").string(),
+                     proc / "01-sum");
+  const Graded g = gtl_grade({"grade", "--submission", proc.string()}, "symlink_proc");
+  expect_refused_for_link(g, " -> /proc/self/");
+  EXPECT_EQ(g.gradescope["output"].get<std::string>().find("PATH="), std::string::npos)
+      << "nothing of the grader's environment reaches the report";
+}
+
+TEST(HostileSubmission, TheGraderNeverWritesThroughALinkInAScratchFolder) {
+  // The test and benchmark programs plant links to the course's rubric where the grader (and the
+  // compiler of the forbidden-symbol check) write later. Graded against a copy of the course.
+  const fs::path course = kWork / "scratch-link-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  const auto before = snapshot(course);
+  const Graded g =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/scratch_symlink").string()},
+                   "scratch_symlink", course, kWork / "scratch-link-work");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_TRUE(snapshot(course) == before) << "the grader wrote through a planted link";
+  // Without the sandbox the programs can plant the links beside their own folder too: the grader
+  // empties its folders before it writes there. (It grades from a copy of the course then.)
+  const fs::path work = kWork / "scratch-link-unsandboxed";
+  const Graded u =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/scratch_symlink").string()},
+                   "scratch_symlink_unsandboxed", course, work, {"GTL_GRADER_NO_SANDBOX=1"});
+  expect_sum_zero_prefix_full(u);
+  EXPECT_EQ(read_file(work / "course/labs/01-sum/rubric.yaml"),
+            read_file(kCourse / "labs/01-sum/rubric.yaml"))
+      << "the grader wrote through a link planted beside a scratch folder";
+}
+
 }  // namespace
 }  // namespace gtl::grader
