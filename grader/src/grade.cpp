@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <functional>
 #include <iomanip>
 #include <map>
@@ -25,9 +26,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-RunLimits limits_for(const Limits& l, double timeout_s) {
+using Clock = std::chrono::steady_clock;
+
+RunLimits limits_for(const Limits& l, double timeout_s,
+                     Clock::time_point deadline = Clock::time_point::max()) {
   RunLimits r;
   r.timeout_s = timeout_s;
+  r.deadline = deadline;
   r.memory_mb = l.memory_mb;
   r.output_bytes = l.output_kb * 1024;
   return r;
@@ -148,6 +153,7 @@ struct LabJob {
   const SandboxPolicy& run_sandbox;  // the programs' sandbox, less its writable folder
   RunExtras extras;                  // the seed of every program run
   std::function<void(const std::string&)> say;
+  Clock::time_point deadline = Clock::time_point::max();  // the running check's time cap
 
   // The scratch folder of `c`, emptied, and the extras of its programs: the sandbox in which
   // that folder is the only one they may write.
@@ -156,6 +162,7 @@ struct LabJob {
     fresh_directory(*scratch);
     SandboxPolicy policy = run_sandbox;
     policy.writable = {*scratch};
+    policy.tmpfs_mb = rubric.limits.memory_mb;
     RunExtras e = extras;
     e.wrapper = sandbox_wrapper(policy);
     return e;
@@ -239,12 +246,14 @@ CheckResult run_test_check(const LabJob& job, const Check& c) {
   fs::create_directories(judged);
   test_extras.env.push_back("GTL_JUDGE_OUTPUTS=" + judged.string());
   const Limits& l = job.rubric.limits;
-  const GtestRun run = run_gtest(job.program(c.binary), c.tests, limits_for(l, l.test_timeout_s),
-                                 scratch, job.say, test_extras);
+  const GtestRun run =
+      run_gtest(job.program(c.binary), c.tests, limits_for(l, l.test_timeout_s, job.deadline),
+                scratch, job.say, test_extras);
   CheckResult r = score_test_check(c, run);
   if (!c.judge.empty()) {
     job.say("judging check '" + c.name + "' (" + c.judge + ")");
-    apply_judge(r, job.program(c.judge), limits_for(l, l.test_timeout_s), test_extras);
+    apply_judge(r, job.program(c.judge), limits_for(l, l.test_timeout_s, job.deadline),
+                test_extras);
   }
   return r;
 }
@@ -259,8 +268,9 @@ CheckResult run_benchmark_check(const LabJob& job, const Check& c, const Calibra
           " repetitions)");
   fs::path scratch;
   const RunExtras extras = job.extras_for(c, &scratch);
-  const BenchRun run = run_benchmarks(job.program(c.binary), names, {l.repetitions, l.min_time_s},
-                                      limits_for(l, l.bench_timeout_s), scratch, extras);
+  const BenchRun run =
+      run_benchmarks(job.program(c.binary), names, {l.repetitions, l.min_time_s},
+                     limits_for(l, l.bench_timeout_s, job.deadline), scratch, extras);
   if (c.kind != CheckKind::kSpeed) return score_memory_check(c, run);
   std::optional<double> solution;
   const Check speed = calibrated(c, calibration, job.machine.gpu_name, &solution);
@@ -296,6 +306,14 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     job.say(forbidden + ": every check of this lab gets 0 points");
   }
   const Calibration calibration = load_calibration(o.course, rubric);
+  // The lab's time cap runs from its first check (its build has build_timeout_s).
+  const Limits& l = rubric.limits;
+  const auto seconds = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  const Clock::time_point lab_deadline = Clock::now() + seconds(l.lab_timeout_s);
+  const std::string lab_cap =
+      "the lab's time cap of " + pts(l.lab_timeout_s) + " s (limits.lab_timeout_s) was reached";
   for (const Check* c : selected) {
     if (!job.runnable(*c)) {
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
@@ -316,9 +334,24 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
                         : std::string("the lab does not compile (see the compiler errors)")));
       continue;
     }
+    const Clock::time_point start = Clock::now();
+    if (start >= lab_deadline) {
+      lab.checks.push_back(failed_check(*c, lab_cap + ": the remaining checks were not run"));
+      job.say("not run '" + c->name + "': " + lab_cap);
+      continue;
+    }
+    const bool lab_binds = lab_deadline <= start + seconds(l.check_timeout_s);
+    job.deadline = lab_binds ? lab_deadline : start + seconds(l.check_timeout_s);
     lab.checks.push_back(c->kind == CheckKind::kTest ? run_test_check(job, *c)
                                                      : run_benchmark_check(job, *c, calibration));
-    const CheckResult& r = lab.checks.back();
+    CheckResult& r = lab.checks.back();
+    if (Clock::now() >= job.deadline && r.score < r.max_score) {
+      // Stopped by a cap, not by its own program's timeout: say which cap.
+      r.reason = (lab_binds ? lab_cap + " during this check: the remaining checks were not run"
+                            : "the check's time cap of " + pts(l.check_timeout_s) +
+                                  " s (limits.check_timeout_s) was reached") +
+                 "; " + r.reason;
+    }
     job.say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
   }
   fail_todos_with_wrong_benchmarks(rubric, lab.checks);

@@ -253,5 +253,60 @@ TEST(HostileSubmission, TheGraderNeverWritesThroughALinkInAScratchFolder) {
       << "the grader wrote through a link planted beside a scratch folder";
 }
 
+TEST(HostileSubmission, MemoryThatNoResidentSetShowsCountsAgainstTheBound) {
+  // sum() is right but holds 640 MiB (the bound is 512) in an unmapped memfd and a /dev/shm file:
+  // no RSS shows them. The bound counts memory files too; the sandbox's /dev/shm is private, so
+  // the file it leaves behind goes with the sandbox.
+  const fs::path host_file = "/dev/shm/gtl-hostile-memory_hog";
+  fs::remove(host_file);
+  const Graded g = grade_submission_named("memory_hog");
+  if (!sandboxed(g)) GTEST_SKIP() << "no sandbox on this machine: " << g.report["sandbox"];
+  expect_sum_zero_prefix_full(g);
+  for (const char* name : {"sum-correct", "sum-speed", "sum-memory", "sum-hidden"})
+    EXPECT_NE(g.reason(name).find("memory limit of 512 MiB"), std::string::npos)
+        << name << ": " << g.reason(name);
+  EXPECT_NE(g.check("sum-correct")["details"].get<std::string>().find("MiB in memory files"),
+            std::string::npos)
+      << "the details say where the memory was: " << g.check("sum-correct")["details"];
+  EXPECT_FALSE(fs::exists(host_file)) << "the program wrote into the machine's own /dev/shm";
+}
+
+TEST(HostileSubmission, TestsThatAllHangAreBoundedByTheTimeCaps) {
+  // sum() never returns: each of the 4 Sum tests would time out (5 s) and be rerun alone, 20 s
+  // for one check. The fixture's check cap (12 s) stops the reruns.
+  const Graded g = grade_submission_named("hang_everywhere");
+  expect_sum_zero_prefix_full(g);
+  const std::string why = g.reason("sum-correct");
+  EXPECT_NE(why.find("the check's time cap of 12 s (limits.check_timeout_s) was reached"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(g.check("sum-correct")["details"].get<std::string>().find(
+                "not run: the time cap was reached"),
+            std::string::npos)
+      << "a test left when the cap came is not run: " << g.check("sum-correct")["details"];
+
+  // The lab's cap: a copy of the course with 20 s for every check of the lab. sum-correct (12 s)
+  // and prefix-correct run; the benchmark of sum-speed is stopped at 20 s, the rest never run.
+  const fs::path course = kWork / "lab-cap-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
+  rubric.replace(rubric.find("lab_timeout_s: 60"), 17, "lab_timeout_s: 20");
+  std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
+  const Graded capped =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/hang_everywhere").string()},
+                   "hang_everywhere_lab_cap", course, kWork / "lab-cap-work");
+  ASSERT_EQ(capped.run.exit_code, 0) << capped.run.output;
+  EXPECT_EQ(capped.score("prefix-correct"), 3.0) << capped.reason("prefix-correct");
+  const std::string cap = "the lab's time cap of 20 s (limits.lab_timeout_s) was reached";
+  EXPECT_NE(capped.reason("sum-speed").find(cap + " during this check"), std::string::npos)
+      << capped.reason("sum-speed");
+  for (const char* name : {"sum-memory", "prefix-memory", "sum-hidden"}) {
+    EXPECT_EQ(capped.reason(name), cap + ": the remaining checks were not run") << name;
+    EXPECT_EQ(capped.score(name), 0.0) << name;
+  }
+  EXPECT_EQ(capped.report["score"], 3.0);
+}
+
 }  // namespace
 }  // namespace gtl::grader
