@@ -188,6 +188,19 @@ Limits parse_limits(const YAML::Node& node, const fs::path& file) {
   l.output_kb = static_cast<std::size_t>(r.number("output_kb", false, double(l.output_kb), 1));
   l.repetitions = static_cast<int>(r.number("repetitions", false, l.repetitions, 1));
   l.min_time_s = r.number("min_time_s", false, l.min_time_s, 0);
+  l.check_timeout_s = r.number("check_timeout_s", false, l.check_timeout_s, 1);
+  l.lab_timeout_s = r.number("lab_timeout_s", false, l.lab_timeout_s, 1);
+  // One program run must fit in its check's cap, and one check in its lab's.
+  const double one_run = std::max(l.test_timeout_s, l.bench_timeout_s);
+  if (l.check_timeout_s < one_run)
+    r.fail(node["check_timeout_s"] ? node["check_timeout_s"] : node,
+           "limits.check_timeout_s (" + Reader::fmt(l.check_timeout_s) +
+               ") must be at least test_timeout_s and bench_timeout_s (" + Reader::fmt(one_run) +
+               "): one program run must fit in its check's time cap");
+  if (l.lab_timeout_s < l.check_timeout_s)
+    r.fail(node["lab_timeout_s"] ? node["lab_timeout_s"] : node,
+           "limits.lab_timeout_s (" + Reader::fmt(l.lab_timeout_s) +
+               ") must be at least check_timeout_s (" + Reader::fmt(l.check_timeout_s) + ")");
   r.finish();
   return l;
 }

@@ -194,7 +194,7 @@ TEST(GraderE2E, BadInputsHaveClearExitCodesAndResults) {
                               (kWork / "out/broken").string()},
                              limits);
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.output.find("rubric.yaml:30: checks[1].points: expected a number, got 'lots'"),
+  EXPECT_NE(r.output.find("rubric.yaml:32: checks[1].points: expected a number, got 'lots'"),
             std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::exists(kWork / "out/broken/results.json"));
