@@ -46,10 +46,11 @@ if [[ -n $leaks ]]; then
 fi
 echo "CMake cache: every kit dependency found under build/gpu/kit/prefix:"
 grep -E '^(GTest_DIR|benchmark_DIR|yaml-cpp_DIR|nlohmann_json_DIR|GTL_CLI11_INCLUDE|BLAS_[a-z]*_LIBRARY|GTL_CBLAS_INCLUDE|MPI_CXX_COMPILER|GTL_HAVE_MPI)[:=]' build/gpu/CMakeCache.txt || true
-bin=build/gpu/labs/05-data-parallel/lab05_test
-echo "libraries of $bin, loaded outside the sandbox with the kit's path:"
-(source <(sed -n '/^kit_environment()/,/^}/p' scripts/gpu-kit.sh); root=$root; prefix=build/gpu/kit/prefix; multiarch=x86_64-linux-gnu; wheel_roots() { :; }; kit_environment; ldd "$bin") |
-  grep -E 'yaml|openblas|benchmark|mpi|gfortran' || true
+echo "in the sandbox, with the kit's environment: the libraries lab05_test loads, and the MPI tests"
+bwrap --ro-bind / / --bind "$root" "$root" --tmpfs /tmp --dev /dev --proc /proc "${hide[@]}" \
+  --chdir "$root" -- bash -c 'scripts/gpu-kit.sh exec ldd build/gpu/labs/05-data-parallel/lab05_test |
+    grep -E "yaml|openblas|benchmark|mpi|gfortran"
+  scripts/gpu-kit.sh exec ctest --test-dir build/gpu -R mpi 2>&1 | tail -4'
 
 step "timing"
 echo "call 1 without the GPU tests took $(elapsed $call1) on $(nproc) cores (kit.log has each step)"

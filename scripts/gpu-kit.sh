@@ -12,6 +12,7 @@
 #   scripts/gpu-kit.sh run all [OUT]     both
 #   scripts/gpu-kit.sh run 1 OUT --no-gpu   (the rehearsal, scripts/gpu-kit-rehearse.sh: stops
 #                                        before anything needs a GPU)
+#   scripts/gpu-kit.sh exec CMD...       runs CMD in the kit's environment (a test by hand)
 #
 # OUT (default $OUT, else build/gpu/kit-out) receives at most 8 files: the report
 # (<date>-<gpu>.md), the benchmarks' and the grader's JSON, and the log. Every step is timed and
@@ -209,7 +210,8 @@ certify() {
   cmake_arguments
   local pass=()
   for a in "${args[@]}"; do pass+=(--cmake-arg "$a"); done
-  scripts/certify-gpu.sh --only "$1" --results "$state/results" "${pass[@]}"
+  # --quick: one benchmark repetition, so that call 2 fits its minutes.
+  scripts/certify-gpu.sh --quick --only "$1" --results "$state/results" "${pass[@]}"
 }
 
 build_course() { certify build; }
@@ -227,8 +229,10 @@ build_without_gpu() {
   { cmake --preset gpu "${args[@]}" && cmake --build --preset gpu -j "$jobs"; } 2>&1 |
     tee "$state/build.log" | tail -3
   [[ ${PIPESTATUS[0]} -eq 0 ]] || return 1
-  # The gpu tests skip without a device, but each binary must start: its libraries resolve.
+  # The gpu tests skip without a device, but each binary must start: its libraries resolve. The
+  # MPI tests run for real: the kit's relocated OpenMPI starts ranks.
   ctest --test-dir build/gpu -L gpu -j "$jobs" 2>&1 | tail -3
+  ctest --test-dir build/gpu -R 'mpi' -j "$jobs" 2>&1 | tail -3
 }
 
 # At most 8 files into OUT: the report, the benchmarks' JSON merged per program (as many as fit),
@@ -284,6 +288,7 @@ run() {
 case ${1:-} in
   pack) pack ;;
   run) shift; run "$@" ;;
+  exec) shift; kit_environment; exec "$@" ;;
   -h | --help | "") usage ;;
   *) usage >&2; exit 2 ;;
 esac
