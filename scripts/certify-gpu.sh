@@ -5,10 +5,13 @@
 # report to docs/results/<date>-<gpu>.md naming the GPU, driver and CUDA version, with every
 # figure. Instructors use it to certify a lab machine; developers on a lent GPU.
 #
-#   scripts/certify-gpu.sh [--quick] [--only STEP,STEP,...]
-#     --quick   1 benchmark repetition instead of 5
-#     --only    run these steps only: deps build test sanitize bench verify report
-#               (default: all, in that order)
+#   scripts/certify-gpu.sh [--quick] [--only STEP,STEP,...] [--cmake-arg ARG]... [--results DIR]
+#     --quick      1 benchmark repetition instead of 5
+#     --only       run these steps only: deps build test sanitize bench verify calibrate report
+#                  (default: all, in that order)
+#     --cmake-arg  an extra argument for configuring the course, also passed to the grader's
+#                  builds (the GPU kit points CMake at its unpacked packages with these)
+#     --results    where the report goes (default docs/results)
 #
 # Each step keeps its results in build/gpu/certify, and `report` writes the report from whatever
 # steps have run, so a machine lent by the call (with a time limit per command) certifies in a few
@@ -21,11 +24,15 @@ source "$(dirname "$0")/common.sh"
 cd "$root"
 
 reps=5
-steps="deps,build,test,sanitize,bench,verify,report"
+steps="deps,build,test,sanitize,bench,verify,calibrate,report"
+cmake_args=()
+results=docs/results
 while (($#)); do
   case $1 in
     --quick) reps=1 ;;
     --only) steps=${2:?--only needs a list of steps}; shift ;;
+    --cmake-arg) cmake_args+=("${2:?--cmake-arg needs an argument}"); shift ;;
+    --results) results=${2:?--results needs a folder}; shift ;;
     *) echo "certify-gpu: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
@@ -33,8 +40,8 @@ done
 wants() { [[ ",$steps," == *",$1,"* ]]; }
 for s in ${steps//,/ }; do
   case $s in
-    deps | build | test | sanitize | bench | verify | report) ;;
-    *) echo "certify-gpu: unknown step '$s' (deps build test sanitize bench verify report)" >&2; exit 2 ;;
+    deps | build | test | sanitize | bench | verify | calibrate | report) ;;
+    *) echo "certify-gpu: unknown step '$s' (deps build test sanitize bench verify calibrate report)" >&2; exit 2 ;;
   esac
 done
 
@@ -50,8 +57,11 @@ cuda=$(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 today=$(date -u +%F)
 slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/-$//')
 work="build/gpu/certify"
-report="docs/results/$today-$slug.md"
-mkdir -p "$work" docs/results
+report="$results/$today-$slug.md"
+mkdir -p "$work" "$results"
+# The grader's builds get the same extra configure arguments as ours.
+grade_args=(--cmake-arg="-DGTL_PREBUILT_CORE=$root/build/gpu")
+for a in "${cmake_args[@]}"; do grade_args+=(--cmake-arg="$a"); done
 failed_now=()
 # A step's verdict outlives the call: `report` reads them all from here.
 verdict() { echo "$2" >"$work/$1.verdict"; [[ $2 == passed ]] || failed_now+=("$1"); }
@@ -63,7 +73,8 @@ fi
 
 if wants build; then
   step "configure and build for $gpu (preset gpu: native architectures)"
-  { cmake --preset gpu && cmake --build --preset gpu -j "$jobs"; } 2>&1 | tee "$work/build.log" | tail -5
+  { cmake --preset gpu "${cmake_args[@]}" && cmake --build --preset gpu -j "$jobs"; } 2>&1 |
+    tee "$work/build.log" | tail -5
   if [[ ${PIPESTATUS[0]} -ne 0 ]]; then
     verdict build failed
     echo "certify-gpu: build failed, see $work/build.log" >&2
@@ -84,10 +95,13 @@ if wants sanitize; then
   : >"$work/sanitizer.log"
   : >"$work/sanitizer.rows"
   clean=passed
-  mapfile -t gpu_tests < <(ctest --test-dir build/gpu -L gpu -N -V | sed -n 's/.*Test command: \([^ ]*\).*/\1/p')
+  # The labs' kernels (the core's run under the emulator's sanitizers in CI), each run bounded.
+  mapfile -t gpu_tests < <(ctest --test-dir build/gpu -L gpu -N -V |
+    sed -n 's/.*Test command: \([^ ]*\).*/\1/p' | grep '/labs/')
   for t in "${gpu_tests[@]}"; do
     name=$(basename "$t")
-    if "$sanitizer" --tool memcheck --error-exitcode 99 "$t" --gtest_brief=1 >>"$work/sanitizer.log" 2>&1; then
+    if timeout 300 "$sanitizer" --tool memcheck --error-exitcode 99 "$t" --gtest_brief=1 \
+      >>"$work/sanitizer.log" 2>&1; then
       echo "| $name | clean |" >>"$work/sanitizer.rows"
     else
       echo "| $name | **errors** (see sanitizer log) |" >>"$work/sanitizer.rows"
@@ -115,14 +129,22 @@ fi
 
 if wants verify; then
   step "grader verify, every check including the GPU ones"
-  build/gpu/grader/gtl-grade verify 2>&1 | tee "$work/verify.log"
+  build/gpu/grader/gtl-grade verify "${grade_args[@]}" --out build/gpu/certify/verify 2>&1 |
+    tee "$work/verify.log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] && verdict verify passed || verdict verify failed
+fi
+
+if wants calibrate; then
+  step "grader calibrate: the solution's speedups on $gpu into each lab's calibration.json"
+  build/gpu/grader/gtl-grade calibrate "${grade_args[@]}" --out build/gpu/certify/calibrate 2>&1 |
+    tee "$work/calibrate.log"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] && verdict calibrate passed || verdict calibrate failed
 fi
 
 if wants report; then
   step "report"
   summary=""
-  for s in build test sanitize bench verify; do
+  for s in build test sanitize bench verify calibrate; do
     [[ -f $work/$s.verdict ]] && summary+="$s $(cat "$work/$s.verdict"); " || summary+="$s not run; "
   done
   {
@@ -153,6 +175,12 @@ if wants report; then
     echo
     echo '```'
     [[ -f $work/verify.log ]] && sed 's/\x1b\[[0-9;]*m//g' "$work/verify.log"
+    echo '```'
+    echo
+    echo "## Grader: calibrate (the solution's speedups, stored in labs/*/calibration.json)"
+    echo
+    echo '```'
+    [[ -f $work/calibrate.log ]] && sed 's/\x1b\[[0-9;]*m//g' "$work/calibrate.log" | grep -v "^gtl-grade \["
     echo '```'
     echo
     echo "## Benchmarks (median of $(cat "$work/bench.reps" 2>/dev/null || echo "?") repetitions)"

@@ -191,7 +191,7 @@ BenchRun run_benchmarks(const fs::path& binary, const std::vector<std::string>& 
     return run;
   }
   std::string why;
-  const std::string json = read_file(out);
+  const std::string json = read_file_nofollow(out).value_or("");  // never through a link
   auto parsed = parse_benchmark_json(json, &why);
   if (!parsed) {
     run.error = why;

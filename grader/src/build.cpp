@@ -73,8 +73,11 @@ fs::path resolve_submission(const fs::path& submission) {
 
 std::vector<std::string> missing_files(const fs::path& submission, const Rubric& lab) {
   std::vector<std::string> missing;
-  for (const auto& f : lab.student_files)
-    if (!fs::is_regular_file(submission / lab.dir / f)) missing.push_back(lab.dir + "/" + f);
+  for (const auto& f : lab.student_files) {
+    std::error_code ec;  // lstat: a link is not a file of the submission (grade.cpp refuses it)
+    if (!fs::is_regular_file(fs::symlink_status(submission / lab.dir / f, ec)))
+      missing.push_back(lab.dir + "/" + f);
+  }
   return missing;
 }
 
@@ -94,17 +97,20 @@ std::vector<std::string> open_todos(const fs::path& submission, const Rubric& la
   return out;
 }
 
-bool sync_file(const fs::path& from, const fs::path& to) {
-  const std::string content = read_file(from);
-  if (fs::is_regular_file(to) && read_file(to) == content) return false;
+namespace {
+
+// Writes `content` to `to` when it differs, never through a link at `to` or beside it.
+bool sync_content(const std::string& content, const fs::path& to) {
+  if (read_file_nofollow(to) == content) return false;
   fs::create_directories(to.parent_path());
-  const fs::path tmp = to.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-  }
-  fs::rename(tmp, to);
+  write_file_nofollow(to, content);
   return true;
+}
+
+}  // namespace
+
+bool sync_file(const fs::path& from, const fs::path& to) {
+  return sync_content(read_file(from), to);
 }
 
 void prepare_impl(const fs::path& course, const fs::path& submission,
@@ -121,10 +127,12 @@ void prepare_impl(const fs::path& course, const fs::path& submission,
       sync_file(e.path(), impl / rel);
     }
   }
+  // A student file is read one component at a time without following a link (grade.cpp has
+  // refused a submission holding one; this holds even if one appeared since).
   for (const Rubric* lab : labs)
     for (const auto& f : lab->student_files)
-      if (fs::is_regular_file(submission / lab->dir / f))
-        sync_file(submission / lab->dir / f, impl / lab->dir / f);
+      if (const auto content = read_file_beneath(submission, fs::path(lab->dir) / f))
+        sync_content(*content, impl / lab->dir / f);
   // Files of an earlier submission that the starter does not have must not linger.
   std::vector<fs::path> stale;
   for (const auto& e : fs::recursive_directory_iterator(impl)) {

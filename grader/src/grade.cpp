@@ -2,6 +2,8 @@
 #include "grade.h"
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <functional>
 #include <iomanip>
 #include <map>
@@ -24,9 +26,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-RunLimits limits_for(const Limits& l, double timeout_s) {
+using Clock = std::chrono::steady_clock;
+
+RunLimits limits_for(const Limits& l, double timeout_s,
+                     Clock::time_point deadline = Clock::time_point::max()) {
   RunLimits r;
   r.timeout_s = timeout_s;
+  r.deadline = deadline;
   r.memory_mb = l.memory_mb;
   r.output_bytes = l.output_kb * 1024;
   return r;
@@ -63,10 +69,12 @@ fs::path ccache_dir() {
 }
 
 // The sandboxes of one grading (sandbox.h): builds write only their build folder (and ccache's);
-// programs write only their scratch folder; none sees the solution, the reports or the
-// submission's own folder (its listed files were copied into <work>/impl).
+// programs write only the scratch folder of their own check (given per check: run_sandbox); none
+// sees the solution, the reports or the submission's own folder (its listed files were copied
+// into <work>/impl).
 struct Sandboxes {
-  std::vector<std::string> build, run;
+  std::vector<std::string> build;
+  SandboxPolicy run;  // without its writable folder
 };
 Sandboxes sandboxes_for(const GradeOptions& o) {
   // The grader's own folders exist before the sandbox is drawn: a folder that does not exist yet
@@ -84,11 +92,20 @@ Sandboxes sandboxes_for(const GradeOptions& o) {
     base.readable.push_back(core);
   base.hidden = {o.course / "solution", o.out, o.submission};
   base.hidden.insert(base.hidden.end(), o.hidden.begin(), o.hidden.end());
-  SandboxPolicy build = base, run = base;
+  SandboxPolicy build = base;
   build.writable = {o.work / "build"};
   if (const fs::path cache = ccache_dir(); !cache.empty()) build.writable.push_back(cache);
-  run.writable = {o.work / "scratch"};
-  return {sandbox_wrapper(build), sandbox_wrapper(run)};
+  return {sandbox_wrapper(build), base};
+}
+
+// The scratch folder of one check, <work>/scratch/<lab>/<check>: emptied before the check runs
+// (a link a program planted there is removed, never followed) and the only folder its programs
+// may write.
+fs::path check_scratch(const fs::path& work, const Rubric& rubric, const Check& check) {
+  std::string name = check.name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return work / "scratch" / rubric.dir / name;
 }
 
 LabResult empty_lab(const Rubric& rubric) {
@@ -104,8 +121,12 @@ LabResult empty_lab(const Rubric& rubric) {
 template <typename Say>
 void apply_forbidden_uses(const Rubric& rubric, const BuildSettings& build, LabResult& lab,
                           const Say& say) {
-  const std::vector<ForbiddenUse> uses = find_forbidden_uses(
-      rubric, build.work / "build", build.work / "impl", build.work / "scratch" / "forbidden");
+  // A folder no test program may write, emptied here: the compiler (run by the grader) never
+  // writes its object through a link planted in advance.
+  const fs::path scratch = build.work / "scratch" / ("forbidden-" + rubric.dir);
+  fresh_directory(scratch);
+  const std::vector<ForbiddenUse> uses =
+      find_forbidden_uses(rubric, build.work / "build", build.work / "impl", scratch);
   std::set<std::string> marked;  // checks already scored 0 for a use (the first one is named)
   for (const ForbiddenUse& use : uses) {
     say("forbidden: " + describe(use));
@@ -129,8 +150,23 @@ struct LabJob {
   const Rubric& rubric;
   const Machine& machine;
   const BuildSettings& build;
-  RunExtras extras;  // sandbox and seed of every program run
+  const SandboxPolicy& run_sandbox;  // the programs' sandbox, less its writable folder
+  RunExtras extras;                  // the seed of every program run
   std::function<void(const std::string&)> say;
+  Clock::time_point deadline = Clock::time_point::max();  // the running check's time cap
+
+  // The scratch folder of `c`, emptied, and the extras of its programs: the sandbox in which
+  // that folder is the only one they may write.
+  RunExtras extras_for(const Check& c, fs::path* scratch) const {
+    *scratch = check_scratch(build.work, rubric, c);
+    fresh_directory(*scratch);
+    SandboxPolicy policy = run_sandbox;
+    policy.writable = {*scratch};
+    policy.tmpfs_mb = rubric.limits.memory_mb;
+    RunExtras e = extras;
+    e.wrapper = sandbox_wrapper(policy);
+    return e;
+  }
 
   bool runnable(const Check& c) const { return why_not_here(c, o, machine).empty(); }
   fs::path program(const std::string& target) const {
@@ -203,19 +239,21 @@ std::string forbidden_include_reason(const LabJob& job) {
 // channel, then the judge (when the rubric names one) on the outputs the tests recorded.
 CheckResult run_test_check(const LabJob& job, const Check& c) {
   job.say("running check '" + c.name + "' (" + c.binary + ")");
-  // The tests record their outputs for the judge in a folder emptied for each check.
-  const fs::path judged = job.build.work / "scratch" / "judged";
-  fs::remove_all(judged);
+  // The tests record their outputs for the judge in the check's own (emptied) scratch folder.
+  fs::path scratch;
+  RunExtras test_extras = job.extras_for(c, &scratch);
+  const fs::path judged = scratch / "judged";
   fs::create_directories(judged);
-  RunExtras test_extras = job.extras;
   test_extras.env.push_back("GTL_JUDGE_OUTPUTS=" + judged.string());
   const Limits& l = job.rubric.limits;
-  const GtestRun run = run_gtest(job.program(c.binary), c.tests, limits_for(l, l.test_timeout_s),
-                                 job.build.work / "scratch", job.say, test_extras);
+  const GtestRun run =
+      run_gtest(job.program(c.binary), c.tests, limits_for(l, l.test_timeout_s, job.deadline),
+                scratch, job.say, test_extras);
   CheckResult r = score_test_check(c, run);
   if (!c.judge.empty()) {
     job.say("judging check '" + c.name + "' (" + c.judge + ")");
-    apply_judge(r, job.program(c.judge), limits_for(l, l.test_timeout_s), test_extras);
+    apply_judge(r, job.program(c.judge), limits_for(l, l.test_timeout_s, job.deadline),
+                test_extras);
   }
   return r;
 }
@@ -228,9 +266,11 @@ CheckResult run_benchmark_check(const LabJob& job, const Check& c, const Calibra
   const Limits& l = job.rubric.limits;
   job.say("running check '" + c.name + "' (" + c.binary + ", " + std::to_string(l.repetitions) +
           " repetitions)");
+  fs::path scratch;
+  const RunExtras extras = job.extras_for(c, &scratch);
   const BenchRun run =
       run_benchmarks(job.program(c.binary), names, {l.repetitions, l.min_time_s},
-                     limits_for(l, l.bench_timeout_s), job.build.work / "scratch", job.extras);
+                     limits_for(l, l.bench_timeout_s, job.deadline), scratch, extras);
   if (c.kind != CheckKind::kSpeed) return score_memory_check(c, run);
   std::optional<double> solution;
   const Check speed = calibrated(c, calibration, job.machine.gpu_name, &solution);
@@ -250,9 +290,8 @@ CheckResult run_benchmark_check(const LabJob& job, const Check& c, const Calibra
 // cross-checks that need all results (wrong benchmark results, forbidden core symbols).
 LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path& submission,
                     const Machine& machine, const BuildSettings& build,
-                    const std::vector<std::string>& run_sandbox) {
-  LabJob job{o, rubric, machine, build, {}, {}};
-  job.extras.wrapper = run_sandbox;
+                    const SandboxPolicy& run_sandbox) {
+  LabJob job{o, rubric, machine, build, run_sandbox, {}, {}};
   job.extras.env = {"GTL_TEST_SEED=" + std::to_string(o.seed)};
   job.say = [&](const std::string& s) {
     if (o.progress) o.progress("[lab " + rubric.lab + "] " + s);
@@ -267,6 +306,14 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
     job.say(forbidden + ": every check of this lab gets 0 points");
   }
   const Calibration calibration = load_calibration(o.course, rubric);
+  // The lab's time cap runs from its first check (its build has build_timeout_s).
+  const Limits& l = rubric.limits;
+  const auto seconds = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  const Clock::time_point lab_deadline = Clock::now() + seconds(l.lab_timeout_s);
+  const std::string lab_cap =
+      "the lab's time cap of " + pts(l.lab_timeout_s) + " s (limits.lab_timeout_s) was reached";
   for (const Check* c : selected) {
     if (!job.runnable(*c)) {
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
@@ -287,9 +334,24 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
                         : std::string("the lab does not compile (see the compiler errors)")));
       continue;
     }
+    const Clock::time_point start = Clock::now();
+    if (start >= lab_deadline) {
+      lab.checks.push_back(failed_check(*c, lab_cap + ": the remaining checks were not run"));
+      job.say("not run '" + c->name + "': " + lab_cap);
+      continue;
+    }
+    const bool lab_binds = lab_deadline <= start + seconds(l.check_timeout_s);
+    job.deadline = lab_binds ? lab_deadline : start + seconds(l.check_timeout_s);
     lab.checks.push_back(c->kind == CheckKind::kTest ? run_test_check(job, *c)
                                                      : run_benchmark_check(job, *c, calibration));
-    const CheckResult& r = lab.checks.back();
+    CheckResult& r = lab.checks.back();
+    if (Clock::now() >= job.deadline && r.score < r.max_score) {
+      // Stopped by a cap, not by its own program's timeout: say which cap.
+      r.reason = (lab_binds ? lab_cap + " during this check: the remaining checks were not run"
+                            : "the check's time cap of " + pts(l.check_timeout_s) +
+                                  " s (limits.check_timeout_s) was reached") +
+                 "; " + r.reason;
+    }
     job.say(std::string(to_string(r.status)) + " '" + r.name + "': " + r.reason.substr(0, 120));
   }
   fail_todos_with_wrong_benchmarks(rubric, lab.checks);
@@ -340,6 +402,14 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
     if (!fs::is_directory(submission))
       return fail_all(exit_codes::kSubmission,
                       "the submission folder " + submission.string() + " does not exist");
+    // The grader reads the submission with its own rights, outside the sandbox: a link would
+    // have it read (and compile, and show in compiler errors) whatever the link names, the
+    // solution or /proc/self/environ. No link is followed; a submission holding one is refused.
+    if (const std::string link = first_symlink(o.submission); !link.empty())
+      return fail_all(exit_codes::kSubmission,
+                      "the submission holds a symbolic link, which the grader refuses (it reads "
+                      "submissions with its own rights): " +
+                          link + "; submit regular files only");
     const bool have_gpu = !o.cpu_only && gpu_available();
     std::vector<const Rubric*> complete;
     std::map<std::string, std::vector<std::string>> missing;

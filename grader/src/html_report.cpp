@@ -97,10 +97,6 @@ std::string figure_svg(const CheckResult& c) {
   return s.str();
 }
 
-std::string pts(double x) {
-  return num(std::abs(x) < 5e-5 ? 0.0 : x, 4);
-}
-
 }  // namespace
 
 std::string html_report(const GradeResult& r) {

@@ -21,6 +21,7 @@
 #include "suspicious.h"
 #include "todo_fingerprints.h"
 #include "twin_check.h"
+#include "verify_rules.h"
 
 namespace gtl::grader {
 namespace {
@@ -40,12 +41,6 @@ GradeOptions grade_options(const ModeOptions& o, const fs::path& submission, con
   g.cmake_args = o.cmake_args;
   g.progress = o.progress;
   return g;
-}
-
-std::string pts(double x) {
-  std::ostringstream s;
-  s << std::setprecision(4) << (std::abs(x) < 5e-5 ? 0.0 : x);
-  return s.str();
 }
 
 // "lab01_a, lab01_b": the binaries of `lab` that do not compile.
@@ -148,6 +143,7 @@ void check_course_files(const ModeOptions& o, const Rubric& lab, Findings& f) {
     if (!covers_a_todo(lab, c.name))
       f.notes.push_back("lab " + lab.lab + " check '" + c.name +
                         "' covers no TODO: the starter may earn its points");
+  for (const auto& p : todos_that_earn_nothing(lab)) f.problems.push_back(p);
 }
 
 // Verify's graded half for one lab: both twins compile, the solution earns every check runnable
@@ -169,26 +165,11 @@ void compare_twins_graded(const Rubric& lab, const LabResult& sol, const LabResu
     const auto it = std::find_if(sta.checks.begin(), sta.checks.end(),
                                  [&](const CheckResult& c) { return c.name == s.name; });
     if (it == sta.checks.end()) continue;
-    const CheckResult& t = *it;
-    const bool covers_todo = covers_a_todo(lab, s.name);
-    std::string verdict = "ok";
-    if (s.status == Status::kSkipped) {
-      verdict = "not verified here: " + s.reason;
-      f.notes.push_back("lab " + lab.lab + " check '" + s.name + "' " + verdict);
-    } else if (s.score + 1e-9 < s.max_score) {
-      verdict = "SOLUTION LOSES POINTS";
-      f.problems.push_back("lab " + lab.lab + " check '" + s.name + "': the solution scores " +
-                           pts(s.score) + "/" + pts(s.max_score) + ": " + s.reason);
-    } else if (covers_todo && t.status != Status::kSkipped && t.score > 0) {
-      verdict = "CANNOT TELL STARTER FROM SOLUTION";
-      f.problems.push_back("lab " + lab.lab + " check '" + s.name +
-                           "' cannot tell the starter from the solution: the starter scores " +
-                           pts(t.score) + "/" + pts(t.max_score) + " (" + t.reason + ")");
-    } else if (!covers_todo) {
-      verdict = "ok (covers no TODO)";
-    }
+    const TwinVerdict v = verify_twins(lab.lab, s, *it, covers_a_todo(lab, s.name));
+    if (!v.problem.empty()) f.problems.push_back(v.problem);
+    if (!v.note.empty()) f.notes.push_back(v.note);
     std::cout << "  " << std::setw(6) << lab.lab << std::setw(width) << s.name << std::setw(14)
-              << shown(s) << std::setw(14) << shown(t) << verdict << "\n";
+              << shown(s) << std::setw(14) << shown(*it) << v.verdict << "\n";
   }
 }
 

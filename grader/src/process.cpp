@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 extern char** environ;
@@ -101,15 +103,63 @@ std::vector<ProcInfo> descendants_of(pid_t root, const std::vector<ProcInfo>& al
   return out;
 }
 
-// Sum of the resident sets of every descendant of the grader, in MiB. The grader runs one
+// What the memory bound counts, in MiB, over every descendant of the grader. The grader runs one
 // program at a time, so these are that program and everything it started, daemons included
 // (they are re-parented to the grader, a child subreaper).
-double descendants_rss_mb() {
+struct MemoryUse {
+  double resident_mb = 0;  // the resident sets (/proc/<pid>/stat)
+  double shared_mb = 0;    // memory in files: memfds and tmpfs files held open, private tmpfs
+};
+
+bool in_memory_fs(const struct statfs& fs) {
+  constexpr long kTmpfs = 0x01021994, kHugetlbfs = 0x958458f6;  // memfds live on either
+  return fs.f_type == kTmpfs || fs.f_type == kHugetlbfs;
+}
+
+// A device number: the file system `path` is on (0 when it cannot be read).
+dev_t device_of(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? st.st_dev : 0;
+}
+
+MemoryUse descendants_memory() {
   static const long page = sysconf(_SC_PAGESIZE);
-  double bytes = 0;
-  for (const auto& p : descendants_of(getpid(), all_processes()))
-    bytes += double(p.rss_pages) * double(page);
-  return bytes / (1024.0 * 1024.0);
+  // The grader's own /tmp and /dev/shm are the machine's (shared with everyone): not counted as a
+  // program's mounts; a sandboxed program has private ones (sandbox.h), counted whole.
+  static const dev_t own_tmp = device_of("/tmp"), own_shm = device_of("/dev/shm");
+  MemoryUse use;
+  std::set<dev_t> mounts;                   // private tmpfs mounts, counted whole
+  std::set<std::pair<dev_t, ino_t>> files;  // in-memory files held open, counted once
+  double shared_bytes = 0;
+  const std::vector<ProcInfo> procs = descendants_of(getpid(), all_processes());
+  for (const auto& p : procs) {
+    use.resident_mb += double(p.rss_pages) * double(page) / (1024.0 * 1024.0);
+    const std::string root = "/proc/" + std::to_string(p.pid) + "/root";
+    for (const char* m : {"/tmp", "/dev/shm"}) {
+      const std::string path = root + m;
+      struct statfs fs {};
+      const dev_t dev = device_of(path);
+      if (dev == 0 || dev == own_tmp || dev == own_shm || mounts.count(dev)) continue;
+      if (statfs(path.c_str(), &fs) != 0 || !in_memory_fs(fs)) continue;
+      mounts.insert(dev);
+      shared_bytes += double(fs.f_blocks - fs.f_bfree) * double(fs.f_frsize);
+    }
+  }
+  for (const auto& p : procs) {
+    std::error_code ec;
+    const fs::path fds = "/proc/" + std::to_string(p.pid) + "/fd";
+    for (const auto& e : fs::directory_iterator(fds, ec)) {
+      struct statfs fs {};
+      struct stat st {};
+      // Follows the descriptor's magic link to the open file itself (memfds included).
+      if (statfs(e.path().c_str(), &fs) != 0 || !in_memory_fs(fs)) continue;
+      if (stat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (mounts.count(st.st_dev) || !files.insert({st.st_dev, st.st_ino}).second) continue;
+      shared_bytes += double(st.st_blocks) * 512.0;
+    }
+  }
+  use.shared_mb = shared_bytes / (1024.0 * 1024.0);
+  return use;
 }
 
 // Orphans of the programs the grader starts become its children, not init's.
@@ -145,11 +195,18 @@ std::string RunResult::describe(double timeout_s) const {
   std::ostringstream s;
   if (failed_to_start) {
     s << "could not start the program";
+  } else if (capped) {
+    s << "was stopped when the time cap was reached, after " << static_cast<long>(wall_s)
+      << " s (killed)";
   } else if (timed_out) {
     s << "timed out after " << timeout_s << " s (killed)";
   } else if (memory_exceeded) {
-    s << "used more than the memory limit (" << static_cast<long>(peak_rss_mb)
-      << " MiB resident; killed)";
+    s << "used more than the memory limit of " << static_cast<long>(memory_limit_mb) << " MiB ("
+      << static_cast<long>(peak_rss_mb) << " MiB resident";
+    if (peak_shared_mb >= 1)
+      s << " + " << static_cast<long>(peak_shared_mb)
+        << " MiB in memory files: memfd, /dev/shm, /tmp";
+    s << "; killed)";
   } else if (signal != 0) {
     s << "crashed (signal " << signal << ": " << strsignal(signal) << ")";
   } else {
@@ -161,6 +218,7 @@ std::string RunResult::describe(double timeout_s) const {
 RunResult run_process(const std::vector<std::string>& argv, const RunLimits& limits,
                       const fs::path& cwd, const LineHandler& on_line, const RunExtras& extras) {
   RunResult result;
+  result.memory_limit_mb = limits.memory_mb;
   become_subreaper();
   int out_pipe[2], err_pipe[2], chan_pipe[2] = {-1, -1};
   if (argv.empty() || pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
@@ -295,15 +353,20 @@ RunResult run_process(const std::vector<std::string>& argv, const RunLimits& lim
     if (reaped && (eof || now - reaped_at > std::chrono::seconds(1))) break;
     if (reaped) continue;
     const double elapsed = std::chrono::duration<double>(now - start).count();
-    if (elapsed > limits.timeout_s) {
+    if (elapsed > limits.timeout_s || now >= limits.deadline) {
+      if (!result.timed_out) result.capped = elapsed <= limits.timeout_s;
       result.timed_out = true;
       kill_everything(pid);
     }
     if (now - last_rss_check >= std::chrono::milliseconds(100)) {
       last_rss_check = now;
-      const double rss = descendants_rss_mb();
-      result.peak_rss_mb = std::max(result.peak_rss_mb, rss);
-      if (rss > limits.memory_mb) {
+      const MemoryUse use = descendants_memory();
+      const double total = use.resident_mb + use.shared_mb;
+      if (total > result.peak_rss_mb + result.peak_shared_mb) {
+        result.peak_rss_mb = use.resident_mb;
+        result.peak_shared_mb = use.shared_mb;
+      }
+      if (total > limits.memory_mb) {
         result.memory_exceeded = true;
         kill_everything(pid);
       }

@@ -6,6 +6,11 @@
 // for large PROT_NONE reservations on some kernels. Instead the parent samples the resident set
 // (RSS, /proc/<pid>/stat) of every process in the child's group ten times a second and kills the
 // group when the sum passes the bound: RSS counts memory actually touched, not reservations.
+// RSS does not count memory held in files that live in memory and are not mapped: a memfd, a
+// file in /dev/shm or in a tmpfs /tmp. The bound adds them: every such file a descendant holds
+// open (/proc/<pid>/fd, counted once), and the whole used size of a descendant's private /tmp
+// and /dev/shm (the sandbox's, seen through /proc/<pid>/root; never the machine's own, which
+// other users share). A file both mapped and held open counts twice: the bound errs high.
 //
 // Every descendant is contained, not only the process group: a program can setsid() and fork a
 // daemon that leaves the group. The grader makes itself a child subreaper
@@ -26,6 +31,9 @@ namespace gtl::grader {
 
 struct RunLimits {
   double timeout_s = 60;
+  // A time cap over several runs (a check's, a lab's): a run still going at this instant is
+  // killed like a timeout, and RunResult::capped says which of the two stopped it.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   double memory_mb = 8192;
   std::size_t output_bytes = 64 * 1024;  // kept: the first half and the last half
 };
@@ -34,10 +42,13 @@ struct RunResult {
   int exit_code = -1;  // when the program exited normally
   int signal = 0;      // when a signal ended it (SIGSEGV, SIGKILL, ...)
   bool timed_out = false;
+  bool capped = false;  // timed_out because the deadline came before its own timeout
   bool memory_exceeded = false;
   bool failed_to_start = false;
   double wall_s = 0;
-  double peak_rss_mb = 0;
+  double peak_rss_mb = 0;     // at the peak of the memory the bound counts: resident sets ...
+  double peak_shared_mb = 0;  // ... plus memory files (memfds, tmpfs files, private /tmp, /dev/shm)
+  double memory_limit_mb = 0;    // the bound it ran under
   std::size_t output_total = 0;  // bytes the program printed, kept or not
   std::string output;            // stdout and stderr interleaved, capped
   std::string verdict_key;       // RunExtras::verdict_channel: the key records must carry

@@ -1,5 +1,6 @@
 // Terminal, JSON, Gradescope and JUnit reports.
 #include "report.h"
+#include "files.h"
 
 #include <unistd.h>
 
@@ -14,12 +15,6 @@ namespace gtl::grader {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string pts(double x) {
-  std::ostringstream s;
-  s << std::setprecision(4) << (std::abs(x) < 5e-5 ? 0.0 : x);
-  return s.str();
-}
 
 std::string lab_name(const LabResult& lab) {
   return "Lab " + lab.lab + " (" + lab.title + ")";
@@ -382,14 +377,7 @@ std::string junit_xml(const GradeResult& r) {
 
 void write_atomic(const fs::path& path, const std::string& content) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
+  write_file_nofollow(path, content);  // a temporary file beside it, never through a link
 }
 
 void write_reports(const GradeResult& r, const fs::path& out_dir) {

@@ -147,6 +147,11 @@ Check parse_check(const YAML::Node& node, const std::string& where, const fs::pa
     c.partial_from = r.opt_number("partial_from", 0);
     if (c.partial_from && *c.partial_from >= c.min_speedup)
       r.fail(node["partial_from"], where + ".partial_from: must be below min_speedup");
+    // Timed on a CPU, the speedup depends on the machine (verify_rules.h): verify holds the
+    // solution to this floor, so such a check must have one.
+    if (!c.requires_gpu && !c.partial_from)
+      r.fail(node, where + ": a speed check that runs without a GPU needs partial_from (the " +
+                       "floor verify holds the solution to: a CPU timing depends on the machine)");
     c.min_fraction_of_solution = r.opt_number("min_fraction_of_solution", 0);
     c.partial_from_fraction = r.opt_number("partial_from_fraction", 0);
     if (c.partial_from_fraction && !c.min_fraction_of_solution)
@@ -183,6 +188,19 @@ Limits parse_limits(const YAML::Node& node, const fs::path& file) {
   l.output_kb = static_cast<std::size_t>(r.number("output_kb", false, double(l.output_kb), 1));
   l.repetitions = static_cast<int>(r.number("repetitions", false, l.repetitions, 1));
   l.min_time_s = r.number("min_time_s", false, l.min_time_s, 0);
+  l.check_timeout_s = r.number("check_timeout_s", false, l.check_timeout_s, 1);
+  l.lab_timeout_s = r.number("lab_timeout_s", false, l.lab_timeout_s, 1);
+  // One program run must fit in its check's cap, and one check in its lab's.
+  const double one_run = std::max(l.test_timeout_s, l.bench_timeout_s);
+  if (l.check_timeout_s < one_run)
+    r.fail(node["check_timeout_s"] ? node["check_timeout_s"] : node,
+           "limits.check_timeout_s (" + Reader::fmt(l.check_timeout_s) +
+               ") must be at least test_timeout_s and bench_timeout_s (" + Reader::fmt(one_run) +
+               "): one program run must fit in its check's time cap");
+  if (l.lab_timeout_s < l.check_timeout_s)
+    r.fail(node["lab_timeout_s"] ? node["lab_timeout_s"] : node,
+           "limits.lab_timeout_s (" + Reader::fmt(l.lab_timeout_s) +
+               ") must be at least check_timeout_s (" + Reader::fmt(l.check_timeout_s) + ")");
   r.finish();
   return l;
 }

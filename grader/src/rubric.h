@@ -79,6 +79,10 @@ struct Limits {
   std::size_t output_kb = 64;    // output kept per program run (the rest is counted, not kept)
   int repetitions = 5;           // --benchmark_repetitions; medians are compared
   double min_time_s = 0.1;       // --benchmark_min_time (a bare number: Google Benchmark 1.7)
+  // Time caps: all the runs of one check (its reruns and its judge included), and all the checks
+  // of one lab (not its build); past a cap the runs stop and what did not run scores 0.
+  double check_timeout_s = 1200;
+  double lab_timeout_s = 7200;
 };
 
 struct Rubric {

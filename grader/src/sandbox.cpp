@@ -23,6 +23,12 @@ const SandboxSupport& sandbox_support() {
       const RunResult r = run_process(
           {"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"}, limits);
       s.available = r.ok();
+      s.tmpfs_size =
+          s.available && run_process({"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind",
+                                      "/", "/", "--dev-bind", "/dev", "/dev", "--size", "1048576",
+                                      "--tmpfs", "/dev/shm", "true"},
+                                     limits)
+                             .ok();
       if (!s.available)
         s.why_not = "bubblewrap cannot create namespaces here (" + r.describe(20) +
                     "; user namespaces may be disabled): " + r.output.substr(0, 200);
@@ -38,7 +44,16 @@ std::vector<std::string> sandbox_wrapper(const SandboxPolicy& policy) {
   std::vector<std::string> argv = {
       "bwrap",  "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev-bind",
       "/dev",   "/dev",  // GPUs: /dev/nvidia*
-      "--proc", "/proc",         "--tmpfs",           "/tmp"};
+      "--proc", "/proc"};
+  // A private /tmp and /dev/shm (the machine's /dev/shm is shared with every user, and files
+  // left there would outlive the program), each bounded where bwrap can size a tmpfs.
+  const std::string size = std::to_string(static_cast<long long>(policy.tmpfs_mb * 1024 * 1024));
+  for (const char* dir : {"/tmp", "/dev/shm"}) {
+    if (!sandbox_support().tmpfs_size && std::string(dir) == "/dev/shm") continue;
+    if (sandbox_support().tmpfs_size && policy.tmpfs_mb > 0)
+      argv.insert(argv.end(), {"--size", size});
+    argv.insert(argv.end(), {"--tmpfs", dir});
+  }
   for (const auto& r : policy.readable) {
     std::error_code ec;
     if (!fs::exists(r, ec)) continue;

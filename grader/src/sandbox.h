@@ -23,14 +23,19 @@ struct SandboxPolicy {
   std::vector<std::filesystem::path> readable;  // bound read-only again over the private /tmp
   std::vector<std::filesystem::path> writable;  // bound read-write (created when missing)
   std::vector<std::filesystem::path> hidden;    // replaced by an empty read-only folder
+  // The size of each of the private /tmp and /dev/shm (tmpfs, memory: counted by the memory
+  // bound, process.h); 0 leaves them at the kernel's default (half the machine's memory).
+  double tmpfs_mb = 0;
 };
 
 struct SandboxSupport {
   bool available = false;
-  std::string why_not;  // when not available: what is missing, for the warning
+  bool tmpfs_size = false;  // bwrap has --size (0.5+): the private /tmp and /dev/shm are bounded
+  std::string why_not;      // when not available: what is missing, for the warning
 };
 
-// Probes once: `bwrap --unshare-all --die-with-parent --ro-bind / / true` must succeed.
+// Probes once: `bwrap --unshare-all --die-with-parent --ro-bind / / true` must succeed; then
+// whether a sized private /dev/shm can be mounted (`--size`).
 // GTL_GRADER_NO_SANDBOX=1 turns the sandbox off (the grader's own tests of the fallback).
 const SandboxSupport& sandbox_support();
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 namespace gtl::grader {
@@ -115,6 +116,12 @@ double GradeResult::skipped_points() const {
   double s = 0;
   for (const auto& l : labs) s += l.skipped_points();
   return s;
+}
+
+std::string pts(double points) {
+  std::ostringstream s;
+  s << std::setprecision(4) << (std::abs(points) < 5e-5 ? 0.0 : points);
+  return s.str();
 }
 
 double speed_credit(double speedup, double min_speedup, std::optional<double> partial_from) {

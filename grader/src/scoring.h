@@ -77,6 +77,9 @@ struct GradeResult {
   double skipped_points() const;
 };
 
+// Points as reports print them: 4 significant digits, and -0 or a rounding residue as 0.
+std::string pts(double points);
+
 // Fraction of the points for a speedup: 1 at or above min_speedup; with partial_from, linear
 // from 0 at partial_from to 1 at min_speedup; 0 otherwise (and for NaN).
 double speed_credit(double speedup, double min_speedup, std::optional<double> partial_from);

@@ -194,7 +194,7 @@ TEST(GraderE2E, BadInputsHaveClearExitCodesAndResults) {
                               (kWork / "out/broken").string()},
                              limits);
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.output.find("rubric.yaml:30: checks[1].points: expected a number, got 'lots'"),
+  EXPECT_NE(r.output.find("rubric.yaml:32: checks[1].points: expected a number, got 'lots'"),
             std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::exists(kWork / "out/broken/results.json"));
@@ -247,6 +247,33 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
       << r.output;
   EXPECT_NE(r.output.find("gtl-grade rubric-table --lab 01 --write"), std::string::npos)
       << "verify prints the command that regenerates the table\n"
+      << r.output;
+}
+
+TEST(GraderE2E, VerifyHoldsACpuTimingToItsFloorNotItsFullBar) {
+  // A machine far slower than the one the bar was set on: the fixture's CPU speed check asks for
+  // a speedup no machine reaches, with credit from 2x. Verify must still pass, printing the figure.
+  const fs::path course = kWork / "slow-machine-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
+  const std::string bar = "    min_speedup: 4\n";
+  rubric.replace(rubric.find(bar), bar.size(), "    min_speedup: 1000000\n");
+  std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
+  RunLimits limits;
+  limits.timeout_s = 240;
+  const auto table = run_process(
+      {GTL_GRADE_EXE, "rubric-table", "--course", course.string(), "--lab", "01", "--write"},
+      limits);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  const auto r = run_process({GTL_GRADE_EXE, "verify", "--course", course.string(), "--work",
+                              (kWork / "slow-machine-work").string(), "--out",
+                              (kWork / "out/slow-machine").string(), "--cpu-only", "-q"},
+                             limits);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verify: PASSED"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("short of the full bar 1e+06x but above the floor 2x"), std::string::npos)
+      << "verify notes the CPU timing it let through, with its figure\n"
       << r.output;
 }
 

@@ -200,5 +200,113 @@ TEST(HostileSubmission, ATestProgramCannotChangeTheCourseOrTheBuild) {
       << "a test program rewrote another test program in the build";
 }
 
+// A refused submission: exit code 4, every check 0 with a reason naming the link.
+void expect_refused_for_link(const Graded& g, const std::string& link) {
+  EXPECT_EQ(g.run.exit_code, 4) << g.run.output;
+  EXPECT_EQ(g.report["score"], 0.0) << "nothing is graded through a link";
+  const std::string why = g.reason("sum-correct");
+  EXPECT_NE(why.find("symbolic link"), std::string::npos) << why;
+  EXPECT_NE(why.find(link), std::string::npos) << "the reason names the link: " << why;
+  EXPECT_EQ(g.reason("prefix-correct"), why);
+  EXPECT_NE(g.gradescope["output"].get<std::string>().find(link), std::string::npos);
+}
+
+TEST(HostileSubmission, ASubmissionHoldingASymbolicLinkIsRefused) {
+  // The grader copies a submission with its own rights, outside the sandbox: a link to the
+  // solution would have been copied as the student's file and scored full marks.
+  expect_refused_for_link(grade_submission_named("symlink_solution"),
+                          "01-sum/sum.cpp -> ../../../course/solution/01-sum/sum.cpp");
+  // Through /proc/self (the grader's own root, environment, descriptors): a folder linked there.
+  const fs::path proc = kWork / "symlink_proc";
+  fs::remove_all(proc);
+  fs::create_directories(proc / "notes");
+  fs::create_symlink("/proc/self/environ", proc / "notes" / "environ");
+  fs::create_symlink("/proc/self/root" + fs::absolute(kCourse / "solution/01-sum").string(),
+                     proc / "01-sum");
+  const Graded g = gtl_grade({"grade", "--submission", proc.string()}, "symlink_proc");
+  expect_refused_for_link(g, " -> /proc/self/");
+  EXPECT_EQ(g.gradescope["output"].get<std::string>().find("PATH="), std::string::npos)
+      << "nothing of the grader's environment reaches the report";
+}
+
+TEST(HostileSubmission, TheGraderNeverWritesThroughALinkInAScratchFolder) {
+  // The test and benchmark programs plant links to the course's rubric where the grader (and the
+  // compiler of the forbidden-symbol check) write later. Graded against a copy of the course.
+  const fs::path course = kWork / "scratch-link-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  const auto before = snapshot(course);
+  const Graded g =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/scratch_symlink").string()},
+                   "scratch_symlink", course, kWork / "scratch-link-work");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_TRUE(snapshot(course) == before) << "the grader wrote through a planted link";
+  // Without the sandbox the programs can plant the links beside their own folder too: the grader
+  // empties its folders before it writes there. (It grades from a copy of the course then.)
+  const fs::path work = kWork / "scratch-link-unsandboxed";
+  const Graded u =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/scratch_symlink").string()},
+                   "scratch_symlink_unsandboxed", course, work, {"GTL_GRADER_NO_SANDBOX=1"});
+  expect_sum_zero_prefix_full(u);
+  EXPECT_EQ(read_file(work / "course/labs/01-sum/rubric.yaml"),
+            read_file(kCourse / "labs/01-sum/rubric.yaml"))
+      << "the grader wrote through a link planted beside a scratch folder";
+}
+
+TEST(HostileSubmission, MemoryThatNoResidentSetShowsCountsAgainstTheBound) {
+  // sum() is right but holds 640 MiB (the bound is 512) in an unmapped memfd and a /dev/shm file:
+  // no RSS shows them. The bound counts memory files too; the sandbox's /dev/shm is private, so
+  // the file it leaves behind goes with the sandbox.
+  const fs::path host_file = "/dev/shm/gtl-hostile-memory_hog";
+  fs::remove(host_file);
+  const Graded g = grade_submission_named("memory_hog");
+  if (!sandboxed(g)) GTEST_SKIP() << "no sandbox on this machine: " << g.report["sandbox"];
+  expect_sum_zero_prefix_full(g);
+  for (const char* name : {"sum-correct", "sum-speed", "sum-memory", "sum-hidden"})
+    EXPECT_NE(g.reason(name).find("memory limit of 512 MiB"), std::string::npos)
+        << name << ": " << g.reason(name);
+  EXPECT_NE(g.check("sum-correct")["details"].get<std::string>().find("MiB in memory files"),
+            std::string::npos)
+      << "the details say where the memory was: " << g.check("sum-correct")["details"];
+  EXPECT_FALSE(fs::exists(host_file)) << "the program wrote into the machine's own /dev/shm";
+}
+
+TEST(HostileSubmission, TestsThatAllHangAreBoundedByTheTimeCaps) {
+  // sum() never returns: each of the 4 Sum tests would time out (5 s) and be rerun alone, 20 s
+  // for one check. The fixture's check cap (12 s) stops the reruns.
+  const Graded g = grade_submission_named("hang_everywhere");
+  expect_sum_zero_prefix_full(g);
+  const std::string why = g.reason("sum-correct");
+  EXPECT_NE(why.find("the check's time cap of 12 s (limits.check_timeout_s) was reached"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(g.check("sum-correct")["details"].get<std::string>().find(
+                "not run: the time cap was reached"),
+            std::string::npos)
+      << "a test left when the cap came is not run: " << g.check("sum-correct")["details"];
+
+  // The lab's cap: a copy of the course with 20 s for every check of the lab. sum-correct (12 s)
+  // and prefix-correct run; the benchmark of sum-speed is stopped at 20 s, the rest never run.
+  const fs::path course = kWork / "lab-cap-course";
+  fs::remove_all(course);
+  fs::copy(kCourse, course, fs::copy_options::recursive);
+  std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
+  rubric.replace(rubric.find("lab_timeout_s: 60"), 17, "lab_timeout_s: 20");
+  std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
+  const Graded capped =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/hang_everywhere").string()},
+                   "hang_everywhere_lab_cap", course, kWork / "lab-cap-work");
+  ASSERT_EQ(capped.run.exit_code, 0) << capped.run.output;
+  EXPECT_EQ(capped.score("prefix-correct"), 3.0) << capped.reason("prefix-correct");
+  const std::string cap = "the lab's time cap of 20 s (limits.lab_timeout_s) was reached";
+  EXPECT_NE(capped.reason("sum-speed").find(cap + " during this check"), std::string::npos)
+      << capped.reason("sum-speed");
+  for (const char* name : {"sum-memory", "prefix-memory", "sum-hidden"}) {
+    EXPECT_EQ(capped.reason(name), cap + ": the remaining checks were not run") << name;
+    EXPECT_EQ(capped.score(name), 0.0) << name;
+  }
+  EXPECT_EQ(capped.report["score"], 3.0);
+}
+
 }  // namespace
 }  // namespace gtl::grader

@@ -86,6 +86,33 @@ TEST(Rubric, ParsesEveryField) {
   EXPECT_EQ(r.max_points(), 10);
 }
 
+TEST(Rubric, TimeCapsHaveDefaultsAndMustHoldOneRun) {
+  const Rubric r = parse_rubric(kValid, "rubric.yaml", "02-matmul");
+  EXPECT_EQ(r.limits.check_timeout_s, Limits{}.check_timeout_s);
+  EXPECT_EQ(r.limits.lab_timeout_s, Limits{}.lab_timeout_s);
+  std::string text = kValid;
+  text.replace(
+      text.find("  repetitions: 7"), 16,
+      "  repetitions: 7\n  bench_timeout_s: 20\n  check_timeout_s: 40\n  lab_timeout_s: 60");
+  const Rubric capped = parse_rubric(text, "rubric.yaml", "02-matmul");
+  EXPECT_EQ(capped.limits.check_timeout_s, 40);
+  EXPECT_EQ(capped.limits.lab_timeout_s, 60);
+  std::string e;
+  text = kValid;
+  text.replace(text.find("  repetitions: 7"), 16, "  repetitions: 7\n  check_timeout_s: 10");
+  e = error_of(text);
+  EXPECT_NE(e.find("rubric.yaml:7:"), std::string::npos) << e;
+  EXPECT_NE(e.find("check_timeout_s (10) must be at least test_timeout_s and bench_timeout_s"),
+            std::string::npos)
+      << e;
+  text = kValid;
+  text.replace(text.find("  repetitions: 7"), 16,
+               "  repetitions: 7\n  check_timeout_s: 400\n  lab_timeout_s: 300");
+  e = error_of(text);
+  EXPECT_NE(e.find("lab_timeout_s (300) must be at least check_timeout_s (400)"), std::string::npos)
+      << e;
+}
+
 TEST(Rubric, MisspeltKeyNamesItsLine) {
   std::string text = kValid;
   text.replace(text.find("    points: 3"), 13, "    pionts: 3");
@@ -148,6 +175,18 @@ TEST(Rubric, RejectsBadValues) {
   text.replace(text.find("points: 5"), 9, "points: -1");
   EXPECT_NE(error_of(text).find("must be >= 0"), std::string::npos);
   EXPECT_NE(error_of("").find("rubric.yaml:1: the rubric is empty"), std::string::npos);
+}
+
+TEST(Rubric, ACpuSpeedCheckNeedsAFloorForVerify) {
+  // Without a GPU the speedup is a CPU timing: verify holds the solution to partial_from.
+  std::string text = kValid;
+  text.replace(text.find("    partial_from: 2\n    requires: gpu\n"), 38, "");
+  EXPECT_NE(error_of(text).find("a speed check that runs without a GPU needs partial_from"),
+            std::string::npos)
+      << error_of(text);
+  text = kValid;
+  text.replace(text.find("    partial_from: 2\n"), 20, "");
+  EXPECT_EQ(error_of(text), "") << "a GPU speed check may do without a floor";
 }
 
 TEST(Rubric, CalibratedSpeedFractions) {

@@ -9,7 +9,7 @@
 //          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
 //          Each thread loads 4 elements before using any (4 requests in flight, as in the
 //          softmax); the second and third reads of the row come from L1/L2, not HBM.
-//   backward (5b, stretch) with xhat = (x - mean) * rstd and dxhat = dy * weight:
+//   backward (5b) with xhat = (x - mean) * rstd and dxhat = dy * weight:
 //          dx = rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat * xhat)): two row sums, one
 //          block per row as in the forward. dweight = sum_r dy * xhat and dbias = sum_r dy are
 //          sums down the columns: one thread per column walks the rows, so a warp reads 32

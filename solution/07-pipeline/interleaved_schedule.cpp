@@ -1,4 +1,4 @@
-// Lab 07, TODO 7 (stretch, not graded): interleaved 1F1B and its bubble.
+// Lab 07, TODO 7: interleaved 1F1B and its bubble.
 //
 // Cut each rank's layers into v chunks placed round-robin over the ranks: the pipeline is then
 // v p virtual stages deep, but each is v times shorter, so filling and draining it (the bubble)

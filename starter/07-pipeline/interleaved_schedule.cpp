@@ -1,4 +1,4 @@
-// Lab 07, TODO 7 (stretch, not graded): interleaved 1F1B and its bubble.
+// Lab 07, TODO 7: interleaved 1F1B and its bubble.
 //
 // Cut each rank's layers into v chunks placed round-robin over the ranks: the pipeline is then
 // v p virtual stages deep, but each is v times shorter, so filling and draining it (the bubble)
@@ -17,7 +17,7 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
   GTL_CHECK(ranks >= 1 && chunks >= 1 && m >= 1 && m % ranks == 0,
             "interleaved_schedule: need p >= 1, v >= 1 and m a multiple of p, got p "
                 << ranks << ", v " << chunks << ", m " << m);
-  // TODO(lab07) step 7a (stretch): Megatron-LM's order of chunks and micro-batches.
+  // TODO(lab07) step 7a: Megatron-LM's order of chunks and micro-batches.
   //   Spec (pipeline.h): with T = v m actions each way per rank, the k-th forward is micro-batch
   //   (k / (p v)) p + k mod p on chunk (k mod p v) / p, the k-th backward the same micro-batch
   //   on chunk v - 1 - (k mod p v) / p. Rank r: w_r = min((p - r - 1) 2 + (v - 1) p, T) warm-up
@@ -31,7 +31,7 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                           double chunk_forward_time, double chunk_backward_time) {
   GTL_CHECK(!schedule.empty() && chunks >= 1, "simulate_interleaved_bubbles: no ranks or chunks");
-  // TODO(lab07) step 7b (stretch): the clock of simulate_bubbles over virtual stages.
+  // TODO(lab07) step 7b: the clock of simulate_bubbles over virtual stages.
   //   Spec (pipeline.h): your TODO 6 with the virtual stage k = chunk * p + rank in place of the
   //   stage: a rank runs its actions in order, each waiting for its dependency on virtual stage
   //   k - 1 (forward) or k + 1 (backward; the last virtual stage: its own forward). Throw

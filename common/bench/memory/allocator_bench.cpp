@@ -12,7 +12,8 @@
 //   ratio_vs_cudaMalloc, ratio_vs_cudaMallocAsync, ratio_vs_cpu_allocator = baseline / caching:
 // how many times faster the cache is. Expect ratio_vs_cudaMalloc in the hundreds (tens of us vs
 // tens of ns) and ratio_vs_cudaMallocAsync > 1: a caching allocator should beat the stream-ordered
-// pool too (about 0.7-1 us per pair on an H100, docs REFERENCES), not only cudaMalloc.
+// pool too (about 0.7-1 us per pair on an H100, docs/results/reference-figures.md), not only
+// cudaMalloc.
 // Run the whole set (no --benchmark_filter) to read every row from one run; GPU rows skip with
 // the reason on a machine without a GPU.
 #include <benchmark/benchmark.h>

@@ -5,7 +5,8 @@
 // enqueued on a stream and the stream synchronised, so the time is the whole transfer.
 // How to read it: bytes_per_second per row; the pinned rows also time the pageable copy in the
 // same run and report ratio_vs_pageable = pinned bytes/s / pageable bytes/s. It should be >= 1.5
-// on a PCIe GPU at 16 MiB and above (3.5x host-to-device on an H100, docs REFERENCES); at 1 MiB
+// on a PCIe GPU at 16 MiB and above (3.5x host-to-device on an H100,
+// docs/results/reference-figures.md); at 1 MiB
 // fixed costs blur it. GPU rows skip with the reason on a machine without a GPU.
 #include <benchmark/benchmark.h>
 

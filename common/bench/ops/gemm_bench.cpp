@@ -15,8 +15,8 @@
 // only the launch. GPU benchmarks skip with the reason when no GPU is present.
 //
 //   ./ops_gemm_bench --benchmark_filter=Gemm     # the throughput table
-// Reference figures (H100, PyTorch, REFERENCES.md): 4096^3 fp32 50, tf32 325, bf16 667,
-// fp16 660 TFLOP/s.
+// Reference figures (H100, PyTorch, docs/results/reference-figures.md): 4096^3 fp32 50, tf32 325,
+// bf16 667, fp16 660 TFLOP/s.
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -5,7 +5,8 @@
 // skipped a collective gives an error that names it instead of a hang. Messages are raw bytes
 // tagged with the collective's name; a reduction receives into a scratch buffer first.
 // After a timeout the communicator is unusable (its requests are left pending): let the
-// exception end the program, and mpirun ends the other ranks.
+// exception end the program; at exit MPI is then aborted rather than finalised, so mpirun ends
+// the other ranks at once instead of waiting for the peer that hung.
 //
 // Asynchronous calls on CPU tensors: MPI is initialised with MPI_THREAD_SERIALIZED, so there is
 // no progress thread. all_reduce_async and the other collectives finish before they return (the
@@ -13,6 +14,7 @@
 // before it returns. Deterministic mode works as in-process (the same ring.cpp code).
 #include "gtl/distributed/mpi_communicator.h"
 
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -67,10 +69,18 @@ int byte_count(const Tensor& t) {
   return static_cast<int>(t.nbytes());
 }
 
+// Set when a wait timed out: its requests are left pending, and MPI_Finalize would wait for the
+// peer that never came, so the program could not end until mpirun's own limit.
+std::atomic<bool> timed_out{false};
+
+// At exit: MPI_Finalize, or after a timeout MPI_Abort, which ends this rank at once and makes
+// mpirun end the others (the timeout's message has been thrown and printed by then).
 void finalize_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (timed_out) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Finalize();
 }
 
 class MpiCommunicator : public RingCommunicator {
@@ -205,6 +215,7 @@ class MpiCommunicator : public RingCommunicator {
         std::ostringstream msg;
         msg << who() << ": " << op << " timed out after " << timeout().count() / 1000.0
             << " s waiting for rank " << peer << ": did it fail, hang, or skip this call?";
+        timed_out = true;
         throw DistError(msg.str());
       }
       std::this_thread::yield();  // oversubscribed nodes: let the peer run

@@ -164,7 +164,7 @@ inline double layernorm_tolerance(float offset) {
   return offset > 0 ? 5e-3 : 1e-4;
 }
 
-// ---- layernorm backward (stretch): (rows, cols) -------------------------------------------------
+// ---- layernorm backward: (rows, cols) ----------------------------------------------------------
 inline const std::vector<std::pair<int, int>>& layernorm_backward_cases() {
   static const std::vector<std::pair<int, int>> cases = {{1, 1}, {3, 7}, {5, 1000}, {40, 257}};
   return cases;

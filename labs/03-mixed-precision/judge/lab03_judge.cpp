@@ -35,15 +35,14 @@ using gtl::judge::Rejection;
 using gtl::nn::PrecisionPolicy;
 
 std::string fp16_rounding() {
-  Recorded r("NumberFormats.AgreesWithTheGpuRoundingOnASweepOfBitPatterns");
+  Recorded r("NumberFormats.Fp16AgreesWithTheGpuRoundingOnASweepOfBitPatterns");
   r.expect_digest(lab03_cases::rounding_sweep(gtl::float_to_half_bits),
                   "round_to_fp16 over the seeded sweep of bit patterns");
   return "every fp16 rounding of the sweep exact";
 }
 
 std::string bf16_rounding() {
-  Recorded r("NumberFormats.AgreesWithTheGpuRoundingOnASweepOfBitPatterns");
-  r.next<std::uint64_t>("the fp16 digest");
+  Recorded r("NumberFormats.Bf16AgreesWithTheGpuRoundingOnASweepOfBitPatterns");
   r.expect_digest(lab03_cases::rounding_sweep(gtl::float_to_bfloat16_bits),
                   "round_to_bf16 over the seeded sweep of bit patterns");
   return "every bf16 rounding of the sweep exact";

@@ -29,7 +29,7 @@ using gtl::optim::ParamRef;
 
 // ---- TODO 1: rounding and underflow ------------------------------------------------------------
 // Every 4099th float32 bit pattern from a start drawn from the seed (all exponents, both signs),
-// NaN left out (NanStaysNan checks them): what `round` makes of each.
+// NaN left out (the NanStaysNan tests check them): what `round` makes of each.
 inline uint32_t sweep_start() {
   std::mt19937_64 g = gtl::test_seed::generator("NumberFormats.AgreesWithTheGpuRounding");
   return static_cast<uint32_t>(gtl::test_seed::draw(g, 0, 4098));

@@ -1,5 +1,5 @@
 // lab04_timeline: records two training steps of the lab model with your MemoryTimeline (TODO 3),
-// prints its summary and writes the JSON the report plots.
+// prints its summary, writes the JSON and draws it as an SVG beside it (out.json -> out.svg).
 //
 //   lab04_timeline [out.json] [batch] [hidden]   (defaults: memory_timeline.json 64 64)
 //
@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "memory_lab.h"
+#include "timeline_svg.h"
 
 int main(int argc, char** argv) {
   const std::string out = argc > 1 ? argv[1] : "memory_timeline.json";
@@ -26,8 +27,15 @@ int main(int argc, char** argv) {
                    {"steps", 2},
                    {"measured_peak", run.measured_peak}};
     std::ofstream(out) << j.dump(1) << "\n";
+    const std::string svg =
+        (out.size() > 5 && out.substr(out.size() - 5) == ".json" ? out.substr(0, out.size() - 5)
+                                                                 : out) +
+        ".svg";
+    std::ofstream(svg) << lab04::memory_timeline_svg(
+        timeline.events(), "Memory of two training steps: lab model, batch " +
+                               std::to_string(batch) + ", hidden " + std::to_string(config.hidden));
     std::cout << timeline.summary() << "measured peak (allocator statistics): " << run.measured_peak
-              << " bytes\nwrote " << out << "\n";
+              << " bytes\nwrote " << out << " and " << svg << "\n";
   } catch (const std::exception& e) {
     std::cerr << "lab04_timeline: " << e.what() << "\n";
     return 1;

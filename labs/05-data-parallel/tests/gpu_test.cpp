@@ -18,6 +18,7 @@
 #include "gtl/nn/models.h"
 #include "gtl_judge_output.h"
 #include "gtl_test.h"
+#include "launched_job.h"
 
 namespace lab05 {
 namespace {
@@ -58,11 +59,11 @@ TEST(RealProcessesGpu, NcclOnTwoGpusMatchesTheCpuRun) {
   const std::string mpiexec = LAB05_MPIEXEC;
   if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI (mpirun starts the ranks)";
   const std::string out = "/tmp/lab05_nccl_" + std::to_string(::getpid()) + ".txt";
-  const std::string command = "GTL_DIST_BACKEND=nccl " + mpiexec +
-                              " --oversubscribe --allow-run-as-root -np 2 " + LAB05_DDP_TRAIN +
-                              " --out " + out + " > /dev/null";
+  const std::string command =
+      gtl::testing::mpirun(mpiexec, 2, "nccl") + " " + LAB05_DDP_TRAIN + " --out " + out;
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(std::system(command.c_str()), 0) << "`" << command << "` failed";
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ResultFile file = read_result(out);

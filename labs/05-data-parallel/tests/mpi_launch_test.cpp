@@ -14,6 +14,7 @@
 #include "gtl/distributed/in_process.h"
 #include "gtl_judge_output.h"
 #include "lab05_test_util.h"
+#include "launched_job.h"
 
 namespace lab05 {
 namespace {
@@ -38,8 +39,8 @@ TrainResult in_process(int world) {
 void expect_matches(const std::string& command, const std::string& out, int world,
                     const std::string& backend, const std::string& test) {
   std::remove(out.c_str());
-  const int rc = std::system(command.c_str());
-  ASSERT_EQ(rc, 0) << "`" << command << "` failed (exit status " << rc << ")";
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
   std::ifstream probe(out);
   ASSERT_TRUE(probe.good()) << "`" << command << "` wrote no result file " << out
                             << ": rank 0 of lab05_ddp_train must write it (write_result)";
@@ -61,19 +62,16 @@ void expect_matches(const std::string& command, const std::string& out, int worl
 
 TEST(RealProcesses, OneProcessWithoutALauncherMatchesOneInProcessRank) {
   const std::string out = temp_path();
-  expect_matches(std::string(LAB05_DDP_TRAIN) + " --out " + out + " > /dev/null", out, 1,
-                 "in-process", "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank");
+  expect_matches(std::string(LAB05_DDP_TRAIN) + " --out " + out, out, 1, "in-process",
+                 "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank");
 }
 
 TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
   const std::string mpiexec = LAB05_MPIEXEC;
   if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
   const std::string out = temp_path();
-  // We run CI as root: OpenMPI refuses that without --allow-run-as-root; --oversubscribe lets
-  // 2 processes share fewer cores. GTL_DIST_BACKEND pins MPI even on a machine with GPUs.
-  expect_matches("GTL_DIST_BACKEND=mpi " + mpiexec + " --oversubscribe --allow-run-as-root -np 2 " +
-                     LAB05_DDP_TRAIN + " --out " + out + " > /dev/null",
-                 out, 2, "mpi", "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks");
+  expect_matches(gtl::testing::mpirun(mpiexec, 2) + " " + LAB05_DDP_TRAIN + " --out " + out, out, 2,
+                 "mpi", "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "gtl_judge_output.h"
 #include "lab06_test_util.h"
+#include "launched_job.h"
 
 namespace lab06 {
 namespace {
@@ -24,8 +25,8 @@ std::string temp_path() {
 void expect_matches(const std::string& command, const std::string& out, int world,
                     const std::string& backend) {
   std::remove(out.c_str());
-  const int rc = std::system(command.c_str());
-  ASSERT_EQ(rc, 0) << "`" << command << "` failed (exit status " << rc << ")";
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
   std::ifstream probe(out);
   ASSERT_TRUE(probe.good()) << "`" << command << "` wrote no result file " << out;
   const ResultFile file = read_result(out);
@@ -51,19 +52,15 @@ void expect_matches(const std::string& command, const std::string& out, int worl
 
 TEST(RealProcesses, OneProcessWithoutALauncherMatchesOneInProcessRank) {
   const std::string out = temp_path();
-  expect_matches(std::string(LAB06_FSDP_TRAIN) + " --out " + out + " > /dev/null", out, 1,
-                 "in-process");
+  expect_matches(std::string(LAB06_FSDP_TRAIN) + " --out " + out, out, 1, "in-process");
 }
 
 TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
   const std::string mpiexec = LAB06_MPIEXEC;
   if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
   const std::string out = temp_path();
-  // CI runs as root: OpenMPI refuses that without --allow-run-as-root; --oversubscribe lets 2
-  // processes share fewer cores. GTL_DIST_BACKEND pins MPI even on a machine with GPUs.
-  expect_matches("GTL_DIST_BACKEND=mpi " + mpiexec + " --oversubscribe --allow-run-as-root -np 2 " +
-                     LAB06_FSDP_TRAIN + " --out " + out + " > /dev/null",
-                 out, 2, "mpi");
+  expect_matches(gtl::testing::mpirun(mpiexec, 2) + " " + LAB06_FSDP_TRAIN + " --out " + out, out,
+                 2, "mpi");
 }
 
 }  // namespace

@@ -209,7 +209,8 @@ TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
   }
 }
 
-// Training and the issue order on a seeded model (width, depth, weights), data seed and world.
+// Training and the order of issued all-gathers on a seeded model (width, depth, weights), data seed
+// and world.
 TEST(Prefetch, TrainsBitForBitLikeDdpOnASeededModelAndData) {
   const std::string test = "Prefetch.TrainsBitForBitLikeDdpOnASeededModelAndData";
   gtl::judge::Outputs out(test);

@@ -134,7 +134,7 @@ struct BubbleReport {
 BubbleReport simulate_bubbles(const Schedule& schedule, const std::vector<double>& forward_time,
                               const std::vector<double>& backward_time);
 
-// ---- 7 (stretch, not graded). Interleaved 1F1B (interleaved_schedule.cpp) -------------------
+// ---- 7. Interleaved 1F1B (interleaved_schedule.cpp) -----------------------------------------
 // Megatron-LM's interleaving: each of the p ranks holds v model chunks; chunk c of rank r is
 // VIRTUAL stage c * p + r, so a micro-batch crosses ranks 0, 1, ..., p-1 with chunk 0, then again
 // with chunk 1, and so on. A rank's action names the chunk it runs.

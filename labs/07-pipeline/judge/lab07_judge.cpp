@@ -777,7 +777,7 @@ std::string bubbles() {
   return "every report is the judge's clock's";
 }
 
-// ---- TODO 7 (stretch): interleaved 1F1B ---------------------------------------------------------
+// ---- TODO 7: interleaved 1F1B ------------------------------------------------------------------
 
 using Interleaved = InterleavedSchedule;
 

@@ -1,4 +1,4 @@
-// TODO 7 (stretch, not graded): interleaved 1F1B. The order is Megatron-LM's (checked against a
+// TODO 7: interleaved 1F1B. The order is Megatron-LM's (checked against a
 // table for p = 2, v = 2, m = 4), every rank runs every micro-batch on each of its chunks once
 // each way, and the bubble is exactly (p-1)/(v m + p - 1): the formula of 1F1B with v times as
 // many micro-batches.

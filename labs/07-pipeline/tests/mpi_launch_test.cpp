@@ -15,6 +15,7 @@
 #include "gtl_judge_output.h"
 #include "lab07_cases.h"
 #include "lab07_schedules.h"
+#include "launched_job.h"
 #include "pipeline_training.h"
 
 namespace lab07 {
@@ -50,8 +51,8 @@ void expect_matches(const std::string& command, const std::string& prefix, int p
                     const std::string& backend, const std::string& test) {
   gtl::judge::Outputs recorded(test);
   for (int r = 0; r < p; ++r) std::remove((prefix + ".rank" + std::to_string(r)).c_str());
-  const int rc = std::system(command.c_str());
-  ASSERT_EQ(rc, 0) << "`" << command << "` failed (exit status " << rc << ")";
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
   const std::vector<StageResult> expected = in_process(p);
   // The in-process run is itself checked against the whole model's sequential step, so that an
   // executor that sends nothing cannot match itself.
@@ -89,18 +90,15 @@ void expect_matches(const std::string& command, const std::string& prefix, int p
 
 TEST(RealProcesses, OneProcessWithoutALauncherIsTheWholeModel) {
   const std::string prefix = temp_prefix();
-  expect_matches(std::string(LAB07_PIPELINE_TRAIN) + " --out " + prefix + " > /dev/null", prefix, 1,
-                 "in-process", "RealProcesses.OneProcessWithoutALauncherIsTheWholeModel");
+  expect_matches(std::string(LAB07_PIPELINE_TRAIN) + " --out " + prefix, prefix, 1, "in-process",
+                 "RealProcesses.OneProcessWithoutALauncherIsTheWholeModel");
 }
 
 TEST(RealProcesses, MpirunTwoStagesMatchTwoInProcessRanks) {
   const std::string mpiexec = LAB07_MPIEXEC;
   if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
   const std::string prefix = temp_prefix();
-  // We run CI as root: OpenMPI refuses that without --allow-run-as-root; --oversubscribe lets
-  // 2 processes share fewer cores. GTL_DIST_BACKEND pins MPI even on a machine with GPUs.
-  expect_matches("GTL_DIST_BACKEND=mpi " + mpiexec + " --oversubscribe --allow-run-as-root -np 2 " +
-                     LAB07_PIPELINE_TRAIN + " --out " + prefix + " > /dev/null",
+  expect_matches(gtl::testing::mpirun(mpiexec, 2) + " " + LAB07_PIPELINE_TRAIN + " --out " + prefix,
                  prefix, 2, "mpi", "RealProcesses.MpirunTwoStagesMatchTwoInProcessRanks");
 }
 

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# The GPU kit: certifies the course on a lent GPU machine that has the CUDA toolkit, a compiler,
+# CMake and ninja but no package manager and no network, in two calls of a few minutes each.
+#
+#   scripts/gpu-kit.sh pack              here (Debian, with its package registry): downloads the
+#                                        packages of scripts/gpu-kit.packages into .gpu-kit/debs
+#                                        (downloads only, installs nothing) and prints the two
+#                                        calls to make on the GPU machine
+#   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests
+#   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, benchmarks, verify, calibrate,
+#                                        the report
+#   scripts/gpu-kit.sh run all [OUT]     both
+#   scripts/gpu-kit.sh run 1 OUT --no-gpu   (the rehearsal, scripts/gpu-kit-rehearse.sh: stops
+#                                        before anything needs a GPU)
+#
+# OUT (default $OUT, else build/gpu/kit-out) receives at most 8 files: the report
+# (<date>-<gpu>.md), the benchmarks' and the grader's JSON, and the log. Every step is timed and
+# leaves a marker in build/gpu/kit, so a call that is cut short resumes where it stopped; call 2
+# on the machine call 1 warmed reuses its build, and on a fresh machine rebuilds it first.
+# The packages are unpacked into build/gpu/kit/prefix with dpkg-deb -x, never over /.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$root"
+
+kit=.gpu-kit                  # what pack downloads (ignored by git, carried to the GPU machine)
+state=build/gpu/kit           # markers, the prefix, the log
+prefix=$state/prefix
+multiarch=x86_64-linux-gnu
+
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+
+# ---- pack ---------------------------------------------------------------------------------------
+
+packages() { sed 's/#.*//' scripts/gpu-kit.packages | awk 'NF { print $1 }'; }
+
+pack() {
+  mkdir -p "$kit/debs"
+  rm -f "$kit"/debs/*.deb
+  mapfile -t wanted < <(packages)
+  echo "[kit] downloading ${#wanted[@]} packages into $kit/debs"
+  (cd "$kit/debs" && apt-get download -q "${wanted[@]}")
+  # The exact versions carried, for the report.
+  for d in "$kit"/debs/*.deb; do echo "$(dpkg-deb -f "$d" Package) $(dpkg-deb -f "$d" Version)"; done \
+    >"$kit/manifest.txt"
+  local missing
+  missing=$(comm -23 <(printf '%s\n' "${wanted[@]}" | sort -u) <(cut -d' ' -f1 "$kit/manifest.txt" | sort -u))
+  [[ -z $missing ]] || { echo "[kit] not downloaded: $missing" >&2; return 1; }
+  local tree_bytes kit_bytes
+  tree_bytes=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  kit_bytes=$(du -cb "$kit"/debs/*.deb | tail -1 | cut -f1)
+  echo "[kit] $(wc -l <"$kit/manifest.txt") packages, $((kit_bytes / 1024 / 1024)) MiB;" \
+    "with the tracked tree ($((tree_bytes / 1024 / 1024)) MiB): $(((kit_bytes + tree_bytes) / 1024 / 1024)) MiB of the 64 MiB a call carries"
+  cat <<EOF
+[kit] on the GPU machine, two calls (device tool: carry [".gpu-kit"], timeout 600 s each):
+  call 1:  scripts/gpu-kit.sh run 1 \$OUT     # probe, unpack, configure, build, gpu tests
+  call 2:  scripts/gpu-kit.sh run 2 \$OUT     # sanitizer, benchmarks, verify, calibrate, report
+Then commit the report from OUT under docs/results/ (docs/contributing.md, "When a GPU is lent").
+EOF
+}
+
+# ---- run ----------------------------------------------------------------------------------------
+
+log() { echo "[kit $(date -u +%T)] $*" | tee -a "$state/kit.log"; }
+
+# Runs step $1 (a function) once: a marker records that it passed, with its seconds.
+run_step() {
+  local name=$1 start=$SECONDS
+  if [[ -f $state/$name.done ]]; then
+    log "$name: done before ($(cat "$state/$name.done")), skipped"
+    return 0
+  fi
+  log "$name: start"
+  if "$name" 2>&1 | tee -a "$state/kit.log"; then
+    echo "$(elapsed $((SECONDS - start)))" >"$state/$name.done"
+    log "$name: passed in $(elapsed $((SECONDS - start)))"
+  else
+    log "$name: FAILED after $(elapsed $((SECONDS - start)))"
+    return 1
+  fi
+}
+
+# The first directory among $@ that holds file $1 (searching each recursively, shallowly).
+find_file() {
+  local name=$1; shift
+  local d
+  for d in "$@"; do
+    [[ -d $d ]] || continue
+    find "$d/" -maxdepth 4 -name "$name" -print -quit 2>/dev/null
+  done | head -1
+}
+
+# Where the machine's Python wheels (PyTorch's cuDNN and NCCL) keep their libraries.
+wheel_roots() {
+  local py
+  for py in /opt/torch/.venv/bin/python3 python3; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    "$py" -c 'import site, sys; print("\n".join(site.getsitepackages()))' 2>/dev/null || true
+  done | sed 's|$|/nvidia|' | sort -u
+}
+
+probe() {
+  echo "== machine"
+  echo "os: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") ($(uname -r))"
+  echo "glibc: $(ldd --version 2>/dev/null | head -1)"
+  echo "cores: $(nproc), memory: $(free -g | awk '/Mem:/{print $2}') GiB"
+  echo "c++: $(c++ --version 2>/dev/null | head -1 || echo none)"
+  echo "cmake: $(cmake --version 2>/dev/null | head -1 || echo none); ninja: $(ninja --version 2>/dev/null || echo none)"
+  echo "nvcc: $(nvcc --version 2>/dev/null | tail -1 || echo none)"
+  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader 2>/dev/null || echo none)"
+  echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo none)"
+  echo "== CUDA libraries"
+  local roots=(/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/$multiarch)
+  mapfile -t wheels < <(wheel_roots)
+  echo "cublas: $(find_file 'libcublas.so*' "${roots[@]}")"
+  echo "cudnn: header $(find_file cudnn.h /usr/include /usr/local/cuda/include "${wheels[@]}"), library $(find_file 'libcudnn.so*' "${roots[@]}" "${wheels[@]}")"
+  echo "nccl: header $(find_file nccl.h /usr/include /usr/local/cuda/include "${wheels[@]}"), library $(find_file 'libnccl.so*' "${roots[@]}" "${wheels[@]}")"
+  echo "python wheels searched: ${wheels[*]:-none}"
+  echo "== the kit"
+  if [[ -f $kit/manifest.txt ]]; then
+    echo "$(wc -l <"$kit/manifest.txt") packages: $(cut -d' ' -f1,2 "$kit/manifest.txt" | paste -sd, | cut -c1-400)..."
+  else
+    echo "no $kit/manifest.txt: run 'scripts/gpu-kit.sh pack' where a package registry is reachable" >&2
+    return 1
+  fi
+  echo "system copies of what the kit carries (the kit's win, from its prefix):"
+  local h
+  for h in gtest/gtest.h benchmark/benchmark.h yaml-cpp/yaml.h CLI/CLI.hpp nlohmann/json.hpp \
+    openmpi/include/mpi.h openblas-pthread/cblas.h; do
+    if [[ -e /usr/include/$h || -e /usr/include/$multiarch/$h || -e /usr/lib/$multiarch/$h ]]; then echo "  $h: present"; else echo "  $h: absent"; fi
+  done
+}
+
+unpack() {
+  rm -rf "$prefix"
+  mkdir -p "$prefix"
+  local d
+  for d in "$kit"/debs/*.deb; do
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$d" "$prefix"
+    else  # a .deb is an ar archive holding data.tar.*
+      (cd "$prefix" && ar p "$root/$d" "$(ar t "$root/$d" | grep '^data\.tar')" | tar -x -a -f - 2>/dev/null ||
+        ar p "$root/$d" "$(ar t "$root/$d" | grep '^data\.tar')" | tar -xJ)
+    fi
+  done
+  # What the packages' postinst scripts would have made: the alternatives links of OpenBLAS and
+  # OpenMPI (mpirun, mpicxx, ... are links to their .openmpi programs).
+  local ob=$prefix/usr/lib/$multiarch/openblas-pthread
+  [[ -e $ob/libopenblas.so.0 ]] && ln -sf openblas-pthread/libopenblas.so.0 "$prefix/usr/lib/$multiarch/libopenblas.so.0"
+  local tool
+  for tool in mpirun mpiexec mpicc mpicxx mpic++; do
+    [[ -e $prefix/usr/bin/$tool.openmpi ]] && ln -sf "$tool.openmpi" "$prefix/usr/bin/$tool"
+  done
+  echo "unpacked $(ls "$kit"/debs/*.deb | wc -l) packages into $prefix ($(du -sh "$prefix" | cut -f1))"
+}
+
+# The environment every later step runs in: the prefix's programs and libraries first; OpenMPI
+# told where it was moved to.
+kit_environment() {
+  local p=$root/$prefix
+  export PATH="$p/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$p/usr/lib/$multiarch:$p/usr/lib/$multiarch/openblas-pthread:$p/usr/lib/$multiarch/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export OPAL_PREFIX="$p/usr" OPAL_LIBDIR="$p/usr/lib/$multiarch/openmpi/lib"
+  export OPAL_DATADIR="$p/usr/share/openmpi" OPAL_PKGDATADIR="$p/usr/share/openmpi"
+  export OPAL_INCLUDEDIR="$p/usr/lib/$multiarch/openmpi/include"
+  export OPAL_SYSCONFDIR="$p/etc/openmpi"
+  local wheels=()
+  mapfile -t wheels < <(wheel_roots)
+  for w in "${wheels[@]}"; do
+    for lib in cudnn nccl; do
+      [[ -d $w/$lib/lib ]] && LD_LIBRARY_PATH="$w/$lib/lib:$LD_LIBRARY_PATH"
+    done
+  done
+  export LD_LIBRARY_PATH
+}
+
+# The configure arguments: CMake finds every kit package in the prefix, cuDNN and NCCL where the
+# probe found them, MPI only if the kit's mpirun works here.
+cmake_arguments() {
+  local p=$root/$prefix arch="${GTL_KIT_ARCH:-}"
+  if [[ -z $arch ]]; then
+    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+  fi
+  args=(
+    "-DCMAKE_PREFIX_PATH=$p/usr;$p/usr/lib/$multiarch/cmake;$p/usr/share/cmake"
+    "-DCMAKE_INCLUDE_PATH=$p/usr/include;$p/usr/include/$multiarch/openblas-pthread"
+    "-DCMAKE_LIBRARY_PATH=$p/usr/lib/$multiarch;$p/usr/lib/$multiarch/openblas-pthread"
+    "-DCMAKE_CUDA_ARCHITECTURES=${arch:-90}"
+  )
+  local wheels=() cudnn_h cudnn_l nccl_h nccl_l
+  mapfile -t wheels < <(wheel_roots)
+  cudnn_h=$(find_file cudnn.h /usr/include /usr/local/cuda/include "${wheels[@]}")
+  cudnn_l=$(find_file 'libcudnn.so*' /usr/local/cuda/lib64 /usr/lib/$multiarch "${wheels[@]}")
+  nccl_h=$(find_file nccl.h /usr/include /usr/local/cuda/include "${wheels[@]}")
+  nccl_l=$(find_file 'libnccl.so*' /usr/local/cuda/lib64 /usr/lib/$multiarch "${wheels[@]}")
+  [[ -n $cudnn_h && -n $cudnn_l ]] &&
+    args+=("-DGTL_CUDNN_INCLUDE=$(dirname "$cudnn_h")" "-DGTL_CUDNN_LIB=$cudnn_l")
+  [[ -n $nccl_h && -n $nccl_l ]] &&
+    args+=("-DGTL_NCCL_INCLUDE=$(dirname "$nccl_h")" "-DGTL_NCCL_LIB=$nccl_l")
+  if mpirun --allow-run-as-root --oversubscribe -np 1 true >/dev/null 2>&1; then
+    args+=("-DMPI_CXX_COMPILER=$p/usr/bin/mpicxx" "-DMPIEXEC_EXECUTABLE=$p/usr/bin/mpiexec")
+  else
+    echo "[kit] the kit's mpirun does not run here: MPI off (its checks report themselves skipped)" >&2
+    args+=("-DGTL_WITH_MPI=OFF")
+  fi
+}
+
+certify() {
+  local args=()
+  cmake_arguments
+  local pass=()
+  for a in "${args[@]}"; do pass+=(--cmake-arg "$a"); done
+  scripts/certify-gpu.sh --only "$1" --results "$state/results" "${pass[@]}"
+}
+
+build_course() { certify build; }
+gpu_tests() { certify test; }
+sanitize() { certify sanitize; }
+benchmarks() { certify bench; }
+verify() { certify verify; }
+calibrate() { certify calibrate; }
+report() { certify report; }
+
+# Without a GPU (the rehearsal): configure and build as call 1 would, for sm_90.
+build_without_gpu() {
+  local args=()
+  GTL_KIT_ARCH=90 cmake_arguments
+  { cmake --preset gpu "${args[@]}" && cmake --build --preset gpu -j "$jobs"; } 2>&1 |
+    tee "$state/build.log" | tail -3
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || return 1
+  # The gpu tests skip without a device, but each binary must start: its libraries resolve.
+  ctest --test-dir build/gpu -L gpu -j "$jobs" 2>&1 | tail -3
+}
+
+# At most 8 files into OUT: the report, the benchmarks' JSON merged per program (as many as fit),
+# the grader's results, the log.
+collect() {
+  local out=$1
+  mkdir -p "$out"
+  shopt -s nullglob
+  local reports=("$state"/results/*.md)
+  ((${#reports[@]})) && cp "${reports[@]}" "$out/"
+  [[ -f build/gpu/certify/verify/solution/results.json ]] &&
+    cp build/gpu/certify/verify/solution/results.json "$out/verify-solution.json"
+  [[ -f build/gpu/certify/calibrate/results.json ]] &&
+    cp build/gpu/certify/calibrate/results.json "$out/calibrate.json"
+  local benches=(build/gpu/certify/*.json)
+  if ((${#benches[@]})); then
+    tar -czf "$out/benchmarks.tar.gz" -C build/gpu/certify "${benches[@]##*/}"
+  fi
+  find labs -name calibration.json -newer "$state/unpack.done" -print0 2>/dev/null |
+    tar -czf "$out/calibration.tar.gz" --null -T - 2>/dev/null || true
+  cp "$state/kit.log" "$out/kit.log"
+}
+
+run() {
+  local call=${1:?run needs 1, 2 or all}
+  local out=${2:-${OUT:-build/gpu/kit-out}}
+  local no_gpu=false
+  [[ ${3:-} == --no-gpu ]] && no_gpu=true
+  mkdir -p "$state" "$out"
+  log "call $call on $(hostname), $(nproc) cores"
+  run_step probe
+  run_step unpack
+  kit_environment
+  local ok=0
+  if $no_gpu; then
+    run_step build_without_gpu || ok=1
+  else
+    case $call in
+      1) for s in build_course gpu_tests; do run_step "$s" || ok=1; done ;;
+      2 | all)
+        [[ $call == all ]] && { run_step build_course && run_step gpu_tests; } || true
+        # A fresh machine lost call 1's build: make it again (the markers went with it).
+        [[ -f $state/build_course.done ]] || run_step build_course || ok=1
+        for s in sanitize benchmarks verify calibrate report; do run_step "$s" || ok=1; done ;;
+      *) usage >&2; return 2 ;;
+    esac
+  fi
+  collect "$out"
+  log "call $call: $([[ $ok == 0 ]] && echo passed || echo 'a step FAILED') (files in $out)"
+  return $ok
+}
+
+case ${1:-} in
+  pack) pack ;;
+  run) shift; run "$@" ;;
+  -h | --help | "") usage ;;
+  *) usage >&2; exit 2 ;;
+esac
