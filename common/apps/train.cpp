@@ -17,8 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "gtl/data/byte_tokenizer.h"
+#include "gtl/data/corpus.h"
 #include "gtl/data/idx_reader.h"
 #include "gtl/data/synthetic_digits.h"
+#include "gtl/data/text_dataset.h"
+#include "gtl/nn/generate.h"
+#include "gtl/nn/gpt.h"
 #include "gtl/train/trainer.h"
 
 using namespace gtl;
@@ -32,9 +37,38 @@ constexpr const char* kCpuFigure =
     "seed 0) reaches >= 95% test accuracy on synthetic digits within 300 steps\n"
     "(common/tests/train/demo_test.cpp checks this figure on every CI run).";
 
+// The GPT's figure, measured on the same 2-core machine (docs/core.md, "A small GPT"): 2.36 at
+// step 300 in 16 s. Not yet checked by a test.
+constexpr const char* kGptFigure =
+    "With --model gpt (2 layers, 4 heads, width 64, context 64, batch 16, lr 2e-3, seed 0) the\n"
+    "validation loss on the embedded corpus falls below 2.5 nats per byte within 300 steps.";
+
 struct Data {
   std::shared_ptr<const data::Dataset> train, test;
 };
+
+// The gpt's data: 90% of the text for training (every offset a window), the last 10% as
+// disjoint validation windows.
+Data load_text(const std::string& path, int64_t context) {
+  const std::string text =
+      path.empty() ? std::string(data::embedded_corpus()) : data::load_text_file(path);
+  auto [train, val] = data::split_text(text, 0.9);
+  return {std::make_shared<data::TextDataset>(train, context, 1),
+          std::make_shared<data::TextDataset>(val, context, context)};
+}
+
+// Model FLOPs per token of one training step (forward + backward), derived in docs/core.md:
+// 6 N for the weight GEMMs (N: every parameter a GEMM multiplies, i.e. all but the position
+// table, LayerNorms and biases; the tied table counts once, for the head), plus attention's
+// 12 L T D (S = q k^T and Y = P v cost 2 T D each per token and layer forward, twice that
+// backward; the reference path computes the full T x T, masked half included).
+double gpt_flops_per_token(const nn::ModelConfig& m, int64_t t) {
+  const double d = static_cast<double>(m.hidden), l = static_cast<double>(m.blocks);
+  const double v = static_cast<double>(m.classes);
+  const double gemm_params =
+      l * 12 * d * d + v * d * (m.tie_head ? 1 : 2) - (m.tie_head ? 0 : v * d);
+  return 6 * gemm_params + 12 * l * static_cast<double>(t) * d;
+}
 
 Data load_data(const std::string& idx_dir, int64_t train_size, int64_t test_size) {
   if (idx_dir.empty()) {
@@ -54,9 +88,15 @@ struct RunResult {
 };
 
 // Trains to `total_steps` (counting steps a resumed checkpoint already did), reporting per epoch.
+struct GptDemo {
+  int64_t generate = 0;  // tokens to sample after training
+  nn::SamplingOptions sampling;
+  double peak_tflops = 0;  // for the MFU figure; 0: the device's default below
+};
+
 RunResult run(train::TrainerOptions options, const Data& data, int64_t total_steps,
               int64_t eval_samples, const std::string& resume, const std::string& save,
-              bool verbose) {
+              bool verbose, const GptDemo& gpt = {}) {
   std::shared_ptr<Allocator> allocator = current_allocator(options.device);
   train::Trainer trainer(options, data.train);
   if (!resume.empty()) {
@@ -117,6 +157,38 @@ RunResult run(train::TrainerOptions options, const Data& data, int64_t total_ste
     if (verbose) std::printf("saved the training state to %s\n", save.c_str());
   }
   RunResult r;
+  if (options.model.kind == "gpt" && timed_steps > 0 && verbose) {
+    const int64_t t = data.train->sample_shape()[0] - 1;
+    const double tokens_per_s =
+        static_cast<double>(timed_steps * options.batch_size * t) / train_seconds;
+    // Peak: one CPU core (the core's GEMMs use one BLAS thread) with AVX2 FMA at 2.5 GHz is
+    // 2 x 8 x 2 x 2.5e9 = 80 GFLOP/s float32; an H100 SXM's dense tensor cores 989 TFLOP/s
+    // (bf16/fp16), 495 (tf32), 67 float32 without tensor cores.
+    double peak = gpt.peak_tflops;
+    if (peak <= 0) {
+      const DType c = options.precision.compute;
+      peak = !options.device.is_cuda() ? 0.08
+             : c != DType::Float32     ? 989
+             : options.precision.tf32  ? 495
+                                       : 67;
+    }
+    const double flops = gpt_flops_per_token(trainer.options().model, t);
+    std::printf(
+        "model FLOPs per token %.3g (6N + 12LTD), %.0f tokens/s, %.3g TFLOP/s, MFU %.1f%% "
+        "of %.3g TFLOP/s\n",
+        flops, tokens_per_s, flops * tokens_per_s / 1e12,
+        100.0 * flops * tokens_per_s / (peak * 1e12), peak);
+  }
+  if (options.model.kind == "gpt" && gpt.generate > 0 && verbose) {
+    nn::PrecisionScope precision(options.precision);
+    auto& model = static_cast<nn::GPT&>(*trainer.model().children().front());
+    const std::vector<int64_t> out = nn::generate(model, data::ByteTokenizer::encode("Chapter"),
+                                                  gpt.generate, gpt.sampling, options.device);
+    std::printf("sample (temperature %.2f, top-k %lld, seed %llu):\n%s\n", gpt.sampling.temperature,
+                static_cast<long long>(gpt.sampling.top_k),
+                static_cast<unsigned long long>(gpt.sampling.seed),
+                data::ByteTokenizer::decode(out).c_str());
+  }
   if (timed_steps > 0) {
     const double per_step = train_seconds / static_cast<double>(timed_steps);
     r.seconds_per_epoch = per_step * static_cast<double>(per_epoch);
@@ -169,15 +241,16 @@ void compare(const train::TrainerOptions& base, const Data& data, int64_t steps,
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{std::string("Trains a digit classifier with the GPU Training Labs core.\n") +
-               kCpuFigure};
+  CLI::App app{std::string("Trains a digit classifier (or a small GPT) with the GPU Training "
+                           "Labs core.\n") +
+               kCpuFigure + "\n" + kGptFigure};
   train::TrainerOptions options;
   std::string device = "cpu", precision = "fp32", idx_dir, save, resume;
   int64_t steps = 0, epochs = 1, train_size = data::SyntheticDigits::kDefaultTrainSize;
   int64_t test_size = 2000;
   bool do_compare = false;
-  app.add_option("--model", options.model.kind, "mlp (residual MLP) or cnn")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
+  app.add_option("--model", options.model.kind, "mlp (residual MLP), cnn or gpt")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}))
       ->capture_default_str();
   app.add_option("--device", device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -200,7 +273,21 @@ int main(int argc, char** argv) {
   auto* hidden_opt =
       app.add_option("--hidden", options.model.hidden, "mlp width (64) / cnn channels (16)")
           ->check(CLI::PositiveNumber);
-  app.add_option("--blocks", options.model.blocks, "mlp residual blocks")->capture_default_str();
+  app.add_option("--blocks", options.model.blocks, "mlp residual blocks / gpt layers")
+      ->capture_default_str();
+  int64_t context = 64;
+  std::string text_path;
+  bool untied = false;
+  GptDemo gpt;
+  app.add_option("--heads", options.model.heads, "gpt attention heads")->capture_default_str();
+  app.add_option("--context", context, "gpt context (sequence length)")->capture_default_str();
+  app.add_option("--text", text_path, "gpt: a UTF-8 text file instead of the embedded corpus");
+  app.add_flag("--untied-head", untied, "gpt: a separate output head instead of the tied one");
+  app.add_option("--generate", gpt.generate, "gpt: tokens to sample after training");
+  app.add_option("--temperature", gpt.sampling.temperature, "gpt sampling; 0 = greedy")
+      ->capture_default_str();
+  app.add_option("--top-k", gpt.sampling.top_k, "gpt sampling; 0 = all")->capture_default_str();
+  app.add_option("--peak-tflops", gpt.peak_tflops, "gpt: peak for the MFU figure");
   app.add_flag("--checkpoint-activations", options.model.checkpoint,
                "recompute each residual block's activations in backward");
   app.add_option("--train-size", train_size, "synthetic training samples")
@@ -225,7 +312,16 @@ int main(int argc, char** argv) {
       std::cerr << "error: --device cuda: " << cuda_unavailable_reason() << "\n";
       return 1;
     }
-    const Data data = load_data(idx_dir, train_size, test_size);
+    const bool is_gpt = options.model.kind == "gpt";
+    if (is_gpt) {
+      if (hidden_opt->count() == 0) options.model.hidden = 64;
+      if (options.batch_size == 64) options.batch_size = 16;
+      options.model.tie_head = !untied;
+      gpt.sampling.seed = options.seed;
+    }
+    const Data data =
+        is_gpt ? load_text(text_path, context) : load_data(idx_dir, train_size, test_size);
+    if (is_gpt) test_size = data.test->size();
     const int64_t per_epoch = data.train->size() / options.batch_size;
     if (per_epoch == 0) {
       std::cerr << "error: --batch-size " << options.batch_size << " exceeds the "
@@ -236,7 +332,7 @@ int main(int argc, char** argv) {
     if (do_compare) {
       compare(options, data, total_steps, test_size);
     } else {
-      run(options, data, total_steps, test_size, resume, save, true);
+      run(options, data, total_steps, test_size, resume, save, true, gpt);
     }
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -111,6 +111,35 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// The strided-batched form is, by its definition in the cuBLAS documentation, cublasGemmEx on
+// batchCount matrix triples at A + i * strideA, B + i * strideB, C + i * strideC (strides in
+// elements). A negative batchCount is CUBLAS_STATUS_INVALID_VALUE; 0 does nothing.
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType_t Atype,
+                                          int lda, long long int strideA, const void* B,
+                                          cudaDataType_t Btype, int ldb, long long int strideB,
+                                          const void* beta, void* C, cudaDataType_t Ctype, int ldc,
+                                          long long int strideC, int batchCount,
+                                          cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (batchCount < 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (!supported(Atype, Btype, Ctype, computeType)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // Supported types are 32F (4 bytes) or 16F/16BF (2 bytes).
+  auto at_matrix = [](const void* base, cudaDataType_t type, long long stride, int i) {
+    const long long bytes = type == CUDA_R_32F ? 4 : 2;
+    return static_cast<const char*>(base) + stride * i * bytes;
+  };
+  for (int i = 0; i < batchCount; ++i) {
+    const cublasStatus_t status = cublasGemmEx(
+        handle, transa, transb, m, n, k, alpha, at_matrix(A, Atype, strideA, i), Atype, lda,
+        at_matrix(B, Btype, strideB, i), Btype, ldb, beta,
+        const_cast<char*>(at_matrix(C, Ctype, strideC, i)), Ctype, ldc, computeType, algo);
+    if (status != CUBLAS_STATUS_SUCCESS) return status;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 const char* cublasGetStatusName(cublasStatus_t status) {
   switch (status) {
     case CUBLAS_STATUS_SUCCESS:

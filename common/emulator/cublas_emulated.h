@@ -17,6 +17,8 @@
 //   Errors, as documented: CUBLAS_STATUS_INVALID_VALUE for m, n or k < 0, an unknown operation,
 //   lda < max(1, rows of A as stored), likewise ldb and ldc < max(1, m), or null alpha/beta;
 //   CUBLAS_STATUS_NOT_SUPPORTED for another type or compute-type combination.
+//   cublasGemmStridedBatchedEx: cublasGemmEx on batchCount matrices at A + i strideA,
+//   B + i strideB, C + i strideC (element strides), one after the other;
 //   cublasGetStatusName / cublasGetStatusString.
 // Not modelled: the summation order and split-K of real cuBLAS kernels (results may differ from
 // a GPU in the last bits), the math mode's effect (it is recorded, not used: the compute type
@@ -76,5 +78,13 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cudaDataType_t Btype, int ldb, const void* beta, void* C,
                             cudaDataType_t Ctype, int ldc, cublasComputeType_t computeType,
                             cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType_t Atype,
+                                          int lda, long long int strideA, const void* B,
+                                          cudaDataType_t Btype, int ldb, long long int strideB,
+                                          const void* beta, void* C, cudaDataType_t Ctype, int ldc,
+                                          long long int strideC, int batchCount,
+                                          cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 const char* cublasGetStatusName(cublasStatus_t status);
 const char* cublasGetStatusString(cublasStatus_t status);

@@ -9,6 +9,7 @@
 #include "gtl/nn/activation_checkpoint.h"
 #include "gtl/nn/conv2d.h"
 #include "gtl/nn/flatten.h"
+#include "gtl/nn/gpt.h"
 #include "gtl/nn/layernorm.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/max_pool2d.h"
@@ -91,6 +92,22 @@ std::vector<LayerPlan> plan_cnn(const ModelConfig& c) {
   return plan;
 }
 
+// The GPT is one top-level layer (its head may be tied to its first layer, so it is not split
+// into stages); it draws from its own Philox(seed) stream, none from the plan's.
+std::vector<LayerPlan> plan_gpt(const ModelConfig& c) {
+  GPTConfig g;
+  g.vocab = c.classes;
+  g.context = c.context > 0 ? c.context : (c.input.empty() ? 0 : c.input[0] - 1);
+  g.dim = c.hidden;
+  g.layers = c.blocks;
+  g.heads = c.heads;
+  g.tie_head = c.tie_head;
+  g.checkpoint = c.checkpoint;
+  g.checkpoint_blocks = c.checkpoint_blocks;
+  g.seed = c.seed;
+  return {{[=](Generator&) -> std::unique_ptr<Module> { return std::make_unique<GPT>(g); }, 0}};
+}
+
 std::vector<LayerPlan> plan_model(const ModelConfig& c) {
   GTL_CHECK(c.hidden > 0 && c.blocks >= 0 && c.classes > 0,
             "make_model: hidden, classes must be positive and blocks >= 0, got hidden "
@@ -102,7 +119,8 @@ std::vector<LayerPlan> plan_model(const ModelConfig& c) {
   }
   if (c.kind == "mlp") return plan_mlp(c);
   if (c.kind == "cnn") return plan_cnn(c);
-  throw Error("make_model: unknown model '" + c.kind + "': expected mlp or cnn");
+  if (c.kind == "gpt") return plan_gpt(c);
+  throw Error("make_model: unknown model '" + c.kind + "': expected mlp, cnn or gpt");
 }
 
 }  // namespace

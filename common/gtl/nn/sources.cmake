@@ -5,4 +5,6 @@ gtl_core_sources(
       gtl/nn/flat_parameter.cpp gtl/nn/linear.cpp
       gtl/nn/activation.cpp gtl/nn/layernorm.cpp gtl/nn/residual_mlp.cpp gtl/nn/conv2d.cpp
       gtl/nn/max_pool2d.cpp gtl/nn/flatten.cpp gtl/nn/sequential.cpp
-      gtl/nn/activation_checkpoint.cpp gtl/nn/cross_entropy.cpp gtl/nn/models.cpp)
+      gtl/nn/activation_checkpoint.cpp gtl/nn/cross_entropy.cpp gtl/nn/models.cpp
+      gtl/nn/token_embedding.cpp gtl/nn/position_embedding.cpp gtl/nn/kv_cache.cpp
+      gtl/nn/causal_self_attention.cpp gtl/nn/gpt_block.cpp gtl/nn/gpt.cpp gtl/nn/generate.cpp)

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "gtl/ops/detail/checks.h"
+#include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
 #include "gtl/ops/detail/matmul_cuda.h"
@@ -110,6 +111,78 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   const MatmulShape s = matmul_shape("matmul", a, b, transpose_a, transpose_b);
   Tensor c = Tensor::empty({s.m, s.n}, a.dtype(), a.device());
   matmul_out(a, b, c, transpose_a, transpose_b, 1.f, 0.f);
+  return c;
+}
+
+namespace {
+
+// c_i = alpha * op(a_i) op(b_i) + beta * c_i, each element a float32 sum over l in order (see
+// matmul.h for why this is not OpenBLAS).
+template <typename T>
+void batched_cpu(const T* a, const T* b, T* c, bool ta, bool tb, float alpha, float beta,
+                 int64_t batch, int64_t m, int64_t k, int64_t n) {
+  for (int64_t p = 0; p < batch; ++p) {
+    const T* ap = a + p * m * k;
+    const T* bp = b + p * k * n;
+    T* cp = c + p * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float sum = 0.f;
+        for (int64_t l = 0; l < k; ++l) {
+          const float x = convert<float>(ta ? ap[l * m + i] : ap[i * k + l]);
+          const float y = convert<float>(tb ? bp[j * k + l] : bp[l * n + j]);
+          sum += x * y;
+        }
+        const float old = beta == 0.f ? 0.f : beta * convert<float>(cp[i * n + j]);
+        cp[i * n + j] = convert<T>(alpha * sum + old);
+      }
+  }
+}
+
+}  // namespace
+
+void batched_matmul_out(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a,
+                        bool transpose_b, float alpha, float beta) {
+  const char* op = "batched_matmul";
+  GTL_CHECK(a.defined() && b.defined() && c.defined(), op << ": an operand is undefined");
+  GTL_CHECK(a.dim() == 3 && b.dim() == 3 && c.dim() == 3,
+            op << ": expected 3-D [batch, rows, cols] tensors, got a " << shape_str(a.shape())
+               << ", b " << shape_str(b.shape()) << ", c " << shape_str(c.shape()));
+  GTL_CHECK(a.size(0) == b.size(0) && a.size(0) == c.size(0),
+            op << ": batch sizes differ: a " << shape_str(a.shape()) << ", b "
+               << shape_str(b.shape()) << ", c " << shape_str(c.shape()));
+  // The per-matrix checks of matmul, on the first matrix's shape.
+  const MatmulShape s =
+      matmul_shape(op, a.select(0).reshape({a.size(1), a.size(2)}),
+                   b.select(0).reshape({b.size(1), b.size(2)}), transpose_a, transpose_b);
+  check_same_device(op, {&a, &b, &c});
+  check_dtype("batched_matmul (output c)", c, a.dtype());
+  const int64_t batch = a.size(0);
+  check_shape("batched_matmul (output c)", c, Shape{batch, s.m, s.n});
+  if (batch == 0 || s.m == 0 || s.n == 0) return;
+  if (a.is_cuda()) {
+#ifdef GTL_WITH_CUDA
+    cuda::batched_matmul(a, b, c, transpose_a, transpose_b, alpha, beta, batch, s.m, s.k, s.n);
+    return;
+#else
+    detail::no_cuda(op, a);
+#endif
+  }
+  GTL_DISPATCH_FLOATING(a.dtype(), T, {
+    batched_cpu<T>(a.data<T>(), b.data<T>(), c.data<T>(), transpose_a, transpose_b, alpha, beta,
+                   batch, s.m, s.k, s.n);
+  });
+}
+
+Tensor batched_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                      float alpha) {
+  GTL_CHECK(a.dim() == 3 && b.dim() == 3, "batched_matmul: expected 3-D tensors, got a "
+                                              << shape_str(a.shape()) << " and b "
+                                              << shape_str(b.shape()));
+  const int64_t m = transpose_a ? a.size(2) : a.size(1);
+  const int64_t n = transpose_b ? b.size(1) : b.size(2);
+  Tensor c = Tensor::empty({a.size(0), m, n}, a.dtype(), a.device());
+  batched_matmul_out(a, b, c, transpose_a, transpose_b, alpha, 0.f);
   return c;
 }
 

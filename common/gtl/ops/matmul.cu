@@ -108,4 +108,33 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a,
                                 c.data_ptr(), type, ldc, compute, CUBLAS_GEMM_DEFAULT));
 }
 
+// The batched form, one cublasGemmStridedBatchedEx: the same operand swap per matrix, and each
+// operand's stride is its matrix size (the matrices are stored back to back).
+void batched_matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a,
+                    bool transpose_b, float alpha, float beta, int64_t batch, int64_t m, int64_t k,
+                    int64_t n) {
+  DeviceGuard guard(c.device());
+  if (k == 0) {
+    if (beta == 0.f) {
+      Tensor(c).zero_();
+    } else {
+      scale_(c, beta);
+    }
+    return;
+  }
+  cublasHandle_t handle = handle_for(c.device(), current_stream().handle());
+  const cudaDataType_t type = cuda_dtype(a.dtype());
+  const cublasComputeType_t compute = a.dtype() == DType::Float32 && tf32_enabled()
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  const int M = checked_int(m, "M"), N = checked_int(n, "N"), K = checked_int(k, "K");
+  const int count = checked_int(batch, "batch");
+  const int lda = transpose_a ? M : K, ldb = transpose_b ? K : N, ldc = N;
+  const long long stride_a = m * k, stride_b = k * n, stride_c = m * n;
+  GTL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, N,
+      M, K, &alpha, b.data_ptr(), type, ldb, stride_b, a.data_ptr(), type, lda, stride_a, &beta,
+      c.data_ptr(), type, ldc, stride_c, count, compute, CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace gtl::ops::cuda

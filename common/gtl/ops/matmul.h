@@ -16,6 +16,16 @@
 //         cores only when ops::tf32_enabled() (math_mode.h).
 //
 // cuBLAS is column-major, our tensors are row-major: how the two meet is explained in matmul.cu.
+//
+// Batched (attention's per-head products, nn/causal_self_attention.h): a, b, c are 3-D
+// [batch, rows, cols] and matrix i of c is alpha * op(a_i) op(b_i) + beta * c_i.
+//   CPU   a plain triple loop per matrix, float32 sums over l = 0..K-1 in order, rounded once to
+//         c's dtype. Not OpenBLAS, on purpose: an element's value then never depends on how many
+//         rows are computed with it, so one query row attending to a KV cache gives bitwise what
+//         the same row gives inside a full [T, T] product (nn/kv_cache.h relies on it). Attention's
+//         matrices in this course are small (T, head_dim <= a few hundred).
+//   CUDA  one cublasGemmStridedBatchedEx call (strides rows*cols of each operand), the same
+//         compute types as matmul.
 #pragma once
 
 #include "gtl/tensor/tensor.h"
@@ -37,5 +47,13 @@ struct MatmulShape {
 };
 MatmulShape matmul_shape(const char* op, const Tensor& a, const Tensor& b, bool transpose_a,
                          bool transpose_b);
+
+// Returns the [batch, M, N] products op(a_i) op(b_i), in a's dtype on a's device.
+Tensor batched_matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
+                      bool transpose_b = false, float alpha = 1.f);
+// c_i = alpha * op(a_i) op(b_i) + beta * c_i into the existing [batch, M, N] tensor c (a view is
+// fine: tensors are contiguous). beta = 0 never reads c.
+void batched_matmul_out(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a = false,
+                        bool transpose_b = false, float alpha = 1.f, float beta = 0.f);
 
 }  // namespace gtl::ops

@@ -1,6 +1,7 @@
 // The training step and evaluation (see trainer.h); saving and loading are in training_state.cpp.
 #include "gtl/train/trainer.h"
 
+#include "gtl/data/text_dataset.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/ops/cross_entropy.h"
 #include "gtl/ops/elementwise.h"
@@ -64,6 +65,10 @@ StepStats Trainer::step() {
                                    << train_data_->size() << ") than one batch ("
                                    << rank_batch_size() << " per rank)");
   batch->wait();
+  if (is_language_model()) {  // windows of T+1 tokens -> ids and next-token targets
+    const data::NextTokenBatch b = data::next_token_batch(batch->images);
+    return train_step(b.ids, b.targets);
+  }
   return train_step(batch->images, batch->labels);
 }
 
@@ -80,7 +85,8 @@ StepStats Trainer::train_step(const Tensor& images, const Tensor& labels) {
     const int64_t begin = part * n / parts, end = (part + 1) * n / parts;
     nn::Context ctx, loss_ctx;
     Tensor logits = model_->forward(images.slice(begin, end), ctx);
-    Tensor loss = head.forward(logits, labels.slice(begin, end), loss_ctx);
+    // A language model's targets [n, T] line up with its logits [n*T, V] once flattened.
+    Tensor loss = head.forward(logits, labels.slice(begin, end).reshape({-1}), loss_ctx);
     activation_bytes = ctx.saved_bytes() + loss_ctx.saved_bytes();
     loss_sum = loss_sum.defined() ? ops::add(loss_sum, loss) : loss;
     // The mean over the whole batch is the mean of the micro-batch means / parts.
@@ -116,6 +122,11 @@ EvalStats Trainer::evaluate(const data::Dataset& data, int64_t max_samples, int6
     Tensor images = Tensor::empty(shape);
     Tensor labels = Tensor::empty({n}, DType::Int64);
     data.gather(indices, images.data<float>(), labels.data<int64_t>());
+    if (is_language_model()) {  // next-token loss and accuracy over every position
+      const data::NextTokenBatch b = data::next_token_batch(images);
+      images = b.ids;
+      labels = b.targets.reshape({-1});
+    }
     nn::Context ctx;  // dropped at the end of the iteration: no backward follows
     Tensor logits = model_->forward(images.to(options_.device), ctx);
     Tensor logits32 = nn::cast_to(logits, DType::Float32);

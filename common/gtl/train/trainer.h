@@ -9,7 +9,8 @@
 // A step (docs/core.md follows it file by file):
 // clang-format off
 //   batch    data::DataLoader (shuffled by (seed, epoch), prefetched, on the device)
-//   forward  the model (nn/) under the precision policy; cross-entropy in float32
+//   forward  the model (nn/) under the precision policy; cross-entropy in float32 (the gpt's:
+//            over every position's next token, its [N*T, V] logits against the targets)
 //   backward dloss = the loss scale (1 unless fp16), gradients OVERWRITE the flat gradient
 //            buffer, so there is no zero_grad; with micro_batches > 1 the first micro-batch
 //            overwrites and the others accumulate (GradMode)
@@ -93,7 +94,8 @@ class Trainer {
   // One optimizer step on the loader's next batch (moving on to the next epoch when needed).
   StepStats step();
   // One optimizer step on the given batch: images [N, ...] float32, labels [N] int64, on device()
-  // (with ranks: this rank's part of the global batch).
+  // (with ranks: this rank's part of the global batch). For the gpt: ids [N, T] and next-token
+  // targets [N, T], int64 (step() splits the loader's windows with data::next_token_batch).
   StepStats train_step(const Tensor& images, const Tensor& labels);
   // Mean loss and accuracy over the first `max_samples` samples of `data` (all when < 0), without
   // keeping activations, under the trainer's precision policy.
@@ -109,6 +111,8 @@ class Trainer {
   void load_weights(const std::string& path);
 
   int64_t steps_done() const { return steps_; }
+  // The gpt: the data are text windows (data/text_dataset.h), the loss is over every position.
+  bool is_language_model() const { return options_.model.kind == "gpt"; }
   int64_t epoch() const { return loader_->position().epoch; }
   int64_t batches_per_epoch() const { return loader_->batches_per_epoch(); }
   Device device() const { return options_.device; }
