@@ -161,9 +161,10 @@ RunResult run(train::TrainerOptions options, const Data& data, int64_t total_ste
     const int64_t t = data.train->sample_shape()[0] - 1;
     const double tokens_per_s =
         static_cast<double>(timed_steps * options.batch_size * t) / train_seconds;
-    // Peak: one CPU core (the core's GEMMs use one BLAS thread) with AVX2 FMA at 2.5 GHz is
-    // 2 x 8 x 2 x 2.5e9 = 80 GFLOP/s float32; an H100 SXM's dense tensor cores 989 TFLOP/s
-    // (bf16/fp16), 495 (tf32), 67 float32 without tensor cores.
+    // Peak, the denominator MFU is defined against: one CPU core (the core's GEMMs use one BLAS
+    // thread) with AVX2 FMA at 2.5 GHz is 2 x 8 x 2 x 2.5e9 = 80 GFLOP/s float32 (an assumption
+    // about the CPU); on a GPU, NVIDIA's datasheet peaks for an H100 SXM: dense tensor cores 989
+    // TFLOP/s (bf16/fp16), 495 (tf32), 67 float32 without tensor cores (not measured here).
     double peak = gpt.peak_tflops;
     if (peak <= 0) {
       const DType c = options.precision.compute;
