@@ -6,9 +6,10 @@
 #                                        packages of scripts/gpu-kit.packages into .gpu-kit/debs
 #                                        (downloads only, installs nothing) and prints the two
 #                                        calls to make on the GPU machine
-#   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests
+#   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests,
+#                                        a first report
 #   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, benchmarks, verify, calibrate,
-#                                        the report
+#                                        the report (after rebuilding, on a fresh machine)
 #   scripts/gpu-kit.sh run all [OUT]     both
 #   scripts/gpu-kit.sh run 1 OUT --no-gpu   (the rehearsal, scripts/gpu-kit-rehearse.sh: stops
 #                                        before anything needs a GPU)
@@ -17,7 +18,9 @@
 # OUT (default $OUT, else build/gpu/kit-out) receives at most 8 files: the report
 # (<date>-<gpu>.md), the benchmarks' and the grader's JSON, and the log. Every step is timed and
 # leaves a marker in build/gpu/kit, so a call that is cut short resumes where it stopped; call 2
-# on the machine call 1 warmed reuses its build, and on a fresh machine rebuilds it first.
+# on the machine call 1 warmed reuses its build, and on a fresh machine rebuilds it first. Each
+# call stops starting steps near its deadline (GTL_KIT_DEADLINE, default 540 s) and refreshes OUT
+# after every step, so even a call killed at the device's 600 s limit returns its log.
 # The packages are unpacked into build/gpu/kit/prefix with dpkg-deb -x, never over /.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -28,7 +31,7 @@ state=build/gpu/kit           # markers, the prefix, the log
 prefix=$state/prefix
 multiarch=x86_64-linux-gnu
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 # ---- pack ---------------------------------------------------------------------------------------
 
@@ -63,19 +66,28 @@ EOF
 
 log() { echo "[kit $(date -u +%T)] $*" | tee -a "$state/kit.log"; }
 
-# Runs step $1 (a function) once: a marker records that it passed, with its seconds.
+# Runs step $1 (a function) once: a marker records that it passed, with its seconds. Each call
+# has a deadline (GTL_KIT_DEADLINE seconds after the call started, default 540: the device call
+# is killed at 600 s, and its $OUT must be written before): a step is not started with under
+# 40 s left, and one running past the deadline is stopped (timeout signals its whole process
+# group), so the call still ends with its files in OUT and the next call resumes at that step.
 run_step() {
-  local name=$1 start=$SECONDS
+  local name=$1 start=$SECONDS left
   if [[ -f $state/$name.done ]]; then
     log "$name: done before ($(cat "$state/$name.done")), skipped"
     return 0
   fi
-  log "$name: start"
-  if "$name" 2>&1 | tee -a "$state/kit.log"; then
+  left=$((deadline - SECONDS))
+  if ((left < 40)); then
+    log "$name: NOT STARTED, ${left}s left before this call's deadline: the next call resumes here"
+    return 1
+  fi
+  log "$name: start (${left}s left before the deadline)"
+  if timeout -k 10 $((left - 10)) "$root/scripts/gpu-kit.sh" _step "$name" 2>&1 | tee -a "$state/kit.log"; then
     echo "$(elapsed $((SECONDS - start)))" >"$state/$name.done"
     log "$name: passed in $(elapsed $((SECONDS - start)))"
   else
-    log "$name: FAILED after $(elapsed $((SECONDS - start)))"
+    log "$name: FAILED after $(elapsed $((SECONDS - start)))$( ((SECONDS - start >= left - 10)) && echo ', stopped at the deadline')"
     return 1
   fi
 }
@@ -197,7 +209,16 @@ cmake_arguments() {
     args+=("-DGTL_CUDNN_INCLUDE=$(dirname "$cudnn_h")" "-DGTL_CUDNN_LIB=$cudnn_l")
   [[ -n $nccl_h && -n $nccl_l ]] &&
     args+=("-DGTL_NCCL_INCLUDE=$(dirname "$nccl_h")" "-DGTL_NCCL_LIB=$nccl_l")
-  if mpirun --allow-run-as-root --oversubscribe -np 1 true >/dev/null 2>&1; then
+  # Decided once per machine (every step, and the grader's builds, must configure alike, or the
+  # grader would not import this build's core and would compile its own).
+  if [[ ! -f $state/mpi ]]; then
+    if mpirun --allow-run-as-root --oversubscribe -np 1 true >/dev/null 2>&1; then
+      echo on >"$state/mpi"
+    else
+      echo off >"$state/mpi"
+    fi
+  fi
+  if [[ $(cat "$state/mpi") == on ]]; then
     args+=("-DMPI_CXX_COMPILER=$p/usr/bin/mpicxx" "-DMPIEXEC_EXECUTABLE=$p/usr/bin/mpiexec")
   else
     echo "[kit] the kit's mpirun does not run here: MPI off (its checks report themselves skipped)" >&2
@@ -211,7 +232,7 @@ certify() {
   local pass=()
   for a in "${args[@]}"; do pass+=(--cmake-arg "$a"); done
   # --quick: one benchmark repetition, so that call 2 fits its minutes.
-  scripts/certify-gpu.sh --quick --only "$1" --results "$state/results" "${pass[@]}"
+  scripts/certify-gpu.sh --quick --only "$1" --results "$state/results" "${pass[@]}" "${@:2}"
 }
 
 build_course() { certify build; }
@@ -222,17 +243,17 @@ verify() { certify verify; }
 calibrate() { certify calibrate; }
 report() { certify report; }
 
-# Without a GPU (the rehearsal): configure and build as call 1 would, for sm_90.
+# Without a GPU (the rehearsal): call 1's build and test steps exactly, for sm_90; the gpu tests
+# skip without a device, but each binary must start: its libraries resolve. Then the MPI tests run
+# for real (CPU tests, built here for this alone): the kit's relocated OpenMPI starts ranks.
 build_without_gpu() {
-  local args=()
-  GTL_KIT_ARCH=90 cmake_arguments
-  { cmake --preset gpu "${args[@]}" && cmake --build --preset gpu -j "$jobs"; } 2>&1 |
-    tee "$state/build.log" | tail -3
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || return 1
-  # The gpu tests skip without a device, but each binary must start: its libraries resolve. The
-  # MPI tests run for real: the kit's relocated OpenMPI starts ranks.
-  ctest --test-dir build/gpu -L gpu -j "$jobs" 2>&1 | tail -3
-  ctest --test-dir build/gpu -R 'mpi' -j "$jobs" 2>&1 | tail -3
+  GTL_KIT_ARCH=${GTL_KIT_ARCH:-90} certify build,test --no-gpu || return 1
+  local all t tests=() targets=()
+  all=$(ninja -C build/gpu -t targets all)
+  mapfile -t tests < <(ctest --test-dir build/gpu -N -R mpi | sed -n 's/^ *Test *#[0-9]*: *//p')
+  for t in "${tests[@]}"; do grep -q "^$t: " <<<"$all" && targets+=("$t"); done
+  cmake --build build/gpu -j "$jobs" --target "${targets[@]}" | tail -2 &&
+    ctest --test-dir build/gpu -R mpi -j "$jobs" 2>&1 | tail -3
 }
 
 # At most 8 files into OUT: the report, the benchmarks' JSON merged per program (as many as fit),
@@ -262,24 +283,34 @@ run() {
   local no_gpu=false
   [[ ${3:-} == --no-gpu ]] && no_gpu=true
   mkdir -p "$state" "$out"
-  log "call $call on $(hostname), $(nproc) cores"
-  run_step probe
-  run_step unpack
-  kit_environment
-  local ok=0
+  deadline=${GTL_KIT_DEADLINE:-540}
+  log "call $call on $(hostname), $(nproc) cores, deadline ${deadline}s"
+  local steps=()
   if $no_gpu; then
-    run_step build_without_gpu || ok=1
+    steps=(build_without_gpu)
   else
     case $call in
-      1) for s in build_course gpu_tests; do run_step "$s" || ok=1; done ;;
-      2 | all)
-        [[ $call == all ]] && { run_step build_course && run_step gpu_tests; } || true
-        # A fresh machine lost call 1's build: make it again (the markers went with it).
-        [[ -f $state/build_course.done ]] || run_step build_course || ok=1
-        for s in sanitize benchmarks verify calibrate report; do run_step "$s" || ok=1; done ;;
+      1) steps=(build_course gpu_tests report) ;;
+      # A fresh machine lost call 1's build: build_course makes it again (its marker went too).
+      2) steps=(build_course sanitize benchmarks verify calibrate report) ;;
+      all) steps=(build_course gpu_tests sanitize benchmarks verify calibrate report) ;;
       *) usage >&2; return 2 ;;
     esac
   fi
+  local ok=0 s
+  # The report is written again by every call that reaches it, from every step run so far.
+  rm -f "$state/report.done"
+  for s in probe unpack "${steps[@]}"; do
+    if ! run_step "$s"; then
+      ok=1
+      # Nothing runs without the packages or the build.
+      [[ $s == probe || $s == unpack || $s == build_course || $s == build_without_gpu ]] && break
+    fi
+    [[ $s == unpack ]] && kit_environment
+    # OUT holds the latest of everything after every step: a call killed at its limit still
+    # returns what it had done.
+    collect "$out"
+  done
   collect "$out"
   log "call $call: $([[ $ok == 0 ]] && echo passed || echo 'a step FAILED') (files in $out)"
   return $ok
@@ -287,6 +318,7 @@ run() {
 
 case ${1:-} in
   pack) pack ;;
+  _step) "$2" ;;  # run_step runs each step as its own process, so that timeout can stop it
   run) shift; run "$@" ;;
   exec) shift; kit_environment; exec "$@" ;;
   -h | --help | "") usage ;;
