@@ -164,14 +164,38 @@ unpack() {
     [[ -e $prefix/usr/bin/$tool.openmpi ]] && ln -sf "$tool.openmpi" "$prefix/usr/bin/$tool"
   done
   echo "unpacked $(ls "$kit"/debs/*.deb | wc -l) packages into $prefix ($(du -sh "$prefix" | cut -f1))"
+  runtime_libraries
 }
 
-# The environment every later step runs in: the prefix's programs and libraries first; OpenMPI
-# told where it was moved to.
+# The folder of links that LD_LIBRARY_PATH gets (kit_environment): one per shared library of the
+# kit that this machine lacks. A library it has (ldconfig knows it, and the file is not empty)
+# stays the machine's: a Debian 12 copy of it first on the path would shadow a newer one for
+# every program the steps run, nvidia-smi, nvcc and compute-sanitizer included. OpenMPI's own
+# libraries always come from the kit, to match its mpirun and plugins. Some packages install
+# under lib/ rather than usr/lib/ (libnl-3), so both are searched.
+runtime_libraries() {
+  local runlib=$state/runlib so name sys own=()
+  rm -rf "$runlib" && mkdir -p "$runlib"
+  for so in "$prefix"/usr/lib/$multiarch/*.so.* "$prefix"/lib/$multiarch/*.so.*; do
+    name=$(basename "$so")
+    [[ $name =~ \.so\.[0-9]+$ ]] || continue  # the sonames (libfoo.so.1), not libfoo.so.1.2.3
+    sys=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && /x86-64/ { print $NF; exit }')
+    if [[ -n $sys && -s $sys && ! $name =~ ^lib(mpi|open-pal|open-rte|oshmem|ompitrace|mca_) ]]; then
+      own+=("$name")
+    else
+      ln -sf "$root/$so" "$runlib/$name"
+    fi
+  done
+  echo "shared libraries from the kit: $(ls "$runlib" | tr '\n' ' ')"
+  echo "the machine's own (not shadowed): ${own[*]:-none}"
+}
+
+# The environment every later step runs in: the prefix's programs first, the kit's libraries this
+# machine lacks (runtime_libraries), OpenMPI told where it was moved to.
 kit_environment() {
   local p=$root/$prefix
   export PATH="$p/usr/bin:$PATH"
-  export LD_LIBRARY_PATH="$p/usr/lib/$multiarch:$p/usr/lib/$multiarch/openblas-pthread:$p/usr/lib/$multiarch/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$root/$state/runlib:$p/usr/lib/$multiarch/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export OPAL_PREFIX="$p/usr" OPAL_LIBDIR="$p/usr/lib/$multiarch/openmpi/lib"
   export OPAL_DATADIR="$p/usr/share/openmpi" OPAL_PKGDATADIR="$p/usr/share/openmpi"
   export OPAL_INCLUDEDIR="$p/usr/lib/$multiarch/openmpi/include"
