@@ -56,8 +56,11 @@ pack() {
     "with the tracked tree ($((tree_bytes / 1024 / 1024)) MiB): $(((kit_bytes + tree_bytes) / 1024 / 1024)) MiB of the 64 MiB a call carries"
   cat <<EOF
 [kit] on the GPU machine, two calls (device tool: carry [".gpu-kit"], timeout 600 s each):
-  call 1:  scripts/gpu-kit.sh run 1 \$OUT     # probe, unpack, configure, build, gpu tests
-  call 2:  scripts/gpu-kit.sh run 2 \$OUT     # sanitizer, benchmarks, verify, calibrate, report
+  call 1:  GTL_KIT_DEADLINE=420 scripts/gpu-kit.sh run 1 \$OUT
+           # probe, unpack, configure, build, gpu tests, a first report
+  call 2:  GTL_KIT_DEADLINE=D scripts/gpu-kit.sh run 2 \$OUT
+           # sanitizer, benchmarks, verify, calibrate, report; D = the device's budget_left_s
+           # (status) less 60, at most 540: the session's device time ends the call otherwise
 Then commit the report from OUT under docs/results/ (docs/contributing.md, "When a GPU is lent").
 EOF
 }
