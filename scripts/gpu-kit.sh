@@ -37,7 +37,31 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 packages() { sed 's/#.*//' scripts/gpu-kit.packages | awk 'NF { print $1 }'; }
 
+# Every Depends of every carried package (the first of alternatives, or any of them) must be
+# carried, or named on the list's `# assumed:` or `# not-needed:` line: a dependency Debian adds
+# later would otherwise be missing on the lent machine while the rehearsal here, which hides only
+# the kit's own packages, still passed with the system's copy.
+check_dependencies() {
+  local -A known=()
+  local p group alt found problems=0
+  for p in $(packages) $(sed -n 's/^# \(assumed\|not-needed\): //p' scripts/gpu-kit.packages); do known[$p]=1; done
+  for p in $(packages); do
+    while read -r group; do
+      found=0
+      for alt in ${group//|/ }; do [[ -n ${known[$alt]:-} ]] && found=1; done
+      ((found)) || { echo "[kit] $p depends on $group: carry it, or name it on '# assumed:' or '# not-needed:'" >&2; problems=1; }
+    done < <(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+      --no-replaces --no-enhances "$p" | awk '
+        /^ *\|?(Pre)?Depends:/ {
+          name = $2; gsub(/[<>]/, "", name); group = (pending == "" ? name : pending "|" name)
+          if ($1 ~ /^\|/) pending = group; else { print group; pending = "" }
+        }')
+  done
+  return "$problems"
+}
+
 pack() {
+  check_dependencies || { echo "[kit] scripts/gpu-kit.packages misses dependencies (above)" >&2; return 1; }
   mkdir -p "$kit/debs"
   rm -f "$kit"/debs/*.deb
   mapfile -t wanted < <(packages)
