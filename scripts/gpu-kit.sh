@@ -9,7 +9,8 @@
 #   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests,
 #                                        a first report
 #   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, benchmarks, verify, calibrate,
-#                                        the report (after rebuilding, on a fresh machine)
+#                                        the gpu tests if call 1 did not finish them, the report
+#                                        (after rebuilding, on a fresh machine)
 #   scripts/gpu-kit.sh run all [OUT]     both
 #   scripts/gpu-kit.sh run 1 OUT --no-gpu   (the rehearsal, scripts/gpu-kit-rehearse.sh: stops
 #                                        before anything needs a GPU)
@@ -343,7 +344,9 @@ run() {
     case $call in
       1) steps=(build_course gpu_tests report) ;;
       # A fresh machine lost call 1's build: build_course makes it again (its marker went too).
-      2) steps=(build_course sanitize benchmarks verify calibrate report) ;;
+      # gpu_tests last: skipped when call 1 finished them, else (call 1 cut at its deadline, or a
+      # fresh machine) run with whatever time is left.
+      2) steps=(build_course sanitize benchmarks verify calibrate gpu_tests report) ;;
       all) steps=(build_course gpu_tests sanitize benchmarks verify calibrate report) ;;
       *) usage >&2; return 2 ;;
     esac
