@@ -211,7 +211,8 @@ runtime_libraries() {
   rm -rf "$runlib" && mkdir -p "$runlib"
   for so in "$prefix"/usr/lib/$multiarch/*.so.* "$prefix"/lib/$multiarch/*.so.*; do
     name=$(basename "$so")
-    [[ $name =~ \.so\.[0-9]+$ ]] || continue  # the sonames (libfoo.so.1), not libfoo.so.1.2.3
+    # The sonames (libfoo.so.1, libbenchmark.so.1debian), not the files (libfoo.so.1.2.3).
+    [[ $name =~ \.so\.[0-9][0-9a-z]*$ ]] || continue
     sys=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && /x86-64/ { print $NF; exit }')
     if [[ -n $sys && -s $sys && ! $name =~ ^lib(mpi|open-pal|open-rte|oshmem|ompitrace|mca_) ]]; then
       own+=("$name")
