@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Certifies a GPU machine: builds for this machine's GPU what the steps run (not the CPU tests),
-# runs the gpu tests, runs the labs' under compute-sanitizer (memcheck), runs every benchmark,
+# runs the gpu tests, runs labs 01-02's under compute-sanitizer (memcheck), runs every benchmark,
 # verifies every lab with the grader (GPU checks included: the solution must earn full marks),
 # stores the solution's speedups on this GPU (gtl-grade calibrate) and writes a dated Markdown
 # report to docs/results/<date>-<gpu>.md naming the GPU, driver and CUDA version, with every
