@@ -6,9 +6,11 @@
 #                                        packages of scripts/gpu-kit.packages into .gpu-kit/debs
 #                                        (downloads only, installs nothing) and prints the two
 #                                        calls to make on the GPU machine
-#   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests
+#   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests,
+#                                        a first report
 #   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, benchmarks, verify, calibrate,
-#                                        the report
+#                                        the gpu tests if call 1 did not finish them, the report
+#                                        (after rebuilding, on a fresh machine)
 #   scripts/gpu-kit.sh run all [OUT]     both
 #   scripts/gpu-kit.sh run 1 OUT --no-gpu   (the rehearsal, scripts/gpu-kit-rehearse.sh: stops
 #                                        before anything needs a GPU)
@@ -17,7 +19,9 @@
 # OUT (default $OUT, else build/gpu/kit-out) receives at most 8 files: the report
 # (<date>-<gpu>.md), the benchmarks' and the grader's JSON, and the log. Every step is timed and
 # leaves a marker in build/gpu/kit, so a call that is cut short resumes where it stopped; call 2
-# on the machine call 1 warmed reuses its build, and on a fresh machine rebuilds it first.
+# on the machine call 1 warmed reuses its build, and on a fresh machine rebuilds it first. Each
+# call stops starting steps near its deadline (GTL_KIT_DEADLINE, default 540 s) and refreshes OUT
+# after every step, so even a call killed at the device's 600 s limit returns its log.
 # The packages are unpacked into build/gpu/kit/prefix with dpkg-deb -x, never over /.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -28,13 +32,37 @@ state=build/gpu/kit           # markers, the prefix, the log
 prefix=$state/prefix
 multiarch=x86_64-linux-gnu
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 # ---- pack ---------------------------------------------------------------------------------------
 
 packages() { sed 's/#.*//' scripts/gpu-kit.packages | awk 'NF { print $1 }'; }
 
+# Every Depends of every carried package (the first of alternatives, or any of them) must be
+# carried, or named on the list's `# assumed:` or `# not-needed:` line: a dependency Debian adds
+# later would otherwise be missing on the lent machine while the rehearsal here, which hides only
+# the kit's own packages, still passed with the system's copy.
+check_dependencies() {
+  local -A known=()
+  local p group alt found problems=0
+  for p in $(packages) $(sed -n 's/^# \(assumed\|not-needed\): //p' scripts/gpu-kit.packages); do known[$p]=1; done
+  for p in $(packages); do
+    while read -r group; do
+      found=0
+      for alt in ${group//|/ }; do [[ -n ${known[$alt]:-} ]] && found=1; done
+      ((found)) || { echo "[kit] $p depends on $group: carry it, or name it on '# assumed:' or '# not-needed:'" >&2; problems=1; }
+    done < <(apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+      --no-replaces --no-enhances "$p" | awk '
+        /^ *\|?(Pre)?Depends:/ {
+          name = $2; gsub(/[<>]/, "", name); group = (pending == "" ? name : pending "|" name)
+          if ($1 ~ /^\|/) pending = group; else { print group; pending = "" }
+        }')
+  done
+  return "$problems"
+}
+
 pack() {
+  check_dependencies || { echo "[kit] scripts/gpu-kit.packages misses dependencies (above)" >&2; return 1; }
   mkdir -p "$kit/debs"
   rm -f "$kit"/debs/*.deb
   mapfile -t wanted < <(packages)
@@ -53,8 +81,11 @@ pack() {
     "with the tracked tree ($((tree_bytes / 1024 / 1024)) MiB): $(((kit_bytes + tree_bytes) / 1024 / 1024)) MiB of the 64 MiB a call carries"
   cat <<EOF
 [kit] on the GPU machine, two calls (device tool: carry [".gpu-kit"], timeout 600 s each):
-  call 1:  scripts/gpu-kit.sh run 1 \$OUT     # probe, unpack, configure, build, gpu tests
-  call 2:  scripts/gpu-kit.sh run 2 \$OUT     # sanitizer, benchmarks, verify, calibrate, report
+  call 1:  GTL_KIT_DEADLINE=420 scripts/gpu-kit.sh run 1 \$OUT
+           # probe, unpack, configure, build, gpu tests, a first report
+  call 2:  GTL_KIT_DEADLINE=D scripts/gpu-kit.sh run 2 \$OUT
+           # sanitizer, benchmarks, verify, calibrate, report; D = the device's budget_left_s
+           # (status) less 60, at most 540: the session's device time ends the call otherwise
 Then commit the report from OUT under docs/results/ (docs/contributing.md, "When a GPU is lent").
 EOF
 }
@@ -63,19 +94,33 @@ EOF
 
 log() { echo "[kit $(date -u +%T)] $*" | tee -a "$state/kit.log"; }
 
-# Runs step $1 (a function) once: a marker records that it passed, with its seconds.
+# Runs step $1 (a function) once: a marker records that it passed, with its seconds. Each call
+# has a deadline (GTL_KIT_DEADLINE seconds after the call started, default 540: the device call
+# is killed at 600 s, and its $OUT must be written before): a step is not started with under
+# 40 s left (the report: 10 s), and one running past the deadline is stopped (timeout signals
+# its whole process group), so the call ends with its files in OUT and the next call resumes at
+# that step.
 run_step() {
-  local name=$1 start=$SECONDS
+  local name=$1 start=$SECONDS left
   if [[ -f $state/$name.done ]]; then
     log "$name: done before ($(cat "$state/$name.done")), skipped"
     return 0
   fi
-  log "$name: start"
-  if "$name" 2>&1 | tee -a "$state/kit.log"; then
+  left=$((deadline - SECONDS))
+  # The report takes seconds and says what every step did: it still runs with 10 s left.
+  local need=40
+  [[ $name == report ]] && need=10
+  if ((left < need)); then
+    log "$name: NOT STARTED, ${left}s left before this call's deadline: the next call resumes here"
+    return 1
+  fi
+  log "$name: start (${left}s left before the deadline)"
+  if timeout -k 5 $((left > 15 ? left - 5 : 10)) "$root/scripts/gpu-kit.sh" _step "$name" 2>&1 |
+    tee -a "$state/kit.log"; then
     echo "$(elapsed $((SECONDS - start)))" >"$state/$name.done"
     log "$name: passed in $(elapsed $((SECONDS - start)))"
   else
-    log "$name: FAILED after $(elapsed $((SECONDS - start)))"
+    log "$name: FAILED after $(elapsed $((SECONDS - start)))$( ((SECONDS - start >= left - 5)) && echo ', stopped at the deadline')"
     return 1
   fi
 }
@@ -152,14 +197,39 @@ unpack() {
     [[ -e $prefix/usr/bin/$tool.openmpi ]] && ln -sf "$tool.openmpi" "$prefix/usr/bin/$tool"
   done
   echo "unpacked $(ls "$kit"/debs/*.deb | wc -l) packages into $prefix ($(du -sh "$prefix" | cut -f1))"
+  runtime_libraries
 }
 
-# The environment every later step runs in: the prefix's programs and libraries first; OpenMPI
-# told where it was moved to.
+# The folder of links that LD_LIBRARY_PATH gets (kit_environment): one per shared library of the
+# kit that this machine lacks. A library it has (ldconfig knows it, and the file is not empty)
+# stays the machine's: a Debian 12 copy of it first on the path would shadow a newer one for
+# every program the steps run, nvidia-smi, nvcc and compute-sanitizer included. OpenMPI's own
+# libraries always come from the kit, to match its mpirun and plugins. Some packages install
+# under lib/ rather than usr/lib/ (libnl-3), so both are searched.
+runtime_libraries() {
+  local runlib=$state/runlib so name sys own=()
+  rm -rf "$runlib" && mkdir -p "$runlib"
+  for so in "$prefix"/usr/lib/$multiarch/*.so.* "$prefix"/lib/$multiarch/*.so.*; do
+    name=$(basename "$so")
+    # The sonames (libfoo.so.1, libbenchmark.so.1debian), not the files (libfoo.so.1.2.3).
+    [[ $name =~ \.so\.[0-9][0-9a-z]*$ ]] || continue
+    sys=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && /x86-64/ { print $NF; exit }')
+    if [[ -n $sys && -s $sys && ! $name =~ ^lib(mpi|open-pal|open-rte|oshmem|ompitrace|mca_) ]]; then
+      own+=("$name")
+    else
+      ln -sf "$root/$so" "$runlib/$name"
+    fi
+  done
+  echo "shared libraries from the kit: $(ls "$runlib" | tr '\n' ' ')"
+  echo "the machine's own (not shadowed): ${own[*]:-none}"
+}
+
+# The environment every later step runs in: the prefix's programs first, the kit's libraries this
+# machine lacks (runtime_libraries), OpenMPI told where it was moved to.
 kit_environment() {
   local p=$root/$prefix
   export PATH="$p/usr/bin:$PATH"
-  export LD_LIBRARY_PATH="$p/usr/lib/$multiarch:$p/usr/lib/$multiarch/openblas-pthread:$p/usr/lib/$multiarch/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$root/$state/runlib:$p/usr/lib/$multiarch/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export OPAL_PREFIX="$p/usr" OPAL_LIBDIR="$p/usr/lib/$multiarch/openmpi/lib"
   export OPAL_DATADIR="$p/usr/share/openmpi" OPAL_PKGDATADIR="$p/usr/share/openmpi"
   export OPAL_INCLUDEDIR="$p/usr/lib/$multiarch/openmpi/include"
@@ -197,7 +267,16 @@ cmake_arguments() {
     args+=("-DGTL_CUDNN_INCLUDE=$(dirname "$cudnn_h")" "-DGTL_CUDNN_LIB=$cudnn_l")
   [[ -n $nccl_h && -n $nccl_l ]] &&
     args+=("-DGTL_NCCL_INCLUDE=$(dirname "$nccl_h")" "-DGTL_NCCL_LIB=$nccl_l")
-  if mpirun --allow-run-as-root --oversubscribe -np 1 true >/dev/null 2>&1; then
+  # Decided once per machine (every step, and the grader's builds, must configure alike, or the
+  # grader would not import this build's core and would compile its own).
+  if [[ ! -f $state/mpi ]]; then
+    if mpirun --allow-run-as-root --oversubscribe -np 1 true >/dev/null 2>&1; then
+      echo on >"$state/mpi"
+    else
+      echo off >"$state/mpi"
+    fi
+  fi
+  if [[ $(cat "$state/mpi") == on ]]; then
     args+=("-DMPI_CXX_COMPILER=$p/usr/bin/mpicxx" "-DMPIEXEC_EXECUTABLE=$p/usr/bin/mpiexec")
   else
     echo "[kit] the kit's mpirun does not run here: MPI off (its checks report themselves skipped)" >&2
@@ -211,7 +290,7 @@ certify() {
   local pass=()
   for a in "${args[@]}"; do pass+=(--cmake-arg "$a"); done
   # --quick: one benchmark repetition, so that call 2 fits its minutes.
-  scripts/certify-gpu.sh --quick --only "$1" --results "$state/results" "${pass[@]}"
+  scripts/certify-gpu.sh --quick --only "$1" --results "$state/results" "${pass[@]}" "${@:2}"
 }
 
 build_course() { certify build; }
@@ -222,17 +301,18 @@ verify() { certify verify; }
 calibrate() { certify calibrate; }
 report() { certify report; }
 
-# Without a GPU (the rehearsal): configure and build as call 1 would, for sm_90.
+# Without a GPU (the rehearsal): call 1's build and test steps exactly, for sm_90; the gpu tests
+# skip without a device, but each binary must start: its libraries resolve. Then the MPI tests run
+# for real (CPU tests, built here for this alone): the kit's relocated OpenMPI starts ranks.
 build_without_gpu() {
-  local args=()
-  GTL_KIT_ARCH=90 cmake_arguments
-  { cmake --preset gpu "${args[@]}" && cmake --build --preset gpu -j "$jobs"; } 2>&1 |
-    tee "$state/build.log" | tail -3
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || return 1
-  # The gpu tests skip without a device, but each binary must start: its libraries resolve. The
-  # MPI tests run for real: the kit's relocated OpenMPI starts ranks.
-  ctest --test-dir build/gpu -L gpu -j "$jobs" 2>&1 | tail -3
-  ctest --test-dir build/gpu -R 'mpi' -j "$jobs" 2>&1 | tail -3
+  GTL_KIT_ARCH=${GTL_KIT_ARCH:-90} certify build,test --no-gpu || return 1
+  local all t tests=() targets=()
+  all=$(ninja -C build/gpu -t targets all)
+  mapfile -t tests < <(ctest --test-dir build/gpu -N -R mpi | sed -n 's/^ *Test *#[0-9]*: *//p')
+  for t in "${tests[@]}"; do grep -q "^$t: " <<<"$all" && targets+=("$t"); done
+  ((${#targets[@]})) || { echo "no MPI tests here (MPI off): nothing more to run"; return 0; }
+  cmake --build build/gpu -j "$jobs" --target "${targets[@]}" | tail -2 &&
+    ctest --test-dir build/gpu -R mpi -j "$jobs" 2>&1 | tail -3
 }
 
 # At most 8 files into OUT: the report, the benchmarks' JSON merged per program (as many as fit),
@@ -262,24 +342,36 @@ run() {
   local no_gpu=false
   [[ ${3:-} == --no-gpu ]] && no_gpu=true
   mkdir -p "$state" "$out"
-  log "call $call on $(hostname), $(nproc) cores"
-  run_step probe
-  run_step unpack
-  kit_environment
-  local ok=0
+  deadline=${GTL_KIT_DEADLINE:-540}
+  log "call $call on $(hostname), $(nproc) cores, deadline ${deadline}s"
+  local steps=()
   if $no_gpu; then
-    run_step build_without_gpu || ok=1
+    steps=(build_without_gpu)
   else
     case $call in
-      1) for s in build_course gpu_tests; do run_step "$s" || ok=1; done ;;
-      2 | all)
-        [[ $call == all ]] && { run_step build_course && run_step gpu_tests; } || true
-        # A fresh machine lost call 1's build: make it again (the markers went with it).
-        [[ -f $state/build_course.done ]] || run_step build_course || ok=1
-        for s in sanitize benchmarks verify calibrate report; do run_step "$s" || ok=1; done ;;
+      1) steps=(build_course gpu_tests report) ;;
+      # A fresh machine lost call 1's build: build_course makes it again (its marker went too).
+      # gpu_tests last: skipped when call 1 finished them, else (call 1 cut at its deadline, or a
+      # fresh machine) run with whatever time is left.
+      2) steps=(build_course sanitize benchmarks verify calibrate gpu_tests report) ;;
+      all) steps=(build_course gpu_tests sanitize benchmarks verify calibrate report) ;;
       *) usage >&2; return 2 ;;
     esac
   fi
+  local ok=0 s
+  # The report is written again by every call that reaches it, from every step run so far.
+  rm -f "$state/report.done"
+  for s in probe unpack "${steps[@]}"; do
+    if ! run_step "$s"; then
+      ok=1
+      # Nothing runs without the packages or the build.
+      [[ $s == probe || $s == unpack || $s == build_course || $s == build_without_gpu ]] && break
+    fi
+    [[ $s == unpack ]] && kit_environment
+    # OUT holds the latest of everything after every step: a call killed at its limit still
+    # returns what it had done.
+    collect "$out"
+  done
   collect "$out"
   log "call $call: $([[ $ok == 0 ]] && echo passed || echo 'a step FAILED') (files in $out)"
   return $ok
@@ -287,6 +379,7 @@ run() {
 
 case ${1:-} in
   pack) pack ;;
+  _step) "$2" ;;  # run_step runs each step as its own process, so that timeout can stop it
   run) shift; run "$@" ;;
   exec) shift; kit_environment; exec "$@" ;;
   -h | --help | "") usage ;;
