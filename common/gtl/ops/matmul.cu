@@ -78,25 +78,32 @@ cudaDataType_t cuda_dtype(DType dtype) {
   throw Error(std::string("matmul: no cuBLAS type for ") + dtype_name(dtype));
 }
 
+// An empty sum (K = 0), as on the CPU: op(a) op(b) is zero, only beta * c is left; beta = 0
+// overwrites c without reading it (BLAS). Tensor(c) is a handle on c's data.
+void empty_sum(const Tensor& c, float beta) {
+  if (beta == 0.f) {
+    Tensor(c).zero_();
+  } else {
+    scale_(c, beta);
+  }
+}
+
+// float32 accumulation throughout; float32 inputs on the TF32 tensor cores only when enabled.
+cublasComputeType_t compute_type(DType dtype) {
+  return dtype == DType::Float32 && tf32_enabled() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                   : CUBLAS_COMPUTE_32F;
+}
+
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a, bool transpose_b,
             float alpha, float beta, int64_t m, int64_t k, int64_t n) {
   DeviceGuard guard(c.device());
-  if (k == 0) {  // an empty sum, as on the CPU: op(a) op(b) is zero, only beta * c is left
-    if (beta == 0.f) {
-      Tensor(c).zero_();  // a handle on c's data; beta = 0 overwrites c without reading it (BLAS)
-    } else {
-      scale_(c, beta);
-    }
-    return;
-  }
+  if (k == 0) return empty_sum(c, beta);
   cublasHandle_t handle = handle_for(c.device(), current_stream().handle());
 
   const cudaDataType_t type = cuda_dtype(a.dtype());
-  const cublasComputeType_t compute = a.dtype() == DType::Float32 && tf32_enabled()
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = compute_type(a.dtype());
   const int M = checked_int(m, "M"), N = checked_int(n, "N"), K = checked_int(k, "K");
   // Leading dimensions: the stored row length of each row-major matrix (a is stored [M, K], or
   // [K, M] when transposed; b likewise), so they fit in int too, and are >= 1 as K > 0 here.
@@ -114,19 +121,10 @@ void batched_matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool tran
                     bool transpose_b, float alpha, float beta, int64_t batch, int64_t m, int64_t k,
                     int64_t n) {
   DeviceGuard guard(c.device());
-  if (k == 0) {
-    if (beta == 0.f) {
-      Tensor(c).zero_();
-    } else {
-      scale_(c, beta);
-    }
-    return;
-  }
+  if (k == 0) return empty_sum(c, beta);
   cublasHandle_t handle = handle_for(c.device(), current_stream().handle());
   const cudaDataType_t type = cuda_dtype(a.dtype());
-  const cublasComputeType_t compute = a.dtype() == DType::Float32 && tf32_enabled()
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = compute_type(a.dtype());
   const int M = checked_int(m, "M"), N = checked_int(n, "N"), K = checked_int(k, "K");
   const int count = checked_int(batch, "batch");
   const int lda = transpose_a ? M : K, ldb = transpose_b ? K : N, ldc = N;
