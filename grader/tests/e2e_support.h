@@ -22,6 +22,12 @@ inline const fs::path kFixtures = GTL_GRADER_FIXTURES;
 inline const fs::path kCourse = kFixtures / "course";
 inline const fs::path kWork = fs::path(GTL_GRADER_E2E_WORK);
 
+// `to` becomes a fresh copy of the fixture course, for a test that edits its rubric or files.
+inline void copy_fixture_course(const fs::path& to) {
+  fs::remove_all(to);
+  fs::copy(kCourse, to, fs::copy_options::recursive);
+}
+
 struct Graded {
   RunResult run;
   nlohmann::json report;      // report.json

@@ -94,8 +94,7 @@ TEST(GraderE2E, ABinaryThatDoesNotCompileCostsOnlyItsOwnChecks) {
 
   // verify still flags a starter with one binary that does not compile.
   const fs::path course = kWork / "bench-error-course";
-  fs::remove_all(course);
-  fs::copy(kCourse, course, fs::copy_options::recursive);
+  copy_fixture_course(course);
   fs::copy_file(kFixtures / "submissions/bench_only_error/01-sum/sum.cpp",
                 course / "starter/01-sum/sum.cpp", fs::copy_options::overwrite_existing);
   RunLimits limits;
@@ -184,8 +183,7 @@ TEST(GraderE2E, BadInputsHaveClearExitCodesAndResults) {
 
   // A course with a malformed rubric: copy the fixture and break one line.
   const fs::path broken = kWork / "broken-course";
-  fs::remove_all(broken);
-  fs::copy(kCourse, broken, fs::copy_options::recursive);
+  copy_fixture_course(broken);
   std::string rubric = read_file(broken / "labs/01-sum/rubric.yaml");
   rubric.replace(rubric.find("    points: 3\n"), 14, "    points: lots\n");
   std::ofstream(broken / "labs/01-sum/rubric.yaml") << rubric;
@@ -208,8 +206,7 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
 
   // A course whose starter already passes a test covering its TODO.
   const fs::path weak = kWork / "weak-course";
-  fs::remove_all(weak);
-  fs::copy(kCourse, weak, fs::copy_options::recursive);
+  copy_fixture_course(weak);
   std::string starter = read_file(weak / "starter/01-sum/sum.cpp");
   starter.replace(starter.find("  return {};"), 12,
                   "  std::vector<std::int64_t> out;\n  std::int64_t r = 0;\n"
@@ -254,8 +251,7 @@ TEST(GraderE2E, VerifyHoldsACpuTimingToItsFloorNotItsFullBar) {
   // A machine far slower than the one the bar was set on: the fixture's CPU speed check asks for
   // a speedup no machine reaches, with credit from 2x. Verify must still pass, printing the figure.
   const fs::path course = kWork / "slow-machine-course";
-  fs::remove_all(course);
-  fs::copy(kCourse, course, fs::copy_options::recursive);
+  copy_fixture_course(course);
   std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
   const std::string bar = "    min_speedup: 4\n";
   rubric.replace(rubric.find(bar), bar.size(), "    min_speedup: 1000000\n");
@@ -280,8 +276,7 @@ TEST(GraderE2E, VerifyHoldsACpuTimingToItsFloorNotItsFullBar) {
 TEST(GraderE2E, CalibrateStoresTheSolutionsFigureAndSpeedChecksUseIt) {
   // A copy of the fixture whose speed check asks for a fraction of the solution's own speedup.
   const fs::path course = kWork / "calibrated-course";
-  fs::remove_all(course);
-  fs::copy(kCourse, course, fs::copy_options::recursive);
+  copy_fixture_course(course);
   std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
   const std::string line = "    partial_from: 2\n";
   rubric.replace(rubric.find(line), line.size(),

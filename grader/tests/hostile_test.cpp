@@ -185,8 +185,7 @@ TEST(HostileSubmission, IncludingAFileOutsideTheStudentTreeIsNamedAndFailsTheLab
 TEST(HostileSubmission, ATestProgramCannotChangeTheCourseOrTheBuild) {
   // Graded against a copy of the fixture course: a grader that fails this would corrupt it.
   const fs::path course = kWork / "tamper-course";
-  fs::remove_all(course);
-  fs::copy(kCourse, course, fs::copy_options::recursive);
+  copy_fixture_course(course);
   const auto before = snapshot(course);
   const fs::path work = kWork / "tamper-work";
   const Graded g =
@@ -233,8 +232,7 @@ TEST(HostileSubmission, TheGraderNeverWritesThroughALinkInAScratchFolder) {
   // The test and benchmark programs plant links to the course's rubric where the grader (and the
   // compiler of the forbidden-symbol check) write later. Graded against a copy of the course.
   const fs::path course = kWork / "scratch-link-course";
-  fs::remove_all(course);
-  fs::copy(kCourse, course, fs::copy_options::recursive);
+  copy_fixture_course(course);
   const auto before = snapshot(course);
   const Graded g =
       gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/scratch_symlink").string()},
@@ -288,8 +286,7 @@ TEST(HostileSubmission, TestsThatAllHangAreBoundedByTheTimeCaps) {
   // The lab's cap: a copy of the course with 20 s for every check of the lab. sum-correct (12 s)
   // and prefix-correct run; the benchmark of sum-speed is stopped at 20 s, the rest never run.
   const fs::path course = kWork / "lab-cap-course";
-  fs::remove_all(course);
-  fs::copy(kCourse, course, fs::copy_options::recursive);
+  copy_fixture_course(course);
   std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
   rubric.replace(rubric.find("lab_timeout_s: 60"), 17, "lab_timeout_s: 20");
   std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
