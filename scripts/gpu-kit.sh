@@ -8,7 +8,7 @@
 #                                        calls to make on the GPU machine
 #   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests,
 #                                        a first report
-#   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, benchmarks, verify, calibrate,
+#   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, verify, calibrate, benchmarks,
 #                                        the gpu tests if call 1 did not finish them, the report
 #                                        (after rebuilding, on a fresh machine)
 #   scripts/gpu-kit.sh run all [OUT]     both
@@ -84,7 +84,7 @@ pack() {
   call 1:  GTL_KIT_DEADLINE=420 scripts/gpu-kit.sh run 1 \$OUT
            # probe, unpack, configure, build, gpu tests, a first report
   call 2:  GTL_KIT_DEADLINE=D scripts/gpu-kit.sh run 2 \$OUT
-           # sanitizer, benchmarks, verify, calibrate, report; D = the device's budget_left_s
+           # sanitizer, verify, calibrate, benchmarks, report; D = the device's budget_left_s
            # (status) less 60, at most 540: the session's device time ends the call otherwise
 Then commit the report from OUT under docs/results/ (docs/contributing.md, "When a GPU is lent").
 EOF
@@ -353,8 +353,10 @@ run() {
       # A fresh machine lost call 1's build: build_course makes it again (its marker went too).
       # gpu_tests last: skipped when call 1 finished them, else (call 1 cut at its deadline, or a
       # fresh machine) run with whatever time is left.
-      2) steps=(build_course sanitize benchmarks verify calibrate gpu_tests report) ;;
-      all) steps=(build_course gpu_tests sanitize benchmarks verify calibrate report) ;;
+      # Verify and calibrate before the benchmarks: the labs' speed bars come from calibrate, and
+      # the benchmarks are the step most likely to run long.
+      2) steps=(build_course sanitize verify calibrate benchmarks gpu_tests report) ;;
+      all) steps=(build_course gpu_tests sanitize verify calibrate benchmarks report) ;;
       *) usage >&2; return 2 ;;
     esac
   fi

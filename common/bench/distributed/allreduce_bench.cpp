@@ -9,6 +9,11 @@
 // ranks), in-process ranks sharing one GPU, and NCCL across all GPUs; the GPU ones report
 // SkipWithError without a GPU. Each figure is the mean of kIters all-reduces between two
 // barriers, timed by rank 0 (manual time), after one warm-up all-reduce.
+//
+// Every benchmark runs a fixed kRounds rounds: a round starts ranks (and, for NCCL, creates
+// communicators) outside the timed part, so letting Google Benchmark repeat rounds until the
+// timed part reaches its minimum time would start thousands of rounds when an all-reduce takes
+// microseconds (seen on an H200: NCCL across its one GPU ran for minutes).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -20,7 +25,8 @@
 namespace gtl::dist {
 namespace {
 
-constexpr int kIters = 5;
+constexpr int kIters = 20;
+constexpr int kRounds = 5;
 
 using Runner = std::function<void(int, const std::function<void(Communicator&)>&)>;
 
@@ -31,7 +37,9 @@ std::pair<double, int64_t> time_all_reduce(const Runner& run, int world, int64_t
   int64_t sent = 0;
   run(world, [&](Communicator& comm) {
     const Device device = on_gpu ? current_stream().device() : Device::cpu();
-    Tensor t = Tensor::zeros({bytes / 4}, DType::Float32, device);  // sums of zeros stay finite
+    // Ones, not zeros (zeros can hide work a kernel skips): each all-reduce multiplies them by
+    // the world size, to at most 8^(1 + kIters) = 8^21 < 1e19, far inside float32's range.
+    Tensor t = Tensor::ones({bytes / 4}, DType::Float32, device);
     comm.all_reduce(t);
     if (on_gpu) current_stream().synchronize();
     comm.barrier();
@@ -92,6 +100,11 @@ void BM_AllReduce_Nccl(benchmark::State& state) {
     return;
   }
   const int world = cuda_device_count();
+  if (world < 2) {
+    // One rank's all-reduce sends nothing: its "bandwidth" would be a copy's, and busbw is 0.
+    state.SkipWithError("needs at least two GPUs (an all-reduce across one rank sends nothing)");
+    return;
+  }
   Runner run = [](int n, const std::function<void(Communicator&)>& fn) { run_nccl_ranks(n, fn); };
   report(state, world, state.range(0), run, true);
 }
@@ -100,16 +113,19 @@ BENCHMARK(BM_AllReduce_InProcessCpu)
     ->ArgsProduct({{2, 4, 8}, {1 << 20, 16 << 20}})
     ->ArgNames({"ranks", "bytes"})
     ->UseManualTime()
+    ->Iterations(kRounds)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllReduce_InProcessGpu)
     ->ArgsProduct({{2, 4}, {1 << 20, 64 << 20}})
     ->ArgNames({"ranks", "bytes"})
     ->UseManualTime()
+    ->Iterations(kRounds)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllReduce_Nccl)
     ->ArgsProduct({{1 << 20, 64 << 20, 256 << 20}})
     ->ArgNames({"bytes"})
     ->UseManualTime()
+    ->Iterations(kRounds)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
