@@ -64,23 +64,22 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
   // half input (D), GELU's half input and fc2's half input (4D each); the head's stats (8), its
   // Linear's half input (D) and the half logits (C).
   e.activations = N * (h * in + 4 * D + L * (4 * D + 8 + h * (D + 8 * D)) + 8 + h * D + h * C);
-  // Backward's moments. A half GEMM on the CPU (ops/matmul.cpp) adds to its half output c a
-  // float32 c32 and either its widened operands or c32 rounded back to half.
-  auto gemm = [h](int64_t m, int64_t k, int64_t n) {  // c[m, n] = a[m, k] b[k, n]
-    return h * m * n + 4 * m * n + std::max(4 * m * k + 4 * k * n, h * m * n);
-  };
+  // Backward's moments. A half GEMM holds only its half output c[m, n] in the allocator (its
+  // float32 sums are registers on a GPU, the library's scratch on the CPU).
+  auto gemm = [h](int64_t m, int64_t n) { return h * m * n; };
   const int64_t dlogits = h * N * C;
   // The last block's fc2: the head's context is gone (its stats, 8, and half input, hD, per
   // sample), the block's float32 dy took its output's place and fc2's half dy (hD) that of the
   // head's input; then dx = dy W2 and, with dx held, dW2 = dy^T x.
   const int64_t block = e.activations - 8 * N + dlogits;
-  const int64_t fc2 = block + std::max(gemm(N, D, 4 * D), h * N * 4 * D + gemm(D, N, 4 * D));
+  const int64_t fc2 = block + std::max(gemm(N, 4 * D), h * N * 4 * D + gemm(D, 4 * D));
   // The head's Linear: all activations and dlogits held; dx = dy W, then dW = dy^T x.
-  const int64_t head = e.activations + dlogits + std::max(gemm(N, C, D), h * N * D + gemm(C, N, D));
-  // The first Linear: its half input, the logits and dlogits, its half dy; dx = dy W (its output
-  // nobody needs, then widened), dW = dy^T x with dx held.
+  const int64_t head = e.activations + dlogits + std::max(gemm(N, D), h * N * D + gemm(C, D));
+  // The first Linear: its half input, the logits and dlogits, its half dy; dx = dy W (which
+  // nobody needs), dW = dy^T x with dx held, then dx widened to the images' float32 while the
+  // half dx is still held.
   const int64_t first = h * N * in + h * N * C + dlogits + h * N * D +
-                        std::max(gemm(N, D, in), h * N * in + gemm(D, N, in));
+                        std::max({gemm(N, in), h * N * in + gemm(D, in), h * N * in + 4 * N * in});
   e.peak = e.persistent() + e.batch + std::max({fc2, head, first});
   return e;
 }

@@ -38,7 +38,7 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
   //   activations: op by op, which tensors each op saves and in which dtype (a Linear casts its
   //     input to half, LayerNorm to float32; the residual stream is float32);
   //   peak: persistent + batch + the largest of backward's moments (the last block's fc2, the
-  //     head's Linear, the first Linear), counting a CPU half GEMM's float32 temporaries.
+  //     head's Linear, the first Linear): at each, which tensors are alive, in which dtype?
   // Self-contained: do not call TODO 1's functions. About 30 lines.
   (void)config;
   (void)batch;

@@ -10,7 +10,8 @@
 // Backends:
 //   CPU   OpenBLAS cblas_sgemm in float32. float16/bfloat16 inputs are converted to float32,
 //         multiplied, and the result rounded once to the input dtype: the rounding a GPU with
-//         float32 accumulation shows, so CPU and GPU results can be compared.
+//         float32 accumulation shows, so CPU and GPU results can be compared. The float32 copies
+//         are scratch outside the allocator, so the allocator sees only C, as on a GPU.
 //   CUDA  cuBLAS (cublasGemmEx) on current_stream(), float32 accumulation throughout
 //         (CUBLAS_COMPUTE_32F); float16/bfloat16 run on the tensor cores; float32 uses TF32 tensor
 //         cores only when ops::tf32_enabled() (math_mode.h).

@@ -100,18 +100,14 @@ std::string calculator_activations() {
   return "every activation estimate equals the measured bytes, fixed and seeded shapes";
 }
 
-// Rejects unless the predicted peak is within 2% of the one the judge measures (the test's bar).
+// Rejects unless the predicted peak is the one the judge measures, to the byte (the test's bar).
 void expect_peak(Recorded& r, const Shape& s) {
-  const int64_t predicted = r.next<int64_t>("a peak");
-  const int64_t measured = measure_step(s.config, s.batch).peak;
-  if (!(std::abs(double(predicted - measured)) <= 0.02 * double(measured)))
-    throw Rejection(r.test() + ": the peak predicted for " + s.shape() + " is " +
-                    std::to_string(predicted) + ", the measured " + std::to_string(measured) +
-                    " (beyond 2%)");
+  gtl::judge::expect_equal(r.next<int64_t>("a peak"), measure_step(s.config, s.batch).peak,
+                           r.test() + ": the peak predicted for " + s.shape());
 }
 
 std::string calculator_peak() {
-  Recorded r("MemoryCalculator.PeakWithinTwoPercentOfTheMeasuredPeak");
+  Recorded r("MemoryCalculator.PeakIsTheMeasuredPeak");
   for (int64_t hidden : {32, 64})
     for (int64_t blocks : {1, 2, 4})
       for (int64_t batch : {1, 16, 64, 256, 1024}) {
@@ -119,11 +115,11 @@ std::string calculator_peak() {
         s.config.hidden = hidden;
         expect_peak(r, s);
       }
-  const std::string seeded = "MemoryCalculator.PeakWithinTwoPercentAtSeededShapes";
+  const std::string seeded = "MemoryCalculator.PeakAtSeededShapesIsTheMeasuredPeak";
   Recorded sr(seeded);
   for (const Shape& s : lab04_cases::seeded_shapes(seeded, lab04_cases::kSeededShapes))
     expect_peak(sr, s);
-  return "every peak within 2% of the measured one, fixed and seeded shapes";
+  return "every peak equals the measured one, fixed and seeded shapes";
 }
 
 // What the CPU allocator measures for one mixed-precision step (memory_calculator_amp_test.cpp):
@@ -184,23 +180,26 @@ std::string calculator_amp() {
                                  "the activations under " + policy.name() + " of " +
                                      std::to_string(blocks) + " blocks, batch " +
                                      std::to_string(batch));
-  Recorded peak("MemoryCalculatorAmp.PeakWithinTwoPercentOfTheMeasuredPeak");
+  Recorded peak("MemoryCalculatorAmp.PeakIsTheMeasuredPeak");
   for (const auto& policy : policies)
     for (int64_t hidden : {32, 64})
       for (int64_t blocks : {1, 2, 4})
         for (int64_t batch : {1, 16, 64, 256, 1024}) {
           lab04::ModelConfig config = with_blocks(blocks);
           config.hidden = hidden;
-          const int64_t predicted = peak.next<int64_t>("a peak");
-          const int64_t measured = measure_amp_step(config, batch, policy).peak;
-          if (!(std::abs(double(predicted - measured)) <= 0.02 * double(measured)))
-            throw Rejection("the peak predicted under " + policy.name() +
-                            " for D = " + std::to_string(hidden) + ", " + std::to_string(blocks) +
-                            " blocks, batch " + std::to_string(batch) + " is " +
-                            std::to_string(predicted) + ", the measured " +
-                            std::to_string(measured) + " (beyond 2%)");
+          gtl::judge::expect_equal(
+              peak.next<int64_t>("a peak"), measure_amp_step(config, batch, policy).peak,
+              "the peak predicted under " + policy.name() + " for D = " + std::to_string(hidden) +
+                  ", " + std::to_string(blocks) + " blocks, batch " + std::to_string(batch));
         }
-  return "every mixed-precision term exact and every peak within 2% of the measured one";
+  const std::string seeded = "MemoryCalculatorAmp.PeakAtSeededShapesIsTheMeasuredPeak";
+  Recorded seeded_peak(seeded);
+  for (const auto& policy : policies)
+    for (const Shape& s : lab04_cases::seeded_shapes(seeded, lab04_cases::kSeededShapes))
+      gtl::judge::expect_equal(seeded_peak.next<int64_t>("a peak"),
+                               measure_amp_step(s.config, s.batch, policy).peak,
+                               "the peak predicted under " + policy.name() + " for " + s.shape());
+  return "every mixed-precision term and every peak equals the measured one";
 }
 
 int64_t rounded(int64_t bytes) {

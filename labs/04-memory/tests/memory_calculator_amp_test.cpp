@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -117,8 +116,17 @@ TEST(MemoryCalculatorAmp, ActivationBytesAreExactInHalfAndFloat32) {
   }
 }
 
-TEST(MemoryCalculatorAmp, PeakWithinTwoPercentOfTheMeasuredPeak) {
-  gtl::judge::Outputs recorded("MemoryCalculatorAmp.PeakWithinTwoPercentOfTheMeasuredPeak");
+std::string peak_message(const std::string& where, int64_t predicted, int64_t measured) {
+  return where + "predicted peak " + std::to_string(predicted) + " bytes, measured " +
+         std::to_string(measured) + " (" + std::to_string(predicted - measured) +
+         " bytes off). Peak = persistent + batch + the largest of backward's moments: the last "
+         "block's fc2, the head's Linear and the first Linear; a half GEMM holds only its half "
+         "output, and the first Linear's dx is widened to float32 while the half one is held "
+         "(handout, 'Under mixed precision')";
+}
+
+TEST(MemoryCalculatorAmp, PeakIsTheMeasuredPeak) {
+  gtl::judge::Outputs recorded("MemoryCalculatorAmp.PeakIsTheMeasuredPeak");
   for (const PrecisionPolicy& policy : half_policies()) {
     for (int64_t hidden : {32, 64}) {
       for (int64_t blocks : {1, 2, 4}) {
@@ -129,15 +137,28 @@ TEST(MemoryCalculatorAmp, PeakWithinTwoPercentOfTheMeasuredPeak) {
           const int64_t predicted = lab04::estimate_step_memory(config, batch, policy).peak;
           recorded.record(predicted);
           const Measured m = measure_amp_step(config, batch, policy);
-          const double error = std::abs(double(predicted - m.peak)) / double(m.peak);
-          EXPECT_LE(error, 0.02)
-              << where(policy, config, batch) << "predicted peak " << predicted
-              << " bytes, measured " << m.peak << " (error " << 100 * error
-              << "%). Peak = persistent + batch + the largest of backward's moments: the last "
-                 "block's fc2, the head's Linear and the first Linear, each with its half GEMM's "
-                 "float32 temporaries (handout, 'Under mixed precision')";
+          EXPECT_EQ(predicted, m.peak)
+              << peak_message(where(policy, config, batch), predicted, m.peak);
         }
       }
+    }
+  }
+}
+
+// The same at shapes drawn from the grading seed (D, blocks, batch: lab04_cases.h): D not a
+// multiple of 64 moves every flat-buffer slot's padding, so a formula right only at D = 32 and 64
+// does not pass.
+TEST(MemoryCalculatorAmp, PeakAtSeededShapesIsTheMeasuredPeak) {
+  const std::string test = "MemoryCalculatorAmp.PeakAtSeededShapesIsTheMeasuredPeak";
+  gtl::judge::Outputs recorded(test);
+  for (const PrecisionPolicy& policy : half_policies()) {
+    for (const lab04_cases::Shape& s :
+         lab04_cases::seeded_shapes(test, lab04_cases::kSeededShapes)) {
+      const int64_t predicted = lab04::estimate_step_memory(s.config, s.batch, policy).peak;
+      recorded.record(predicted);
+      const Measured m = measure_amp_step(s.config, s.batch, policy);
+      EXPECT_EQ(predicted, m.peak) << peak_message(
+          "TODO 1b: " + policy.name() + ", " + s.describe() + ": ", predicted, m.peak);
     }
   }
 }
