@@ -3,7 +3,7 @@
 
 namespace lab04 {
 
-// TODO(lab04) step 4: k forward/backward passes of b samples, gradients summed, loss scaled 1/k.
+// TODO(lab04) step 4: k forward/backward passes of b samples, the gradient of the whole batch.
 float accumulate_gradients(gtl::nn::Module& model, const Tensor& images, const Tensor& labels,
                            int64_t micro_batches) {
   // Split the batch into micro_batches equal parts with slice() (views: no copy). For each

@@ -3,14 +3,13 @@
 
 namespace lab04 {
 
-// TODO(lab04) step 6: doubling, then bisection; every try cleans up after an OOM.
+// TODO(lab04) step 6: the largest batch that fits; every try cleans up after an OOM.
 BatchSearch find_largest_batch(const ModelConfig& config,
                                const std::shared_ptr<gtl::Allocator>& allocator,
                                int64_t max_batch) {
   // A try: under gtl::AllocatorScope(allocator), train_step_once(config, batch) inside
-  // try/catch (const gtl::OutOfMemoryError&); count tries and OOMs. Search: double the batch
-  // from 1 until a try fails (or max_batch is reached), then bisect between the last batch that
-  // fitted and the first that did not. Nothing may outlive a try. About 35 lines.
+  // try/catch (const gtl::OutOfMemoryError&); count tries and OOMs. The search must take
+  // O(log max_batch) tries, and nothing may outlive a try. About 35 lines.
   (void)config;
   (void)allocator;
   (void)max_batch;

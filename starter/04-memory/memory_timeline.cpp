@@ -7,14 +7,10 @@
 namespace lab04 {
 
 // TODO(lab04) step 3: record, replay, export.
-// on_alloc: remember ptr's bytes and category (live_), add the bytes to its category
-// (live_by_category_, and its own peak in peak_by_category_), append an event whose `live` is
-// the total AFTER it. Ignore nullptr / 0 bytes. on_free: look the pointer up (not live: throw
-// gtl::Error, it is a double free or a stranger), take ITS bytes back from ITS category, append
-// the event with -bytes. peak_event: the FIRST event with the highest `live`; bytes_at_peak(c):
-// what c held just after it. to_json / from_json: the format in memory_lab.h (from_json has no
-// pointers: rebuild the events and the per-category totals from the bytes). summary: the peak
-// and, per category (category_name), its bytes at the peak and its own peak. About 45 lines.
+// The contract is the header's (section 3) and the JSON format there. A free must take back
+// exactly what its allocation added, from the category it was added to; a pointer that is not
+// live is an error. Decide what to keep per live pointer and what to keep per category so that
+// every query is cheap, and when an event's `live` is written. About 45 lines.
 void MemoryTimeline::on_alloc(const void* ptr, int64_t bytes, Category category) {
   (void)ptr;
   (void)bytes;

@@ -151,7 +151,7 @@ class LabCachingAllocator final : public gtl::Allocator {
  private:
   // Returns every fully free segment to the system (mutex_ held; TODO 2).
   void release_free_segments();
-  // Free blocks ordered by (size, address): lower_bound({size}) is the best fit.
+  // Free blocks ordered by (size, address).
   struct BySizeThenAddress {
     bool operator()(const Block* a, const Block* b) const {
       return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
