@@ -69,7 +69,9 @@ TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
   auto plain = gtl::nn::make_model(config);
   const float plain_loss = lab04::forward_backward(*plain, b.images, b.labels);
   gtl::judge::Outputs grads("Checkpointing.GradientsAreBitwiseThePlainModels");
-  for (int64_t every : {int64_t(1), int64_t(2), lab04::sqrt_segment_length(config.blocks)}) {
+  // 3 = ceil(sqrt(5)), the policy's segment length, written out: this check grades TODO 5a
+  // alone, whatever TODO 5b returns.
+  for (int64_t every : {int64_t(1), int64_t(2), int64_t(3)}) {
     auto model = lab04::make_checkpointed_model(config, every);
     ASSERT_EQ(model->num_parameters(), plain->num_parameters())
         << "TODO 5a: the same layers (make_stage), only grouped";
