@@ -12,6 +12,7 @@
 #include <cmath>
 #include <functional>
 
+#include "gpt_test_util.h"
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/gpt_block.h"
@@ -21,6 +22,7 @@
 #include "gtl_test.h"
 
 using namespace gtl;
+using gtl::testing::ids_tensor;
 using gtl::testing::Tolerance;
 
 namespace {
@@ -158,12 +160,6 @@ std::vector<float> pick(const Tensor& t) {
   const int64_t stride = std::max<int64_t>(1, t.numel() / 24);
   for (int64_t i = 0; i < t.numel(); i += stride) out.push_back(v[static_cast<std::size_t>(i)]);
   return out;
-}
-
-Tensor ids_tensor(const std::vector<int64_t>& ids, const Shape& shape) {
-  Tensor t = Tensor::empty(shape, DType::Int64);
-  std::copy(ids.begin(), ids.end(), t.data<int64_t>());
-  return t;
 }
 
 }  // namespace

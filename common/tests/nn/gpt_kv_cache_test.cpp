@@ -2,12 +2,14 @@
 // cache's bytes match the stated formula in the allocator's statistics, and sampling honours
 // temperature 0 (greedy) and top-k.
 #include "bitwise_diff.h"
+#include "gpt_test_util.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/generate.h"
 #include "gtl/nn/gpt.h"
 #include "gtl_test.h"
 
 using namespace gtl;
+using gtl::testing::ids_tensor;
 
 namespace {
 
@@ -21,12 +23,6 @@ nn::GPTConfig small_config(bool tie) {
   c.tie_head = tie;
   c.seed = 3;
   return c;
-}
-
-Tensor ids_tensor(const std::vector<int64_t>& ids, const Shape& shape) {
-  Tensor t = Tensor::empty(shape, DType::Int64);
-  std::copy(ids.begin(), ids.end(), t.data<int64_t>());
-  return t;
 }
 
 }  // namespace
