@@ -10,7 +10,9 @@
 #include "gtl/data/corpus.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/gpt.h"
+#include "gtl/nn/precision.h"
 #include "gtl/optim/adamw.h"
+#include "gtl/optim/loss_scaler.h"
 #include "gtl_test.h"
 
 using namespace gtl;
@@ -56,11 +58,16 @@ struct TrainingRun {
   std::vector<float> losses;   // one per step, before its update
   double first_reference = 0;  // the float64 loss of step 0's batch with the initial weights
   float first_max_logit = 0;   // max |logit| of step 0
+  int64_t skipped = 0;         // steps the loss scaler skipped (inf or NaN gradients)
 };
 
 // kSteps AdamW steps (lr 3e-3). perturb > 0 multiplies every gradient element by 1 +- perturb
 // (signs from a fixed LCG) before each update: a stand-in for a BLAS that sums in another order.
-TrainingRun train(float perturb) {
+TrainingRun train(float perturb, const nn::PrecisionPolicy& policy = nn::PrecisionPolicy::fp32()) {
+  nn::PrecisionScope precision(policy);
+  optim::LossScalerOptions so;
+  so.enabled = policy.compute == DType::Float16;  // as the trainer: fp16 only
+  optim::LossScaler scaler(so);
   nn::GPT gpt(config());
   optim::AdamWOptions o;
   o.lr = 3e-3f;
@@ -74,11 +81,11 @@ TrainingRun train(float perturb) {
     nn::Context ctx, loss_ctx;
     const Tensor logits = gpt.forward(ids_tensor(b.ids, {kBatch, kT}), ctx);
     if (s == 0) {
-      for (float v : logits.to_vector())
+      for (float v : nn::cast_to(logits, DType::Float32).to_vector())
         run.first_max_logit = std::max(run.first_max_logit, std::fabs(v));
     }
     const Tensor loss = head.forward(logits, ids_tensor(b.targets, {kBatch * kT}), loss_ctx);
-    gpt.backward(ctx, head.backward(loss_ctx), nn::GradMode::Overwrite);
+    gpt.backward(ctx, head.backward(loss_ctx, scaler.scale()), nn::GradMode::Overwrite);
     if (perturb > 0.f) {
       for (const nn::ParamRef& p : gpt.parameters()) {
         float* g = p.grad.data<float>();
@@ -88,7 +95,8 @@ TrainingRun train(float perturb) {
         }
       }
     }
-    adamw.step();
+    if (!scaler.step(adamw)) ++run.skipped;  // unscales first under fp16; skips inf or NaN
+    scaler.update();
     run.losses.push_back(loss.item());
   }
   return run;
@@ -136,4 +144,25 @@ TEST(GptTraining, LossAfterFixedStepsIsRecorded) {
   EXPECT_NEAR(perturbed.losses.back(), kRecorded, kRelTol * kRecorded)
       << "gradients perturbed by 1e-5 relative (more than a different BLAS summation order) "
          "left the tolerance: the recorded loss would not be robust to another BLAS kernel";
+}
+
+// bf16 and fp16 (the GEMMs, attention's included, in half precision; LayerNorm, softmax, the
+// residual stream and the loss in float32; fp16 with the core's loss scaler, as the trainer)
+// train the GPT: no step skipped for overflow, and the loss falls by over a nat in kSteps steps
+// as in fp32 (5.55 -> 4.03; measured: bf16 4.0256, fp16 4.0252). Not compared with fp32 to a
+// tolerance: the first-order bound of 13 half-precision GEMMs per forward (3 roundings each)
+// on logits up to 2 is 0.6 nats for bf16, looser than the fall itself.
+TEST(GptTraining, MixedPrecisionTrains) {
+  const TrainingRun fp32 = train(0.f);
+  for (const char* name : {"bf16", "fp16"}) {
+    const TrainingRun r = train(0.f, nn::PrecisionPolicy::parse(name));
+    EXPECT_EQ(r.skipped, 0) << name << ": the loss scaler skipped " << r.skipped << " of " << kSteps
+                            << " steps (inf or NaN gradients): revisit loss scaling";
+    EXPECT_LT(r.losses.back(), r.losses.front() - 1.f)
+        << name << ": " << kSteps << " steps lowered the loss from " << r.losses.front() << " to "
+        << r.losses.back() << ", fp32 lowers it by over a nat (to " << fp32.losses.back()
+        << "): revisit the half-precision GEMMs and the float32 islands";
+    EXPECT_NE(r.losses.back(), fp32.losses.back())
+        << name << ": the loss is fp32's to the bit: the policy did not reach the GEMMs";
+  }
 }
