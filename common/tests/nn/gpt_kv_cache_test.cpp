@@ -53,9 +53,13 @@ TEST(GptKvCache, IncrementalDecodingEqualsFullForward) {
     for (int64_t p = 5; p < t; ++p) run(p, 1);
     for (int64_t i = 0; i < b * t; ++i) {
       const std::vector<float> want(full.begin() + i * 256, full.begin() + (i + 1) * 256);
-      // Not bit for bit yet: the Linear layers' OpenBLAS sgemm blocks by M, so a row computed
-      // among 34 rows and among 2 rows may round differently (measured: 1 ulp). Attention's own
-      // batched GEMMs are row-independent (ops/matmul.h). Tolerance: 1e-6 + 1e-5 relative.
+      // Not bit for bit on every CPU: the Linear layers' cblas_sgemm rounds a row differently
+      // among 34 rows than among 2 with OpenBLAS's Haswell kernels (measured: 1 ulp; also with
+      // zero rows padding M to a multiple of 4..32, and with the product transposed). With its
+      // SkylakeX, Cooperlake, Sandybridge and Prescott kernels (OPENBLAS_CORETYPE) this test
+      // passes bit for bit: attention, softmax, the mask and LayerNorm are row-independent.
+      // Tolerance 1e-6 + 1e-5 relative: ~20 ulps of a logit of order 1, room for one-ulp
+      // differences in each of the two blocks' four Linear GEMMs and the head.
       ASSERT_EQ(gtl::testing::compare(rows[static_cast<std::size_t>(i)], want, {1e-6, 1e-5}), "")
           << (tie ? "tied" : "untied") << ": row " << i << " (sequence " << i / t << ", position "
           << i % t << ") of the cached logits differs from the full forward's";
