@@ -46,8 +46,8 @@ int64_t parameter_count(const StepShape& s) {
          (s.tie ? 0 : s.vocab * d);
 }
 
-// The two candidates for the step's peak, in bytes above the persistent state and the
-// activations saved by the forward (docs/core.md, "Memory of a training step").
+// The two candidates for the step's peak, in bytes above all that is held when the last
+// block's backward starts (docs/core.md, "Memory of a training step").
 struct PeakCandidates {
   int64_t mlp, attention;
 };
