@@ -1,8 +1,8 @@
-// The GPT's layers against references written here, independent of the core's ops.
+// The GPT's layers against references independent of the core's ops.
 //
-// The core has no float64 tensors, so each check uses a naive forward written in this file in
-// double (loops, no ops/ calls): for L = sum r * layer(x) with a fixed random r, the derivative of
-// that double forward by central differences (h = 1e-5; its error ~1e-9, far below the tolerance)
+// The core has no float64 tensors, so each check uses a naive forward in double (loops, no ops/
+// calls; gpt_reference.h): for L = sum r * layer(x) with a fixed random r, the derivative of that
+// double forward by central differences (h = 1e-5; its error ~1e-9, far below the tolerance)
 // is the reference for the layer's float32 backward. Tolerance (stated): |analytic - reference|
 // <= 2e-4 + 2e-3 |reference| (float32 forward and backward rounding; a wrong term is off by O(1)).
 // Embedding gradients are sums of dy rows: checked exactly against the sums in double.
@@ -12,6 +12,8 @@
 #include <cmath>
 #include <functional>
 
+#include "gpt_reference.h"
+#include "gpt_test_util.h"
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/gpt_block.h"
@@ -21,62 +23,14 @@
 #include "gtl_test.h"
 
 using namespace gtl;
+using gtl::testing::ids_tensor;
 using gtl::testing::Tolerance;
+using gtl::testing::ref::attention_ref;
+using gtl::testing::ref::to_double;
 
 namespace {
 
 constexpr Tolerance kTol{2e-4, 2e-3};
-
-std::vector<double> as_double(const Tensor& t) {
-  const std::vector<float> v = t.to_vector();
-  return {v.begin(), v.end()};
-}
-
-// y = x W^T + b for x [n, in], W [out, in].
-std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w,
-                           const std::vector<double>& b, int64_t n, int64_t in, int64_t out) {
-  std::vector<double> y(static_cast<std::size_t>(n * out));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t o = 0; o < out; ++o) {
-      double s = b[static_cast<std::size_t>(o)];
-      for (int64_t k = 0; k < in; ++k) s += x[i * in + k] * w[o * in + k];
-      y[i * out + o] = s;
-    }
-  return y;
-}
-
-// Naive causal multi-head attention in double: x [B, T, D], weights as the layer holds them.
-std::vector<double> attention_ref(const std::vector<double>& x, const std::vector<double>& wqkv,
-                                  const std::vector<double>& bqkv, const std::vector<double>& wo,
-                                  const std::vector<double>& bo, int64_t B, int64_t T, int64_t D,
-                                  int64_t H) {
-  const int64_t d = D / H;
-  const std::vector<double> qkv = linear(x, wqkv, bqkv, B * T, D, 3 * D);
-  std::vector<double> merged(static_cast<std::size_t>(B * T * D), 0.0);
-  auto at = [&](int64_t b, int64_t t, int64_t which, int64_t h, int64_t e) {
-    return qkv[((b * T + t) * 3 + which) * D + h * d + e];
-  };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < T; ++i) {
-        std::vector<double> s(static_cast<std::size_t>(i + 1));
-        double m = -1e300;
-        for (int64_t j = 0; j <= i; ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < d; ++e) dot += at(b, i, 0, h, e) * at(b, j, 1, h, e);
-          s[j] = dot / std::sqrt(static_cast<double>(d));
-          m = std::max(m, s[j]);
-        }
-        double z = 0;
-        for (double& v : s) z += (v = std::exp(v - m));
-        for (int64_t e = 0; e < d; ++e) {
-          double acc = 0;
-          for (int64_t j = 0; j <= i; ++j) acc += s[j] / z * at(b, j, 2, h, e);
-          merged[(b * T + i) * D + h * d + e] = acc;
-        }
-      }
-  return linear(merged, wo, bo, B * T, D, D);
-}
 
 double dot(const std::vector<double>& y, const std::vector<float>& r) {
   double s = 0;
@@ -108,8 +62,8 @@ void check_attention(int64_t B, int64_t T, int64_t D, int64_t H, uint64_t seed) 
   const Tensor dx = attn.backward(ctx, r);
   const std::vector<nn::ParamRef> ps = attn.parameters();  // qkv.w, qkv.b, proj.w, proj.b
   ASSERT_EQ(ps.size(), 4u);
-  std::vector<std::vector<double>> vals = {as_double(x)};
-  for (const auto& p : ps) vals.push_back(as_double(p.value));
+  std::vector<std::vector<double>> vals = {to_double(x)};
+  for (const auto& p : ps) vals.push_back(to_double(p.value));
   auto objective = [&] {
     return dot(attention_ref(vals[0], vals[1], vals[2], vals[3], vals[4], B, T, D, H), rv);
   };
@@ -158,12 +112,6 @@ std::vector<float> pick(const Tensor& t) {
   const int64_t stride = std::max<int64_t>(1, t.numel() / 24);
   for (int64_t i = 0; i < t.numel(); i += stride) out.push_back(v[static_cast<std::size_t>(i)]);
   return out;
-}
-
-Tensor ids_tensor(const std::vector<int64_t>& ids, const Shape& shape) {
-  Tensor t = Tensor::empty(shape, DType::Int64);
-  std::copy(ids.begin(), ids.end(), t.data<int64_t>());
-  return t;
 }
 
 }  // namespace

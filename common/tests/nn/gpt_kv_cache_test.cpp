@@ -2,12 +2,14 @@
 // cache's bytes match the stated formula in the allocator's statistics, and sampling honours
 // temperature 0 (greedy) and top-k.
 #include "bitwise_diff.h"
+#include "gpt_test_util.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/generate.h"
 #include "gtl/nn/gpt.h"
 #include "gtl_test.h"
 
 using namespace gtl;
+using gtl::testing::ids_tensor;
 
 namespace {
 
@@ -21,12 +23,6 @@ nn::GPTConfig small_config(bool tie) {
   c.tie_head = tie;
   c.seed = 3;
   return c;
-}
-
-Tensor ids_tensor(const std::vector<int64_t>& ids, const Shape& shape) {
-  Tensor t = Tensor::empty(shape, DType::Int64);
-  std::copy(ids.begin(), ids.end(), t.data<int64_t>());
-  return t;
 }
 
 }  // namespace
@@ -57,9 +53,13 @@ TEST(GptKvCache, IncrementalDecodingEqualsFullForward) {
     for (int64_t p = 5; p < t; ++p) run(p, 1);
     for (int64_t i = 0; i < b * t; ++i) {
       const std::vector<float> want(full.begin() + i * 256, full.begin() + (i + 1) * 256);
-      // Not bit for bit yet: the Linear layers' OpenBLAS sgemm blocks by M, so a row computed
-      // among 34 rows and among 2 rows may round differently (measured: 1 ulp). Attention's own
-      // batched GEMMs are row-independent (ops/matmul.h). Tolerance: 1e-6 + 1e-5 relative.
+      // Not bit for bit on every CPU: the Linear layers' cblas_sgemm rounds a row differently
+      // among 34 rows than among 2 with OpenBLAS's Haswell kernels (measured: 1 ulp; also with
+      // zero rows padding M to a multiple of 4..32, and with the product transposed). With its
+      // SkylakeX, Cooperlake, Sandybridge and Prescott kernels (OPENBLAS_CORETYPE) this test
+      // passes bit for bit: attention, softmax, the mask and LayerNorm are row-independent.
+      // Tolerance 1e-6 + 1e-5 relative: ~20 ulps of a logit of order 1, room for one-ulp
+      // differences in each of the two blocks' four Linear GEMMs and the head.
       ASSERT_EQ(gtl::testing::compare(rows[static_cast<std::size_t>(i)], want, {1e-6, 1e-5}), "")
           << (tie ? "tied" : "untied") << ": row " << i << " (sequence " << i / t << ", position "
           << i % t << ") of the cached logits differs from the full forward's";
