@@ -16,11 +16,12 @@
 // first-dimension slice (a view, tensor.h); attention reads positions [0, length) and permutes
 // them to [batch * heads, length, head_dim] for its batched GEMMs (a temporary per step).
 //
-// Equality: on the CPU, decoding with the cache gives the logits of a full forward over the same
-// tokens to within 1e-5 relative (gpt_kv_cache_test.cpp). Attention's part is row-independent
-// (ops/matmul.h's batched loop; the masked keys a full forward sees contribute exact zeros), but
-// the Linear layers' OpenBLAS GEMMs block by the row count, so the last bit may differ: bitwise
-// equality needs a row-independent CPU GEMM for Linear too (not done yet).
+// Equality: on the CPU, under ops::ScopedRowInvariant (math_mode.h), decoding with the cache
+// gives the logits of a full forward over the same tokens bit for bit (gpt_kv_cache_test.cpp).
+// Attention's part is row-independent (ops/matmul.h's batched loop; the masked keys a full
+// forward sees contribute exact zeros); the Linear layers' GEMMs are too in that mode. Without
+// it, OpenBLAS blocks a GEMM by its row count, and a row decoded alone can differ in the last bit
+// from the same row among all positions.
 #pragma once
 
 #include <vector>

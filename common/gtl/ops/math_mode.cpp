@@ -6,6 +6,7 @@ namespace gtl::ops {
 namespace {
 thread_local bool t_tf32 = false;
 thread_local bool t_cudnn_benchmark = false;
+thread_local bool t_row_invariant = false;
 }  // namespace
 
 bool tf32_enabled() {
@@ -20,6 +21,13 @@ bool cudnn_benchmark_enabled() {
 }
 void set_cudnn_benchmark(bool enabled) {
   t_cudnn_benchmark = enabled;
+}
+
+bool row_invariant_enabled() {
+  return t_row_invariant;
+}
+void set_row_invariant(bool enabled) {
+  t_row_invariant = enabled;
 }
 
 }  // namespace gtl::ops

@@ -15,7 +15,17 @@
 // a cache keyed by the shapes, like torch.backends.cudnn.benchmark: it pays off when the shapes
 // repeat (a training loop), and costs a slow first step when they do not.
 //
-// Both switches are per thread, read at each call: the simulated ranks of the distributed labs are
+// Row invariance is a switch because it costs speed on the CPU. A BLAS picks its kernel, blocking
+// and summation order by the shape of the call, so row i of x @ W can round differently when x
+// has 1 row than when it has 34 (measured with OpenBLAS's Haswell sgemm: 1 ulp). A KV cache
+// decodes one position at a time where a full forward multiplies all of them together, so the
+// two disagree in the last bits unless every row is computed the same way whatever the number of
+// rows: "batch invariance", the property LLM inference servers need for reproducible outputs.
+// With the switch on, the CPU matmul computes each output row with its own matrix-vector product
+// (cblas_sgemv), which depends on that row alone; the GPU path ignores it (cuBLAS chooses its
+// kernels by shape: a batch-invariant GPU GEMM fixes its tiling and split-K for every M).
+//
+// The switches are per thread, read at each call: the simulated ranks of the distributed labs are
 // threads of one process, and one rank turning TF32 on must not change another rank's GEMMs in
 // the middle of its step (a process-wide switch, as PyTorch's, would race there). A new thread
 // starts with both off, whatever the thread that started it had set: set them in each rank. The
@@ -34,6 +44,24 @@ void set_tf32_enabled(bool enabled);
 // thread.
 bool cudnn_benchmark_enabled();
 void set_cudnn_benchmark(bool enabled);
+
+// Every row of a CPU matmul computed independently of the others (see above), for this thread.
+// Default: off.
+bool row_invariant_enabled();
+void set_row_invariant(bool enabled);
+
+class ScopedRowInvariant {
+ public:
+  explicit ScopedRowInvariant(bool enabled) : previous_(row_invariant_enabled()) {
+    set_row_invariant(enabled);
+  }
+  ~ScopedRowInvariant() { set_row_invariant(previous_); }
+  ScopedRowInvariant(const ScopedRowInvariant&) = delete;
+  ScopedRowInvariant& operator=(const ScopedRowInvariant&) = delete;
+
+ private:
+  bool previous_;
+};
 
 class ScopedTF32 {
  public:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtl/ops/detail/checks.h"
+#include "gtl/ops/math_mode.h"
 #include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
@@ -46,6 +47,22 @@ void sgemm_cpu(const float* a, const float* b, float* c, int64_t lda, int64_t ld
     return;
   }
   set_blas_threads_once();
+  if (row_invariant_enabled()) {
+    // Row i of c is op(b)^T times row i of op(a): the same call whatever m is (math_mode.h).
+    // The row is copied to contiguous memory first: a BLAS may take another path for a strided
+    // vector (a transposed a), and then a row computed alone would differ from the same row
+    // computed among others.
+    std::vector<float> row(static_cast<size_t>(s.k));
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t l = 0; l < s.k; ++l)
+        row[static_cast<size_t>(l)] = ta ? a[l * lda + i] : a[i * lda + l];
+      // op(b) is [k, n]: b stored [k, n] multiplies as its transpose, b stored [n, k] as is.
+      cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, static_cast<int>(tb ? s.n : s.k),
+                  static_cast<int>(tb ? s.k : s.n), alpha, b,
+                  static_cast<int>(std::max<int64_t>(1, ldb)), row.data(), 1, beta, c + i * s.n, 1);
+    }
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), alpha, a,
               static_cast<int>(std::max<int64_t>(1, lda)), b,

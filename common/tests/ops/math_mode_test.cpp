@@ -13,14 +13,18 @@ namespace {
 TEST(MathMode, SwitchesAreOffByDefaultAndScopedGuardsRestore) {
   EXPECT_FALSE(tf32_enabled());
   EXPECT_FALSE(cudnn_benchmark_enabled());
+  EXPECT_FALSE(row_invariant_enabled());
   {
     ScopedTF32 tf32(true);
     ScopedCudnnBenchmark bench(true);
+    ScopedRowInvariant rows(true);
     EXPECT_TRUE(tf32_enabled());
     EXPECT_TRUE(cudnn_benchmark_enabled());
+    EXPECT_TRUE(row_invariant_enabled());
   }
   EXPECT_FALSE(tf32_enabled()) << "ScopedTF32 must restore the previous value";
   EXPECT_FALSE(cudnn_benchmark_enabled()) << "ScopedCudnnBenchmark must restore the previous value";
+  EXPECT_FALSE(row_invariant_enabled()) << "ScopedRowInvariant must restore the previous value";
 }
 
 TEST(MathMode, EachThreadHasItsOwnSwitches) {

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "bitwise_diff.h"
 #include "gemm_conv_reference.h"
+#include "gtl/ops/math_mode.h"
 #include "gtl/ops/matmul.h"
 #include "gtl_test.h"
 
@@ -90,6 +92,52 @@ TEST(Matmul, HalfTypesSmallIntegersAreExact) {
     EXPECT_EQ(matmul(a, b).to_vector(), reference_matmul(a, b, false, false).to_vector())
         << gtl::dtype_name(dtype) << ": small integers must survive the float32 round trip";
   }
+}
+
+// Row-invariant mode (math_mode.h): row i of op(a) op(b) is the same bits whether op(a) has one
+// row or 37, for every transpose and for the half types, and still the right product (alpha and
+// beta included). A KV cache relies on it to decode exactly what a full forward computes.
+TEST(Matmul, RowInvariantRowsDoNotDependOnTheRowCount) {
+  const gtl::ops::ScopedRowInvariant row_invariant(true);
+  Generator gen(7);
+  const Mkn s{37, 45, 29};
+  for (DType dtype : {DType::Float32, DType::BFloat16})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = Tensor::uniform(a_shape(s, ta), gen, -1.f, 1.f, dtype);
+        Tensor b = Tensor::uniform(b_shape(s, tb), gen, -1.f, 1.f, dtype);
+        Tensor full = matmul(a, b, ta, tb);
+        expect_close(
+            full, reference_matmul(a, b, ta, tb),
+            Tolerance{1e-5 * static_cast<double>(s.k), dtype == DType::Float32 ? 1e-5 : 2 * 0x1p-8},
+            what("row-invariant", s, ta, tb));
+        const std::vector<float> av = a.to(DType::Float32).to_vector();
+        const std::vector<float> fv = full.to(DType::Float32).to_vector();
+        for (int64_t i = 0; i < s.m; ++i) {
+          // Row i of op(a) alone: a row of a, or a column of a stored transposed.
+          std::vector<float> row(static_cast<std::size_t>(s.k));
+          for (int64_t l = 0; l < s.k; ++l)
+            row[static_cast<std::size_t>(l)] =
+                av[static_cast<std::size_t>(ta ? l * s.m + i : i * s.k + l)];
+          Tensor one = Tensor::from_vector(row, ta ? Shape{s.k, 1} : Shape{1, s.k}).to(dtype);
+          const std::vector<float> got = matmul(one, b, ta, tb).to(DType::Float32).to_vector();
+          const std::vector<float> want(fv.begin() + i * s.n, fv.begin() + (i + 1) * s.n);
+          ASSERT_EQ(gtl::testing::bitwise_diff(got, want), "")
+              << gtl::dtype_name(dtype) << (ta ? " a^T" : " a") << (tb ? " b^T" : " b") << ": row "
+              << i << " computed alone differs from the same row among " << s.m
+              << " (row-invariant mode must compute every row with the same call)";
+        }
+      }
+  Tensor x = Tensor::uniform({5, 6}, gen, -1.f, 1.f);
+  Tensor w = Tensor::uniform({6, 4}, gen, -1.f, 1.f);
+  Tensor c = Tensor::uniform({5, 4}, gen, -1.f, 1.f);
+  const std::vector<float> start = c.to_vector(),
+                           prod = reference_matmul(x, w, false, false).to_vector();
+  matmul_out(x, w, c, false, false, 0.5f, 2.f);
+  std::vector<float> expected(start.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = 2.f * start[i] + 0.5f * prod[i];
+  expect_close(c, Tensor::from_vector(expected, {5, 4}), Tolerance{1e-5, 1e-5},
+               "row-invariant c = alpha a b + beta c");
 }
 
 TEST(Matmul, OutAccumulatesWithAlphaAndBeta) {
