@@ -166,6 +166,21 @@ TEST(HostileSubmission, AForbiddenReferenceReachedWithoutItsNameRefusesToRun) {
         << g.check(name)["details"];
 }
 
+TEST(HostileSubmission, CodeWrongOnlyWhenBenchmarkedScoresZeroForSpeed) {
+  // sum() recognises the benchmark program by its name and sums a quarter of the elements there
+  // (four times "faster"); under the tests it is right. The benchmark checks what it computed.
+  const Graded g = grade_submission_named("bench_detect");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-speed").find("reported an error: wrong result"), std::string::npos)
+      << "the speed check fails on the benchmark's own verification, expected \"reported an "
+         "error: wrong result\", got: "
+      << g.reason("sum-speed");
+  EXPECT_NE(g.reason("sum-correct").find("the benchmark of TODO sum found a wrong result"),
+            std::string::npos)
+      << "the tests passed, but a result wrong in the benchmark voids them: "
+      << g.reason("sum-correct");
+}
+
 // The course as it is in the repository, file by file (to tell whether grading changed it).
 std::map<std::string, std::string> snapshot(const fs::path& course) {
   std::map<std::string, std::string> files;
