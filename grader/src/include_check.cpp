@@ -59,6 +59,9 @@ std::vector<ForbiddenInclude> forbidden_includes(const fs::path& build_dir, cons
       return sub != "tests" && sub != "bench" && sub != "hidden";
     }
     if (inside(dep, root / "common")) return true;
+    // The grader's channel headers (the core's reference guard, the seed): public, no answers.
+    if (inside(dep, root / "grader" / "channel")) return true;
+    if (inside(dep, fs::path(GTL_GRADER_CHANNEL_DIR).lexically_normal())) return true;
     if (inside(dep, build)) return true;  // generated files, emulated copies of student files
     return inside(dep, "/usr") || inside(dep, "/opt");
   };

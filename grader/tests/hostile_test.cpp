@@ -142,6 +142,45 @@ TEST(HostileSubmission, CodeRightOnlyUnderTheTestHarnessLosesItsTestPoints) {
       << g.reason("sum-correct");
 }
 
+TEST(HostileSubmission, AForbiddenReferenceReachedWithoutItsNameRefusesToRun) {
+  // sum() calls the core's reference sum through a function pointer a core helper in another file
+  // hands out (fixture::reduction): its object names no forbidden symbol, so the scan passes it.
+  // The runtime guard does not: while a test or benchmark calls sum(), the reference ends the
+  // program, naming itself and the student's call.
+  const Graded g = grade_submission_named("forbidden_indirect");
+  expect_sum_zero_prefix_full(g);
+  const std::string guard =
+      "reference guard: the core's fixture::reference_sum ran while the program was calling the "
+      "student's sum() (TODO sum)";
+  for (const char* name : {"sum-correct", "sum-hidden"}) {
+    EXPECT_EQ(g.reason(name).find("uses the core's"), std::string::npos)
+        << name << ": the scan cannot see this path, the runtime guard must: " << g.reason(name);
+    EXPECT_NE(g.check(name)["details"].get<std::string>().find(guard), std::string::npos)
+        << name << ": the test's last output names the reference and the call, expected \"" << guard
+        << "\", got:\n"
+        << g.check(name)["details"];
+  }
+  for (const char* name : {"sum-speed", "sum-memory"})
+    EXPECT_NE(g.check(name)["details"].get<std::string>().find(guard), std::string::npos)
+        << name << ": the benchmark stops the reference too; got:\n"
+        << g.check(name)["details"];
+}
+
+TEST(HostileSubmission, CodeWrongOnlyWhenBenchmarkedScoresZeroForSpeed) {
+  // sum() recognises the benchmark program by its name and sums a quarter of the elements there
+  // (four times "faster"); under the tests it is right. The benchmark checks what it computed.
+  const Graded g = grade_submission_named("bench_detect");
+  expect_sum_zero_prefix_full(g);
+  EXPECT_NE(g.reason("sum-speed").find("reported an error: wrong result"), std::string::npos)
+      << "the speed check fails on the benchmark's own verification, expected \"reported an "
+         "error: wrong result\", got: "
+      << g.reason("sum-speed");
+  EXPECT_NE(g.reason("sum-correct").find("the benchmark of TODO sum found a wrong result"),
+            std::string::npos)
+      << "the tests passed, but a result wrong in the benchmark voids them: "
+      << g.reason("sum-correct");
+}
+
 // The course as it is in the repository, file by file (to tell whether grading changed it).
 std::map<std::string, std::string> snapshot(const fs::path& course) {
   std::map<std::string, std::string> files;

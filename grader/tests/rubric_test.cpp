@@ -257,5 +257,26 @@ TEST(Rubric, LoadsTheFixtureCourse) {
   EXPECT_EQ(labs[0].max_points(), 16);
 }
 
+TEST(Rubric, EveryTestCheckOfTheCourseHasAJudge) {
+  // The verdict channel's key is in the test program's memory: code that runs before the listener
+  // can take it and report any test passed (the fixture forge_key). What makes a stolen key
+  // worthless is the judge, a program built from the course alone that re-derives the verdict
+  // from the outputs the student's code produced (docs/grader.md, "Trust model"). A test check
+  // without one would be scored on the channel's word alone.
+  const std::filesystem::path course =
+      std::filesystem::path(GTL_GRADER_FIXTURES).parent_path().parent_path().parent_path();
+  const auto labs = load_course_rubrics(course);
+  ASSERT_GE(labs.size(), 7u) << "the course's labs under " << course;
+  for (const Rubric& lab : labs) {
+    for (const Check& c : lab.checks) {
+      if (c.kind != CheckKind::kTest) continue;
+      EXPECT_FALSE(c.judge.empty())
+          << "labs/" << lab.dir << "/rubric.yaml: the test check '" << c.name
+          << "' has no judge (expected `judge: <target>`): its verdict would rest on the "
+             "verdict channel alone, whose key student code can steal";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gtl::grader
