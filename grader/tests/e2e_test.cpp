@@ -45,9 +45,12 @@ TEST(GraderE2E, FailingTestsCostTheirPoints) {
   EXPECT_DOUBLE_EQ(g.score("prefix-correct"), 2.0) << "2 of 3 tests pass, partial credit";
   EXPECT_NE(g.reason("prefix-correct").find("Prefix.Large failed"), std::string::npos);
   EXPECT_EQ(g.status("prefix-memory"), "failed") << "no reserve(): more peak memory";
-  // The report ends with the next step: the sum TODO passes, so the prefix TODO is next (the
-  // fixture's handout has no heading for it: its path alone).
-  const std::string next = "TODO prefix in sum.cpp, see labs/01-sum/README.md";
+  // The report ends with the next step: the first TODO with a check below full marks. The sum
+  // TODO's checks pass except, on a heavily loaded machine, sum-speed: a CPU timing that load can
+  // pull under its bar (seen: 2.73x for a bar of 4, load 14 on 2 cores), and then the sum TODO is
+  // rightly next. The fixture's handout has no heading for either: the path alone.
+  const std::string todo = g.status("sum-speed") == "passed" ? "prefix" : "sum";
+  const std::string next = "TODO " + todo + " in sum.cpp, see labs/01-sum/README.md";
   EXPECT_EQ(g.report["labs"][0]["next_step"], next);
   EXPECT_NE(g.run.output.find("next: " + next), std::string::npos) << g.run.output;
   // Progress on every wait: each build step ends with its elapsed time.
