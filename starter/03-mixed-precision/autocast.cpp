@@ -65,9 +65,11 @@ HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(d
   GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
             "HalfWeightCache: expected float16 or bfloat16, got " << dtype);
   // TODO(lab03) step 2c
-  // For every parameter slot of the model (model.parameter_slots()) with dim() >= 2: allocate
-  // its compute tensor ONCE (Tensor::empty, dtype_), remember the slot, then fill all copies.
-  // About 8 lines.
+  // Spec (HalfWeightCache.*, BM_HalfForward): exactly the weight matrices and filters get a
+  // compute copy (biases and LayerNorm stay float32); afterwards a bf16 forward + backward
+  // allocates no weight-sized tensor, and computes what the core's own copy computes. Decide how
+  // to recognise those parameters from a ParamRef alone, and where the copies live (what does
+  // nn::weight_as, gtl/nn/precision.h, read?). About 8 lines.
   (void)model;
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache is not implemented");
   // END TODO(lab03)
@@ -75,18 +77,18 @@ HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(d
 
 void HalfWeightCache::refresh() const {
   // TODO(lab03) step 2c
-  // compute = round(value) element by element, written into the existing copies (no
-  // allocation: Tensor::to would allocate). The API you need, without opening half.h (it holds
-  // the answer to 1a/1b): gtl::half(float) and gtl::bfloat16(float) round like the GPU, and
-  // their uint16_t member `bits` is what to store (write through compute.data_ptr()). This
-  // step is about WHEN the copy is made, not how; gtl::half is allowed here. About 8 lines.
+  // Spec: every copy = round(value), and refresh() allocates nothing (the test counts
+  // allocations). The API you need, without opening half.h (it holds the answer to 1a/1b):
+  // gtl::half(float) and gtl::bfloat16(float) round like the GPU, and their uint16_t member
+  // `bits` is the stored value. This step is about WHEN the copy is made, not how; gtl::half is
+  // allowed here. About 8 lines.
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::refresh is not implemented");
   // END TODO(lab03)
 }
 
 int64_t HalfWeightCache::bytes() const {
   // TODO(lab03) step 2c
-  // The bytes of all compute copies (Tensor::nbytes). About 3 lines.
+  // Spec: the header's. About 3 lines.
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::bytes is not implemented");
   // END TODO(lab03)
 }

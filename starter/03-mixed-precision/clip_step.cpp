@@ -12,9 +12,9 @@ namespace lab03 {
 
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
   // TODO(lab03) step 5a
-  // norm = sqrt(sum of the squares of every gradient element, accumulated in double); coef =
-  // max_norm / (norm + 1e-6f) in float; when coef < 1, every gradient *= coef. Return the norm.
-  // About 14 lines.
+  // Spec (ClipByGlobalNorm.*): the header's contract, equal to the core's clipping to float
+  // rounding; gradients whose norm is already within max_norm come back untouched, bit for bit;
+  // gradients of 1e20 have a finite norm. Decide what to sum in. About 14 lines.
   (void)params;
   (void)max_norm;
   throw gtl::Error("TODO(lab03) step 5a: clip_by_global_norm is not implemented");

@@ -71,8 +71,9 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
 // (nn::weight_as), and otherwise cast the float32 weight at every use (forward AND backward).
 class HalfWeightCache {
  public:
-  // Gives every matrix/filter parameter (dim >= 2) of `model` a `dtype` compute copy (fp16 or
-  // bf16, CPU), allocated here once, and fills it. Biases and LayerNorm stay float32.
+  // Gives every weight matrix and filter of `model` (what the core's Linear and Conv2d multiply
+  // with) a `dtype` compute copy (fp16 or bf16, CPU), made here once, and fills it. Biases and
+  // LayerNorm stay float32.
   HalfWeightCache(gtl::nn::Module& model, DType dtype);  // TODO 2c
   // compute = round(value) for every copy, in place (no allocation): once per step, after the
   // optimizer changed the float32 values.
@@ -157,7 +158,7 @@ class MasterWeights {
 
 // ---- 5. Clipping in an AMP step (clip_step.cpp) ------------------------------------------------
 // Clips float32 gradients by their global L2 norm: every gradient *= min(1, max_norm / (norm +
-// 1e-6)). Returns the norm before clipping (accumulated in double, returned as float).
+// 1e-6)). Returns the norm before clipping, as float (finite whenever the true norm fits one).
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm);  // TODO 5a
 
 struct StepOutcome {
