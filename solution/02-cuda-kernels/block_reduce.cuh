@@ -1,10 +1,9 @@
 // Lab 02, TODO 1b: warp and block reductions, used by the reduction, softmax and layernorm kernels.
 //
 // Inside a warp, __shfl_xor_sync(mask, v, offset) hands each lane the register v of lane
-// (lane ^ offset): after offsets 16, 8, 4, 2, 1 (a butterfly) every lane holds the warp's total,
-// with no shared memory and no __syncthreads. Across warps, lane 0 of each warp writes its total to
-// shared memory and the first warp reduces those. Every thread of the block must call
-// block_reduce, and every thread gets the result.
+// (lane ^ offset), with no shared memory and no __syncthreads. Across warps, values travel only
+// through shared memory. Every thread of the block must call block_reduce, and every thread gets
+// the result.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -9,13 +9,9 @@
 //          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
 //          Each thread loads 4 elements before using any (4 requests in flight, as in the
 //          softmax); the second and third reads of the row come from L1/L2, not HBM.
-//   backward (5b) with xhat = (x - mean) * rstd and dxhat = dy * weight:
-//          dx = rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat * xhat)): two row sums, one
-//          block per row as in the forward. dweight = sum_r dy * xhat and dbias = sum_r dy are
-//          sums down the columns: one thread per column walks the rows, so a warp reads 32
-//          consecutive columns of a row (coalesced), and without atomics the result does not
-//          depend on scheduling. (With few columns that kernel leaves most SMs idle; splitting
-//          the rows into chunks with a second pass over the partial sums is the next step.)
+//   backward (5b) dx, derived from the forward by hand: one block per row as in the forward.
+//          dweight and dbias are sums over the rows, one per column: the kernel that computes
+//          them must read memory coalesced and give the same bits on every run (no atomics).
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"

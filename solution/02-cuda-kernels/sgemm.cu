@@ -10,11 +10,8 @@
 //   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8 block
 //                   held in registers. Per k step a thread reads 8 values of A and 8 of B from
 //                   shared memory and does 64 multiply-adds: 4x the arithmetic per shared-memory
-//                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace.
-//                   Two layout choices keep shared memory conflict-free: a thread's 8 columns are
-//                   16 apart (the 16 threads of a half-warp read 16 consecutive floats), and the
-//                   transposed A tile has rows of 132 floats, not 128 (the padding spreads the
-//                   transposing stores over all 32 banks).
+//                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace,
+//                   provided the layout keeps shared memory free of bank conflicts (3b's decision).
 // Every version handles any M, N, K (edges are zero-filled on load and masked on store).
 #include <cuda_runtime.h>
 
@@ -58,7 +55,7 @@ __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
 constexpr int kThreadCols = kBN / kTN;               // 16 threads across a tile row
-constexpr int kPadA = 4;  // as rows of 132 floats: conflict-free transposing stores, 16-byte rows
+constexpr int kPadA = 4;  // padding for the rows of a transposed A tile in shared memory
 static_assert(kBM % kTM == 0 && kBN % kTN == 0 && (kBM * kBK) % kThreads == 0 &&
                   (kBK * kBN) % kThreads == 0 && kThreadCols * kTN == kBN,
               "each thread owns a whole sub-tile and loads whole shares of the A and B tiles");

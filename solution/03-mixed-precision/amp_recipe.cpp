@@ -1,10 +1,5 @@
-// Lab 03, TODO 6: the recipe of each precision, and why bf16 needs no loss scaler.
-//
-// fp16 has 5 exponent bits: nothing below 2^-24 survives, and a gradient distribution spanning
-// 1e-9 .. 1e-2 loses its tail, so fp16 needs the loss scaler. bf16 has float32's 8 exponent bits
-// (down to ~1e-38 normal): the same gradients all survive, only with 8 bits of precision, so bf16
-// trains with no scaler at all. Both keep float32 master weights: the updates are small next to
-// the weights whatever the range (bf16, with fewer mantissa bits, loses them even sooner).
+// Lab 03, TODO 6: the recipe of each precision: which needs a loss scaler, which needs float32
+// master weights, and why (the handout's objective 7).
 #include "mixed_precision.h"
 
 namespace lab03 {

@@ -1,11 +1,9 @@
 // Lab 03, TODO 2: autocast, the activation memory it saves, and the weight copy made once.
 //
-// Autocast runs an op in half precision where that is fast and safe: matmuls and convolutions
-// (tensor cores; each product rounded, the sums accumulate in float32) and the elementwise ops
-// that follow them. It keeps in float32 what rounding would break: softmax and cross-entropy
-// (exp and log of sums), LayerNorm (mean and variance), reductions, and the residual stream.
-// What an op saves for backward is its input in the dtype it computed in, so half precision
-// halves those activations, but not the float32 islands: the saving is less than 2x.
+// Autocast runs an op in half precision where that is fast and safe, and keeps in float32 what
+// 8 or 11 bits of precision would break (the handout's "Tensor cores" gives the criteria). An op
+// saves for backward what its backward reads, in the dtype it computed in, so half precision
+// shrinks those activations, but not the float32 islands: the saving is less than 2x.
 #include <cstring>
 
 #include "gtl/tensor/half.h"

@@ -1,10 +1,9 @@
-// Lab 03, TODO 5: clip after unscale, and skip cleanly on overflow.
+// Lab 03, TODO 5: gradient clipping inside an AMP step, and skipping an overflowed step cleanly.
 //
 // Clipping compares the gradient norm with max_norm, a number in the units of the true gradient.
-// The gradients coming out of an fp16 backward are S times too large (the loss scale): clipping
-// them first would compare S * norm with max_norm and shrink every step by S. So: unscale first,
-// then clip. And an overflowed step (inf/NaN gradients) is not clipped at all: its norm is inf or
-// NaN, the coefficient would turn every gradient into 0 or NaN, and the step is skipped anyway.
+// The gradients an fp16 backward leaves are S times too large (S, the loss scale), and on an
+// overflowed step some of them are inf or NaN. Where clipping belongs among the scaler's unscale_,
+// step and update is step 5b's question.
 #include <cmath>
 
 #include "mixed_precision.h"

@@ -9,13 +9,9 @@
 //          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
 //          Each thread loads 4 elements before using any (4 requests in flight, as in the
 //          softmax); the second and third reads of the row come from L1/L2, not HBM.
-//   backward (5b) with xhat = (x - mean) * rstd and dxhat = dy * weight:
-//          dx = rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat * xhat)): two row sums, one
-//          block per row as in the forward. dweight = sum_r dy * xhat and dbias = sum_r dy are
-//          sums down the columns: one thread per column walks the rows, so a warp reads 32
-//          consecutive columns of a row (coalesced), and without atomics the result does not
-//          depend on scheduling. (With few columns that kernel leaves most SMs idle; splitting
-//          the rows into chunks with a second pass over the partial sums is the next step.)
+//   backward (5b) dx, derived from the forward by hand: one block per row as in the forward.
+//          dweight and dbias are sums over the rows, one per column: the kernel that computes
+//          them must read memory coalesced and give the same bits on every run (no atomics).
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -64,9 +60,10 @@ __global__ void layernorm_block_kernel(const float* x, const float* w, const flo
 __global__ void layernorm_backward_dx_kernel(const float* dy, const float* x, const float* w,
                                              const float* mean, const float* rstd, float* dx,
                                              int cols) {
-  // TODO(lab02) step 5b (stretch): dx of row blockIdx.x. With xhat = (x - mean) * rstd and
-  // dxhat = dy * w: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), the means taken
-  // over the row (block_reduce, scratch of kBlock / 32 floats). About 15 lines.
+  // TODO(lab02) step 5b (stretch): dx of row blockIdx.x, the gradient of the loss with respect
+  // to x through y = (x - mean) * rstd * w + b, where mean and rstd depend on every x of the row.
+  // Derive it on paper first (two row means of the upstream gradient appear; each row of dx sums
+  // to 0); row sums go through block_reduce (scratch of kBlock / 32 floats). About 15 lines.
   (void)dy, (void)x, (void)w, (void)mean, (void)rstd, (void)dx, (void)cols;
   // END TODO(lab02)
 }
@@ -75,8 +72,9 @@ __global__ void layernorm_backward_params_kernel(const float* dy, const float* x
                                                  const float* rstd, float* dweight, float* dbias,
                                                  int rows, int cols) {
   // TODO(lab02) step 5b (stretch): dweight[c] = sum over the rows of dy * xhat and dbias[c] =
-  // sum of dy (0 when rows is 0), one thread per column: a warp then reads 32 consecutive columns
-  // of each row. About 10 lines.
+  // sum of dy (0 when rows is 0), with xhat = (x - mean) * rstd. The launcher's grid is yours to
+  // read below. Decide which thread sums what so that a warp reads consecutive addresses and the
+  // result has the same bits on every run. About 10 lines.
   (void)dy, (void)x, (void)mean, (void)rstd, (void)dweight, (void)dbias, (void)rows, (void)cols;
   // END TODO(lab02)
 }

@@ -10,11 +10,8 @@
 //   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8 block
 //                   held in registers. Per k step a thread reads 8 values of A and 8 of B from
 //                   shared memory and does 64 multiply-adds: 4x the arithmetic per shared-memory
-//                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace.
-//                   Two layout choices keep shared memory conflict-free: a thread's 8 columns are
-//                   16 apart (the 16 threads of a half-warp read 16 consecutive floats), and the
-//                   transposed A tile has rows of 132 floats, not 128 (the padding spreads the
-//                   transposing stores over all 32 banks).
+//                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace,
+//                   provided the layout keeps shared memory free of bank conflicts (3b's decision).
 // Every version handles any M, N, K (edges are zero-filled on load and masked on store).
 #include <cuda_runtime.h>
 
@@ -50,7 +47,7 @@ __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
 constexpr int kThreadCols = kBN / kTN;               // 16 threads across a tile row
-constexpr int kPadA = 4;  // as rows of 132 floats: conflict-free transposing stores, 16-byte rows
+constexpr int kPadA = 4;  // padding for the rows of a transposed A tile in shared memory
 static_assert(kBM % kTM == 0 && kBN % kTN == 0 && (kBM * kBK) % kThreads == 0 &&
                   (kBK * kBN) % kThreads == 0 && kThreadCols * kTN == kBN,
               "each thread owns a whole sub-tile and loads whole shares of the A and B tiles");
@@ -62,16 +59,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     sgemm_register_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
   // TODO(lab02) step 3b: the block computes the kBM x kBN tile of C at (blockIdx.y * kBM,
   // blockIdx.x * kBN) with kThreads = 256 threads, each thread kTM x kTN = 8 x 8 results in
-  // registers (float acc[kTM][kTN]). Layout: thread t owns rows (t / kThreadCols) * kTM + i and
-  // columns t % kThreadCols + j * kThreadCols, so the 16 threads of a half-warp read 16 consecutive
-  // floats of B (no bank conflict) and store 16 consecutive floats of C (coalesced).
-  // For each kBK-wide slice of K, all threads load the A tile, transposed, into
-  // __shared__ __align__(16) float as[kBK][kBM + kPadA] (the padding spreads the transposing
-  // stores over all banks) and the B tile into __shared__ float bs[kBK][kBN], 0 outside the
-  // matrices; each kk < kBK is then the outer product of the thread's 8 values of as[kk] (two
-  // float4 loads) and its 8 values of bs[kk], added into acc.
-  // Hints: #pragma unroll on the small loops keeps acc in registers; bounds-check the stores.
-  // About 50 lines.
+  // registers (float acc[kTM][kTN]). For each kBK-wide slice of K, the threads stage the A tile
+  // (transposed, so that a thread's 8 values of one k are contiguous: two float4 loads) and the
+  // B tile in shared memory, 0 outside the matrices, and add the outer products into acc.
+  // Constraints (the sgemm-vs-cublas bar needs them): no shared-memory bank conflicts on the B
+  // reads nor on the transposing A stores, and coalesced C stores. Decide which rows and columns
+  // of the tile a thread owns, and the shapes of the shared arrays (kPadA is there to use).
+  // Hints: count shared-memory traffic per multiply-add (handout); #pragma unroll on the small
+  // loops keeps acc in registers; bounds-check the stores. About 50 lines.
   (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
   // END TODO(lab02)
 }

@@ -1,11 +1,9 @@
 // Lab 03, TODO 2: autocast, the activation memory it saves, and the weight copy made once.
 //
-// Autocast runs an op in half precision where that is fast and safe: matmuls and convolutions
-// (tensor cores; each product rounded, the sums accumulate in float32) and the elementwise ops
-// that follow them. It keeps in float32 what rounding would break: softmax and cross-entropy
-// (exp and log of sums), LayerNorm (mean and variance), reductions, and the residual stream.
-// What an op saves for backward is its input in the dtype it computed in, so half precision
-// halves those activations, but not the float32 islands: the saving is less than 2x.
+// Autocast runs an op in half precision where that is fast and safe, and keeps in float32 what
+// 8 or 11 bits of precision would break (the handout's "Tensor cores" gives the criteria). An op
+// saves for backward what its backward reads, in the dtype it computed in, so half precision
+// shrinks those activations, but not the float32 islands: the saving is less than 2x.
 #include <cstring>
 
 #include "gtl/tensor/half.h"
@@ -37,10 +35,10 @@ const char* op_name(Op op) {
 
 DType autocast_dtype(Op op, const gtl::nn::PrecisionPolicy& policy) {
   // TODO(lab03) step 2a
-  // Return policy.compute for the ops that run in half precision (matmul, conv2d and the
-  // elementwise activation on their output), DType::Float32 for the float32 islands (softmax,
-  // cross-entropy, LayerNorm, reductions, the residual add). See common/gtl/nn/precision.h.
-  // About 8 lines.
+  // Spec (Autocast.*): for each of the 8 ops, either policy.compute or DType::Float32 (under the
+  // fp32 policy both are float32). Decide each op from the criteria of the handout's "Tensor
+  // cores" paragraph: what the op spends its time on, and what 8 or 11 bits of precision would
+  // do to its result. An elementwise op runs in the dtype of its input. About 8 lines.
   throw gtl::Error(std::string("TODO(lab03) step 2a: autocast_dtype(") + op_name(op) + ", " +
                    policy.name() + ") is not implemented");
   // END TODO(lab03)
@@ -50,12 +48,14 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
                                const gtl::nn::PrecisionPolicy& policy) {
   GTL_CHECK(config.kind == "mlp", "saved_activation_bytes: only the mlp, got " << config.kind);
   // TODO(lab03) step 2b
-  // Predict the bytes the forward and the loss save for backward, from the layer shapes and
-  // autocast_dtype: Flatten -> Linear(in, D) -> blocks x [LayerNorm -> Linear(D, 4D) -> GELU ->
-  // Linear(4D, D)] -> LayerNorm -> Linear(D, classes) -> cross-entropy. Each Linear saves its
-  // input (in its compute dtype), GELU its input, LayerNorm its input in float32 plus a float32
-  // mean and rstd per row, the loss the float32 logits and the int64 labels. The residual add
-  // saves nothing. in = product of config.input. Hint: gtl::dtype_size. About 12 lines.
+  // Spec (ActivationMemory.*): exactly the bytes the model's Context and the loss hold for
+  // backward, for any hidden size, block count, batch and policy; for the default model 8840
+  // bytes per sample in fp32 and 4840 in half. The chain: Flatten -> Linear(in, D) -> blocks x
+  // [LayerNorm -> Linear(D, 4D) -> GELU -> Linear(4D, D), added to the residual stream] ->
+  // LayerNorm -> Linear(D, classes) -> cross-entropy; in = product of config.input.
+  // Decide, layer by layer, which tensors its backward reads and in which dtype (autocast_dtype).
+  // Conventions of this core: a weight is not an activation; LayerNorm recomputes its normalised
+  // input from what it kept; labels are int64. Hint: gtl::dtype_size. About 12 lines.
   throw gtl::Error("TODO(lab03) step 2b: saved_activation_bytes(batch " + std::to_string(batch) +
                    ", " + policy.name() + ") is not implemented");
   // END TODO(lab03)
@@ -65,9 +65,11 @@ HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(d
   GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
             "HalfWeightCache: expected float16 or bfloat16, got " << dtype);
   // TODO(lab03) step 2c
-  // For every parameter slot of the model (model.parameter_slots()) with dim() >= 2: allocate
-  // its compute tensor ONCE (Tensor::empty, dtype_), remember the slot, then fill all copies.
-  // About 8 lines.
+  // Spec (HalfWeightCache.*, BM_HalfForward): exactly the weight matrices and filters get a
+  // compute copy (biases and LayerNorm stay float32); afterwards a bf16 forward + backward
+  // allocates no weight-sized tensor, and computes what the core's own copy computes. Decide how
+  // to recognise those parameters from a ParamRef alone, and where the copies live (what does
+  // nn::weight_as, gtl/nn/precision.h, read?). About 8 lines.
   (void)model;
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache is not implemented");
   // END TODO(lab03)
@@ -75,18 +77,18 @@ HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(d
 
 void HalfWeightCache::refresh() const {
   // TODO(lab03) step 2c
-  // compute = round(value) element by element, written into the existing copies (no
-  // allocation: Tensor::to would allocate). The API you need, without opening half.h (it holds
-  // the answer to 1a/1b): gtl::half(float) and gtl::bfloat16(float) round like the GPU, and
-  // their uint16_t member `bits` is what to store (write through compute.data_ptr()). This
-  // step is about WHEN the copy is made, not how; gtl::half is allowed here. About 8 lines.
+  // Spec: every copy = round(value), and refresh() allocates nothing (the test counts
+  // allocations). The API you need, without opening half.h (it holds the answer to 1a/1b):
+  // gtl::half(float) and gtl::bfloat16(float) round like the GPU, and their uint16_t member
+  // `bits` is the stored value. This step is about WHEN the copy is made, not how; gtl::half is
+  // allowed here. About 8 lines.
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::refresh is not implemented");
   // END TODO(lab03)
 }
 
 int64_t HalfWeightCache::bytes() const {
   // TODO(lab03) step 2c
-  // The bytes of all compute copies (Tensor::nbytes). About 3 lines.
+  // Spec: the header's. About 3 lines.
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::bytes is not implemented");
   // END TODO(lab03)
 }

@@ -1,10 +1,9 @@
-// Lab 03, TODO 5: clip after unscale, and skip cleanly on overflow.
+// Lab 03, TODO 5: gradient clipping inside an AMP step, and skipping an overflowed step cleanly.
 //
 // Clipping compares the gradient norm with max_norm, a number in the units of the true gradient.
-// The gradients coming out of an fp16 backward are S times too large (the loss scale): clipping
-// them first would compare S * norm with max_norm and shrink every step by S. So: unscale first,
-// then clip. And an overflowed step (inf/NaN gradients) is not clipped at all: its norm is inf or
-// NaN, the coefficient would turn every gradient into 0 or NaN, and the step is skipped anyway.
+// The gradients an fp16 backward leaves are S times too large (S, the loss scale), and on an
+// overflowed step some of them are inf or NaN. Where clipping belongs among the scaler's unscale_,
+// step and update is step 5b's question.
 #include <cmath>
 
 #include "mixed_precision.h"
@@ -13,9 +12,9 @@ namespace lab03 {
 
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
   // TODO(lab03) step 5a
-  // norm = sqrt(sum of the squares of every gradient element, accumulated in double); coef =
-  // max_norm / (norm + 1e-6f) in float; when coef < 1, every gradient *= coef. Return the norm.
-  // About 14 lines.
+  // Spec (ClipByGlobalNorm.*): the header's contract, equal to the core's clipping to float
+  // rounding; gradients whose norm is already within max_norm come back untouched, bit for bit;
+  // gradients of 1e20 have a finite norm. Decide what to sum in. About 14 lines.
   (void)params;
   (void)max_norm;
   throw gtl::Error("TODO(lab03) step 5a: clip_by_global_norm is not implemented");
@@ -26,10 +25,15 @@ StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& par
                             gtl::optim::Optimizer& optimizer, float max_norm) {
   StepOutcome out;
   // TODO(lab03) step 5b
-  // In this order: unscale (scaler.unscale_ returns whether the step overflowed); clip with
-  // clip_by_global_norm only when it did not overflow and max_norm > 0 (record the norm);
-  // out.stepped = scaler.step(optimizer); scaler.update(). Ask yourself why unscaling must come
-  // before clipping, and what clipping an inf gradient would do. About 4 lines.
+  // Spec (AmpStep.*): the optimizer steps exactly when every unscaled gradient is finite, and it
+  // steps on gradients clipped to a global norm of at most max_norm in TRUE units (max_norm <= 0:
+  // no clipping). out.stepped says whether it stepped; out.grad_norm is the norm clipping
+  // measured, 0 when nothing was clipped. After a skipped step the weights are unchanged and
+  // every finite gradient holds its unscaled value. The scaler unscales once and updates once
+  // per step, overflow or not.
+  // Decide the order of the calls, and when clipping runs at all. Ask: what would clipping
+  // compare with max_norm if it ran before unscaling? What does its coefficient do to the finite
+  // gradients when one gradient is inf, or NaN? About 5 lines.
   (void)scaler;
   (void)params;
   (void)optimizer;

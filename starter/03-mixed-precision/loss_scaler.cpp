@@ -13,9 +13,10 @@ namespace lab03 {
 
 bool DynamicLossScaler::unscale_(const std::vector<ParamRef>& params) {
   // TODO(lab03) step 3a
-  // In ONE pass over every gradient (float32, CPU): g *= 1 / scale (the reciprocal computed in
-  // double, rounded once to float), and note whether any RESULT is inf or NaN. Store the verdict
-  // in found_inf_ and return it. No temporary tensors. About 12 lines.
+  // Spec (LossScaler.*): in ONE pass over every gradient (float32, CPU), g *= 1 / scale, the
+  // reciprocal computed in double and rounded once to float (the tests compare bit for bit);
+  // the verdict, stored in found_inf_ and returned: would the optimizer see an inf or NaN? No
+  // temporary tensors. Decide what to check, and when. About 12 lines.
   (void)params;
   throw gtl::Error("TODO(lab03) step 3a: DynamicLossScaler::unscale_ is not implemented");
   // END TODO(lab03)
@@ -23,8 +24,8 @@ bool DynamicLossScaler::unscale_(const std::vector<ParamRef>& params) {
 
 bool DynamicLossScaler::step(gtl::optim::Optimizer& optimizer) {
   // TODO(lab03) step 3b
-  // Skip the step (count it in skipped_) when the last unscale_ found an inf/NaN; otherwise
-  // optimizer.step(). Return whether it stepped. About 6 lines.
+  // Spec: GradScaler::step's contract in the header; skipped_steps() counts the steps it
+  // skipped (2 in the run of step 3c's table). About 6 lines.
   (void)optimizer;
   throw gtl::Error("TODO(lab03) step 3b: DynamicLossScaler::step is not implemented");
   // END TODO(lab03)
@@ -32,11 +33,18 @@ bool DynamicLossScaler::step(gtl::optim::Optimizer& optimizer) {
 
 void DynamicLossScaler::update() {
   // TODO(lab03) step 3c
-  // The schedule, from found_inf_: overflow -> scale *= backoff_factor and the growth tracker
-  // back to 0; clean -> tracker + 1, and when it reaches growth_interval: scale *= growth_factor
-  // (unless that is inf) and the tracker back to 0. Then clear found_inf_ for the next step.
-  // Everything the schedule depends on must live in state_ (a checkpoint saves only that).
-  // About 10 lines.
+  // Spec (LossScaler.*): state() after each step's update() reads as in this run (init_scale 8,
+  // growth_interval 3, the default factors; C: unscale_ found every gradient finite, O: it did
+  // not):
+  //   step      1  2  3   4  5  6  7  8  9  10 11
+  //   verdict   C  C  C   O  C  C  O  C  C  C  C
+  //   scale     8  8  16  8  8  8  4  4  4  8  8
+  //   tracker   1  2  0   0  1  2  0  1  2  0  1
+  // and with the defaults, the 2000th clean step in a row is the first to double 2^16. The scale
+  // never becomes inf. A checkpoint saves only state_: a scaler restored with load_state after
+  // any step continues the run exactly.
+  // Decide the state machine from the table, and when found_inf_ stops describing the current
+  // step. About 10 lines.
   throw gtl::Error("TODO(lab03) step 3c: DynamicLossScaler::update is not implemented");
   // END TODO(lab03)
 }

@@ -30,24 +30,24 @@ MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::m
         "MasterWeights: expected fp16 or bf16 CPU values and gradients, got " << p.value.str(0));
   }
   // TODO(lab03) step 4a
-  // For each model parameter, a master ParamRef: value = a NEW float32 tensor holding the exact
-  // widening of the half value, grad = float32 zeros, same name. The helpers load_half and
-  // store_half above read and write one element of an fp16 or bf16 tensor. About 6 lines.
+  // Spec (MasterWeights.*): the header's contract; a master keeps, step after step, what the
+  // rounding to the model's dtype drops. Decide the storage of masters_: what may a master share
+  // with its model parameter, and what not? The helpers load_half and store_half above read and
+  // write one element of an fp16 or bf16 tensor. About 6 lines.
   throw gtl::Error("TODO(lab03) step 4a: MasterWeights is not implemented");
   // END TODO(lab03)
 }
 
 void MasterWeights::grads_to_master() const {
   // TODO(lab03) step 4b
-  // master grad[i] = float(model grad[i]) for every parameter. About 4 lines.
+  // Spec: the header's contract, exact for every fp16 and bf16 gradient. About 4 lines.
   throw gtl::Error("TODO(lab03) step 4b: MasterWeights::grads_to_master is not implemented");
   // END TODO(lab03)
 }
 
 void MasterWeights::refresh_model() const {
   // TODO(lab03) step 4c
-  // model value[i] = round(master value[i]) for every parameter: the masters keep what the
-  // rounding drops. About 4 lines.
+  // Spec: the header's contract, in place (the model's layers hold these tensors). About 4 lines.
   throw gtl::Error("TODO(lab03) step 4c: MasterWeights::refresh_model is not implemented");
   // END TODO(lab03)
 }

@@ -42,11 +42,10 @@ uint16_t round_to_fp16(float x) {
 uint16_t round_to_bf16(float x) {
   // TODO(lab03) step 1b
   // Round x to the nearest bf16 (the top 16 bits of a float32), ties to even; a NaN must stay a
-  // NaN (a payload only in the low 16 bits would truncate to inf). Overflow to inf comes free.
-  // Hint: round to nearest even on the low 16 bits with ONE integer addition before the shift:
-  // add just under half of the dropped range, plus the lowest bit you keep (so an exact half
-  // rounds up only to an even result). A carry into the exponent is again correct by
-  // construction. Handle NaN first. About 5 lines.
+  // NaN (a payload only in the low 16 bits would truncate to inf). Overflow to inf, and a carry
+  // into the exponent, come out right by construction.
+  // Hint: 1a's rounding works on the low 16 bits, and there is also a way without branches (the
+  // handout's collapsed section). 5 lines are enough.
   throw gtl::Error("TODO(lab03) step 1b: round_to_bf16(" + std::to_string(x) +
                    ") is not implemented");
   // END TODO(lab03)
@@ -57,9 +56,9 @@ UnderflowReport count_underflow(const Tensor& values) {
             "count_underflow: expected a float32 CPU tensor, got " << values.str(0));
   UnderflowReport report;
   // TODO(lab03) step 1c
-  // For every non-zero finite element of `values`: count it in report.nonzero, and in
-  // fp16_zeros / bf16_zeros when YOUR rounding makes it +0 or -0 (bits & 0x7fff == 0).
-  // About 8 lines.
+  // Spec (Underflow.*): the header's UnderflowReport, counted with YOUR rounding (1a, 1b).
+  // Decide what counts as a zero result; the tests include negative tiny values and values that
+  // round to the smallest subnormal. About 8 lines.
   throw gtl::Error("TODO(lab03) step 1c: count_underflow is not implemented");
   // END TODO(lab03)
   return report;

@@ -4,12 +4,11 @@
 // files are in starter/03-mixed-precision/, one per step; the map from TODO to file, test and
 // check is in the handout, labs/03-mixed-precision/README.md.
 //
-// The core (common/gtl) already has a reference for every step (nn/precision.h,
-// optim/loss_scaler.h, optim/master_weights.h, optim/grad_clip.h, and the rounding itself: do not
-// open common/gtl/tensor/half.h before finishing 1a/1b, it holds the core's answer).
-// You write your own here and plug it into the core's seams (a parameter's compute copy, the
-// optimizer interface, the trainer); the rubric forbids calling the reference a step asks you to
-// write. Everything runs on the CPU, which rounds fp16 and bf16 bit for bit as a GPU does.
+// The core (common/gtl) already has a reference for every step; the handout ("Do not open before
+// finishing") lists the core files that hold a step's answer. You write your own here and plug it
+// into the core's seams (a parameter's compute copy, the optimizer interface, the trainer); the
+// rubric forbids calling the reference a step asks you to write. Everything runs on the CPU, which
+// rounds fp16 and bf16 bit for bit as a GPU does.
 #pragma once
 
 #include <cstdint>
@@ -72,8 +71,9 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
 // (nn::weight_as), and otherwise cast the float32 weight at every use (forward AND backward).
 class HalfWeightCache {
  public:
-  // Gives every matrix/filter parameter (dim >= 2) of `model` a `dtype` compute copy (fp16 or
-  // bf16, CPU), allocated here once, and fills it. Biases and LayerNorm stay float32.
+  // Gives every weight matrix and filter of `model` (what the core's Linear and Conv2d multiply
+  // with) a `dtype` compute copy (fp16 or bf16, CPU), made here once, and fills it. Biases and
+  // LayerNorm stay float32.
   HalfWeightCache(gtl::nn::Module& model, DType dtype);  // TODO 2c
   // compute = round(value) for every copy, in place (no allocation): once per step, after the
   // optimizer changed the float32 values.
@@ -93,8 +93,8 @@ class GradScaler {
  public:
   virtual ~GradScaler() = default;
   virtual float scale() const = 0;
-  // grad *= 1 / scale() for every parameter (float32 gradients), and whether any result is inf or
-  // NaN. Once per step.
+  // grad *= 1 / scale() for every parameter (float32 gradients), and whether the step overflowed:
+  // whether the optimizer would see an inf or NaN. Once per step.
   virtual bool unscale_(const std::vector<ParamRef>& params) = 0;
   // optimizer.step() unless the last unscale_ found an inf/NaN. Returns whether it stepped.
   virtual bool step(gtl::optim::Optimizer& optimizer) = 0;
@@ -156,17 +156,18 @@ class MasterWeights {
   std::vector<ParamRef> model_, masters_;
 };
 
-// ---- 5. Clip after unscale (clip_step.cpp) -----------------------------------------------------
+// ---- 5. Clipping in an AMP step (clip_step.cpp) ------------------------------------------------
 // Clips float32 gradients by their global L2 norm: every gradient *= min(1, max_norm / (norm +
-// 1e-6)). Returns the norm before clipping (accumulated in double, returned as float).
+// 1e-6)). Returns the norm before clipping, as float (finite whenever the true norm fits one).
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm);  // TODO 5a
 
 struct StepOutcome {
   bool stepped = false;   // false: an inf/NaN gradient, the optimizer step was skipped
-  float grad_norm = 0.f;  // norm of the UNSCALED gradients (0 when not clipped or skipped)
+  float grad_norm = 0.f;  // the global norm clipping measured, in true units (0: not clipped)
 };
-// The end of an AMP step, after backward of loss * scaler.scale(): unscale and check, clip to
-// `max_norm` (<= 0: no clipping) unless the step overflowed, step or skip, update the scale.
+// The end of an AMP step, after backward of loss * scaler.scale(): the optimizer steps exactly
+// when every unscaled gradient is finite, on gradients whose global norm is at most `max_norm` in
+// true units (<= 0: no clipping); the scaler's scale is updated once per step, stepped or not.
 StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& params,
                             gtl::optim::Optimizer& optimizer, float max_norm);  // TODO 5b
 
