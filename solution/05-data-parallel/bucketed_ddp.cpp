@@ -19,7 +19,7 @@ BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
   const std::vector<ParamRef> params = model.parameters();
   const std::vector<gtl::nn::ParameterBuffer::Slot>& slots = buffer.slots();
   GTL_CHECK(slots.size() == params.size(), "BucketedDdp: `buffer` is not this model's");
-  // SOLUTION(lab05) step 5a: buckets from the last parameter to the first, closed at bucket_bytes.
+  // SOLUTION(lab05) step 5a: the buckets, and the hook that drives them.
   int64_t bytes = 0;
   for (int64_t i = static_cast<int64_t>(params.size()) - 1; i >= 0; --i) {
     if (bytes == 0) buckets_.emplace_back();
@@ -43,7 +43,7 @@ BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
 }
 
 void BucketedDdp::on_grad_ready(const ParamRef& param) {
-  // SOLUTION(lab05) step 5b: count the gradient in, then launch every bucket that may go, in order.
+  // SOLUTION(lab05) step 5b: launch every bucket that may go.
   auto it = bucket_of_.find(param.name);
   GTL_CHECK(it != bucket_of_.end(), "BucketedDdp: unknown parameter '" << param.name << "'");
   --missing_[it->second];
@@ -57,7 +57,7 @@ void BucketedDdp::on_grad_ready(const ParamRef& param) {
 }
 
 void BucketedDdp::finish() {
-  // SOLUTION(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
+  // SOLUTION(lab05) step 5c: the averages complete, the object ready for the next backward.
   for (gtl::dist::Work& w : in_flight_) w.wait();
   in_flight_.clear();
   // Reset first, then throw: the object is ready for the next step either way.

@@ -15,13 +15,13 @@ NoSyncAccumulator::NoSyncAccumulator(Communicator& comm, const gtl::nn::Paramete
 }
 
 gtl::nn::GradMode NoSyncAccumulator::mode(int64_t micro_batch) const {
-  // SOLUTION(lab05) step 6a: Overwrite the first micro-batch's gradients, accumulate the others.
+  // SOLUTION(lab05) step 6a: the grad mode of each micro-batch's backward.
   return micro_batch == 0 ? gtl::nn::GradMode::Overwrite : gtl::nn::GradMode::Accumulate;
   // END SOLUTION(lab05)
 }
 
 void NoSyncAccumulator::after_backward(int64_t micro_batch) {
-  // SOLUTION(lab05) step 6b: communicate after the last micro-batch only.
+  // SOLUTION(lab05) step 6b: one all-reduce per optimizer step.
   if (micro_batch == micro_batches_ - 1) comm_.all_reduce(grads_, gtl::dist::ReduceOp::Avg);
   // END SOLUTION(lab05)
 }

@@ -20,7 +20,7 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor) {
   const int n_ranks = comm.world_size(), r = comm.rank();
   const int64_t n = tensor.numel();
   if (n_ranks == 1 || n == 0) return;
-  // SOLUTION(lab05) step 1: chunks, reduce-scatter, all-gather, copy the padded tail back.
+  // SOLUTION(lab05) step 1: the ring all-reduce, 2(N-1) send_recv steps.
   const int64_t c = (n + n_ranks - 1) / n_ranks;  // elements per chunk
   Tensor flat = tensor.reshape({n});
   // Chunks that fit in the tensor are views of it (no copy); only the ragged tail (a chunk that

@@ -3,8 +3,8 @@
 // A pipeline moves at the pace of its slowest stage: in the steady state every stage waits for it.
 // So the cut to find minimises the maximum stage cost. Equal layer counts are not the answer
 // (layers differ: the first Linear of an mlp holds most of its parameters), and neither is a
-// greedy fill up to the average cost (it can leave the last stage with the rest). Dynamic
-// programming over (stages used, layers covered) is exact and, for tens of layers, instant.
+// greedy fill up to the average cost (it can leave the last stage with the rest). An exact
+// method exists that, for tens of layers, is instant.
 #include <algorithm>
 #include <limits>
 

@@ -19,34 +19,32 @@ BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
   const std::vector<ParamRef> params = model.parameters();
   const std::vector<gtl::nn::ParameterBuffer::Slot>& slots = buffer.slots();
   GTL_CHECK(slots.size() == params.size(), "BucketedDdp: `buffer` is not this model's");
-  // TODO(lab05) step 5a: buckets from the last parameter to the first, closed at bucket_bytes.
-  //   Spec (data_parallel.h): walk params from the LAST index down; a parameter joins the open
-  //   bucket (Bucket::params gets its index); close the bucket as soon as its gradient bytes
-  //   (slots[i].numel * 4) reach bucket_bytes (>=). Then each bucket's slice: offset = the slot
-  //   offset of its lowest parameter, numel = up to the end of its highest parameter's slot.
-  //   Fill bucket_of_ (name -> bucket) and missing_ (parameters per bucket), and install a
-  //   grad_ready hook calling on_grad_ready: hooks_ = model.add_hooks(std::move(hooks)).
+  // TODO(lab05) step 5a: the buckets, and the hook that drives them.
+  //   Spec (data_parallel.h): buckets_ as the header's constructor comment and struct Bucket
+  //   define them (BucketsFollow... checks them exactly for 5 sizes); then a grad_ready hook
+  //   (gtl::nn::Hooks, model.add_hooks) that calls on_grad_ready, kept alive in hooks_.
+  //   Yours to decide: what state 5b needs to find a gradient's bucket and know when a bucket
+  //   may go, and how to build it here. Hint: is a slot's offset + numel the next slot's offset?
   //   About 25 lines.
   (void)params, (void)slots;
   // END TODO(lab05)
 }
 
 void BucketedDdp::on_grad_ready(const ParamRef& param) {
-  // TODO(lab05) step 5b: count the gradient in, then launch every bucket that may go, in order.
-  //   Spec: one fewer gradient missing in the parameter's bucket; then, while the bucket at
-  //   next_launch_ has none missing: comm_.all_reduce_async(its slice of grads_, ReduceOp::Avg),
-  //   keep the Work in in_flight_, advance next_launch_. Launch in BUCKET order, never in the
-  //   order buckets happen to become full. About 10 lines.
+  // TODO(lab05) step 5b: launch every bucket that may go.
+  //   Spec (data_parallel.h): one asynchronous all-reduce (Avg) per bucket slice of grads_, in
+  //   bucket order on every rank, each as early as that order allows; the hook returns without
+  //   waiting. Hint: one gradient's arrival can make several buckets launchable at once: when?
+  //   About 10 lines.
   (void)param;
   // END TODO(lab05)
 }
 
 void BucketedDdp::finish() {
-  // TODO(lab05) step 5c: every bucket launched, every all-reduce waited for, counters reset.
-  //   Spec: wait for every Work in in_flight_; reset next_launch_ and missing_ for the next
-  //   backward; THEN, if a bucket was never launched, throw (GTL_CHECK) naming the first one.
-  //   Reset before throwing: the object must be ready for the next step either way. About 10
-  //   lines.
+  // TODO(lab05) step 5c: the averages complete, the object ready for the next backward.
+  //   Spec (data_parallel.h): returns when every launched all-reduce is done; throws (GTL_CHECK)
+  //   naming the first bucket never launched; ready for the next step whether it throws or not
+  //   (FinishNamesTheBucketNeverLaunched... runs a step after a throw). About 10 lines.
   // END TODO(lab05)
 }
 

@@ -22,13 +22,13 @@ int ddp_main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
   }
-  // TODO(lab05) step 7: communicator from the environment, deterministic sums, train, rank 0
-  // writes.
-  //   Spec: gtl::dist::init_from_environment() (mpirun/srun: MPI or NCCL; no launcher: one
-  //   in-process rank); set_deterministic(true) unless the backend is "nccl" (it cannot promise
-  //   it); a TrainConfig{} whose device is rank_device(*comm) (NCCL: this rank's GPU);
-  //   train_lab_model(*comm, config, core_flat_sync()) (ddp_training.h); rank 0 calls
-  //   write_result(out, result, comm->backend(), comm->world_size()); return 0. About 10 lines.
+  // TODO(lab05) step 7: the lab's training run (the default TrainConfig, the core's flat sync)
+  // as this process's rank.
+  //   Spec: under `mpirun -np 2` rank 0's result file (write_result, ddp_training.h) equals the
+  //   in-process 2-rank run bit for bit; under NCCL each rank trains on its own GPU; with no
+  //   launcher the program trains as a world of one. Return 0 on success.
+  //   Hint: gtl/distributed/launch.h and ddp_training.h hold every call you need; which
+  //   backend cannot promise a deterministic sum? About 10 lines.
   std::cerr << "lab05_ddp_train: TODO 7 is not done (ddp_main.cpp)\n";
   (void)out;
   return 1;

@@ -19,16 +19,16 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
   //   Spec (data_parallel.h): the epoch's order is a permutation of 0..dataset_size-1 that depends
   //   only on (seed, epoch), the same on every rank; pad it by repeating its first indices up to
   //   ceil(size/W)*W positions; rank r takes positions r, r+W, r+2W, ...
-  //   Hint: std::iota, then Fisher-Yates driven by a std::mt19937_64 seeded from seed AND epoch
-  //   (never from the rank). Position k past the end is order[k % size]. About 12 lines.
+  //   Yours to decide: how to turn (seed, epoch) into one shuffle that every rank reproduces on
+  //   its own, and that changes when either of the two changes. The tests try many (seed, epoch)
+  //   pairs. Hint: which two pairs would `seed + epoch` mix up? About 12 lines.
   return {};
   // END TODO(lab05)
 }
 
 void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& params, int root) {
   // TODO(lab05) step 2b: every parameter value from `root`.
-  //   Hint: one collective per parameter; values only (gradients are overwritten by backward).
-  //   About 1 line.
+  //   Hint: values only (backward overwrites gradients). About 1 line.
   (void)comm, (void)params, (void)root;
   // END TODO(lab05)
 }

@@ -8,7 +8,7 @@ namespace lab05 {
 
 void flat_ddp_sync(Communicator& comm, const gtl::nn::ParameterBuffer& buffer) {
   // TODO(lab05) step 4: the average over ranks of the whole flat gradient, in one all-reduce.
-  //   Hint: buffer.grads() is one tensor that every layer's gradient is a view of. About 1 line.
+  //   Hint: what does nn::ParameterBuffer hold (gtl/nn/parameter_buffer.h)? About 1 line.
   (void)comm, (void)buffer;
   // END TODO(lab05)
 }

@@ -8,8 +8,9 @@ namespace lab05 {
 
 void naive_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params) {
   // TODO(lab05) step 3: the average of every gradient over ranks, one all-reduce each.
-  //   Spec: in the order of `params`, each p.grad becomes the mean over ranks (not the sum: the
-  //   learning rate must not grow with N). About 1 line.
+  //   Spec: in the order of `params`, each p.grad becomes what one process training on all the
+  //   ranks' shards together would compute (the handout's Background, "Data parallelism"). About
+  //   1 line.
   (void)comm, (void)params;
   // END TODO(lab05)
 }

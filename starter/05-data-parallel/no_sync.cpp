@@ -15,17 +15,19 @@ NoSyncAccumulator::NoSyncAccumulator(Communicator& comm, const gtl::nn::Paramete
 }
 
 gtl::nn::GradMode NoSyncAccumulator::mode(int64_t micro_batch) const {
-  // TODO(lab05) step 6a: Overwrite the first micro-batch's gradients, accumulate the others.
-  //   About 1 line.
+  // TODO(lab05) step 6a: the grad mode of each micro-batch's backward.
+  //   Spec (data_parallel.h): no zero_grad between steps, and last step's gradients never leak
+  //   in. Decide 6a and 6b together. About 1 line.
   (void)micro_batch;
   return gtl::nn::GradMode::Overwrite;
   // END TODO(lab05)
 }
 
 void NoSyncAccumulator::after_backward(int64_t micro_batch) {
-  // TODO(lab05) step 6b: communicate after the last micro-batch only.
-  //   Spec: one all-reduce (Avg) of the flat gradient (grads_) after micro-batch
-  //   micro_batches_ - 1, none after the others. About 1 line.
+  // TODO(lab05) step 6b: one all-reduce per optimizer step.
+  //   Spec (data_parallel.h): after after_backward(micro_batches_ - 1), grads_ holds the average
+  //   over ranks of the sum over the step's micro-batches; at most one collective per step.
+  //   Hint: is the average of sums the sum of averages? About 1 line.
   (void)micro_batch;
   // END TODO(lab05)
 }

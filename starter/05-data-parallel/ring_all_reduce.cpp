@@ -20,19 +20,17 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor) {
   const int n_ranks = comm.world_size(), r = comm.rank();
   const int64_t n = tensor.numel();
   if (n_ranks == 1 || n == 0) return;
-  // TODO(lab05) step 1: chunks, reduce-scatter, all-gather, copy the padded tail back.
+  // TODO(lab05) step 1: the ring all-reduce, 2(N-1) send_recv steps.
   //   Spec (data_parallel.h): SUM in place; c = ceil(n/N) elements per chunk, chunk i covers
-  //   elements [i*c, (i+1)*c). A chunk inside the tensor is a VIEW of it: flat.slice(i*c, (i+1)*c)
-  //   of flat = tensor.reshape({n}), no copy. Only the ragged tail (a chunk that runs past n, or
-  //   lies wholly past it) is a zero-padded tensor of c elements of its own, copied back into the
-  //   tensor at the end. A padded copy of the whole buffer is two extra passes over memory.
-  //   Reduce-scatter: N-1 steps, in step s send chunk (r-s) mod N to r+1 and add chunk (r-s-1)
-  //   mod N from r-1 into yours; all-gather: N-1 steps, send chunk (r+1-s), receive chunk (r-s) in
-  //   place. Every step is ONE comm.send_recv(send_chunk, r+1, recv_chunk, r-1).
-  //   Hint: Tensor::zeros, Tensor::empty, a std::vector<Tensor> of the N chunks, view.copy_(src),
-  //   gtl::dist::reduce_into(dst, src, ReduceOp::Sum) adds src into dst. A negative chunk index:
-  //   ((i % N) + N) % N. Not comm.all_reduce, reduce_scatter or all_gather (forbidden in this
-  //   file: they are the point of the TODO). About 30 lines.
+  //   elements [i*c, (i+1)*c). A chunk inside the tensor is a VIEW of it, no copy; only the
+  //   ragged tail (a chunk that runs past n, or lies wholly past it) is a zero-padded tensor of c
+  //   elements of its own, copied back into the tensor at the end. Every step is ONE
+  //   comm.send_recv of one chunk to r+1 and from r-1: 2(N-1) calls, no other.
+  //   Yours to decide: which chunk each rank sends, and which it receives into, at each step of
+  //   each phase, so that after the reduce-scatter rank r holds chunk r+1 summed over all ranks.
+  //   Hint: draw N = 3 on paper, one row per rank, one column per step. Chunk indices can go
+  //   negative. Not comm.all_reduce, reduce_scatter or all_gather (forbidden in this file: they
+  //   are the point of the TODO). About 30 lines.
   (void)r;
   // END TODO(lab05)
 }

@@ -18,11 +18,10 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
             "interleaved_schedule: need p >= 1, v >= 1 and m a multiple of p, got p "
                 << ranks << ", v " << chunks << ", m " << m);
   // TODO(lab07) step 7a: Megatron-LM's order of chunks and micro-batches.
-  //   Spec (pipeline.h): with T = v m actions each way per rank, the k-th forward is micro-batch
-  //   (k / (p v)) p + k mod p on chunk (k mod p v) / p, the k-th backward the same micro-batch
-  //   on chunk v - 1 - (k mod p v) / p. Rank r: w_r = min((p - r - 1) 2 + (v - 1) p, T) warm-up
-  //   forwards (T when m == p), then T - w_r rounds of forward w_r + k, backward k, then the
-  //   last w_r backwards. The test has the table for p = 2, v = 2, m = 4. About 20 lines.
+  //   Spec (pipeline.h, 7a): Megatron's conventions, given there in full: which (micro-batch,
+  //   chunk) the k-th forward and the k-th backward of a rank run, and rank r's warm-up w_r
+  //   (v m when m == p; otherwise the min(...) formula). The steady and cool-down phases are as
+  //   in your TODO 4. The test has the table for p = 2, v = 2, m = 4. About 20 lines.
   (void)chunks;
   return InterleavedSchedule(static_cast<std::size_t>(ranks));
   // END TODO(lab07)
@@ -32,10 +31,10 @@ BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, i
                                           double chunk_forward_time, double chunk_backward_time) {
   GTL_CHECK(!schedule.empty() && chunks >= 1, "simulate_interleaved_bubbles: no ranks or chunks");
   // TODO(lab07) step 7b: the clock of simulate_bubbles over virtual stages.
-  //   Spec (pipeline.h): your TODO 6 with the virtual stage k = chunk * p + rank in place of the
-  //   stage: a rank runs its actions in order, each waiting for its dependency on virtual stage
-  //   k - 1 (forward) or k + 1 (backward; the last virtual stage: its own forward). Throw
-  //   gtl::Error when the orders cannot run. About 40 lines.
+  //   Spec (pipeline.h, 7b): a rank runs its actions in order on one clock; an action on virtual
+  //   stage k = chunk * p + rank waits for its dependency on virtual stage k - 1 (forward) or
+  //   k + 1 (backward; the last virtual stage: its own forward). Throw gtl::Error when the
+  //   orders cannot run. About 40 lines.
   return {};
   // END TODO(lab07)
 }

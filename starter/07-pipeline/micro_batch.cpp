@@ -1,9 +1,9 @@
 // Lab 07, TODO 2: micro-batches whose accumulated gradients are the whole batch's.
 //
 // The loss of a batch of N rows is the MEAN over its rows. Micro-batch i of n_i rows computes
-// the mean over ITS rows, so its share of the batch's loss is (n_i / N) x its mean: that is the
-// weight its backward starts from. 1/m is right only when m divides N; with 10 rows in 4
-// micro-batches (3, 3, 2, 2) it would weigh the rows of the small ones 1.5 times too much.
+// the mean over ITS rows; its backward starts from a weight (dloss) chosen so that the
+// accumulated gradients are the whole batch's. 1/m is right only when m divides N; with 10 rows
+// in 4 micro-batches (3, 3, 2, 2) it would weigh the rows of the small ones 1.5 times too much.
 #include "gtl/runtime/error.h"
 #include "pipeline.h"
 
@@ -14,8 +14,9 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
                                                           << batch << " rows (need 1 <= m <= "
                                                           << "batch: no empty micro-batch)");
   // TODO(lab07) step 2a: m contiguous micro-batches, the larger ones first.
-  //   Spec: micro-batch i has batch / m rows, plus one for the first batch % m of them; each
-  //   starts where the previous one ends; together they cover [0, batch). About 8 lines.
+  //   Spec (pipeline.h): sizes differing by at most one, the larger first (10 rows in 4: 3, 3,
+  //   2, 2); each starts where the previous one ends; together they cover [0, batch).
+  //   Hint: how many micro-batches get the extra row? About 8 lines.
   return {};
   // END TODO(lab07)
 }
@@ -23,7 +24,8 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
 float micro_batch_weight(const MicroBatch& mb, int64_t batch) {
   // TODO(lab07) step 2b: the share of the batch's mean loss.
   //   Spec: the factor that turns micro-batch mb's MEAN loss into its part of the whole batch's
-  //   mean loss (not 1/m: micro-batches may differ in size). About 1 line.
+  //   mean loss (not 1/m: micro-batches may differ in size). Hint: write the batch's mean as a
+  //   sum over micro-batches. About 1 line.
   (void)mb, (void)batch;
   return 0.f;
   // END TODO(lab07)

@@ -14,10 +14,12 @@ Schedule one_f_one_b_schedule(int stages, int64_t m) {
   GTL_CHECK(stages >= 1 && m >= 1,
             "one_f_one_b_schedule: need p >= 1 and m >= 1, got p " << stages << ", m " << m);
   // TODO(lab07) step 4: warm-up, steady one-forward-one-backward, cool-down.
-  //   Spec (pipeline.h): stage s runs w = min(p - s - 1, m) forwards, then m - w rounds of
-  //   forward (w + k) and backward k, then the last w backwards in order. Check yourself against
-  //   the tables in labs/07-pipeline/tests/lab07_schedules.h (p = 4: stage 0 warms up with 3
-  //   forwards, the last stage with none). About 12 lines.
+  //   Spec (pipeline.h): three phases per stage; stage s holds at most min(p - s, m)
+  //   micro-batches at once, and its warm-up is the longest that bound allows.
+  //   Yours to decide: each stage's warm-up length, and which forward and which backward each
+  //   steady round runs. Hint: count what stage s holds just after its first steady forward.
+  //   Check yourself against the handout's picture and the tables in
+  //   labs/07-pipeline/tests/lab07_schedules.h. About 12 lines.
   (void)m;
   return Schedule(static_cast<std::size_t>(stages));
   // END TODO(lab07)

@@ -21,19 +21,15 @@ float run_stage(Communicator& comm, const StageStep& step) {
             "run_stage: " << step.loss_weights.size() << " loss weights for "
                           << step.micro_batches.size() << " micro-batches");
   // TODO(lab07) step 5: run the actions; pair a send with the next receive from the same peer.
-  //   Spec (pipeline.h, run_stage): keep one nn::Context per micro-batch (on the last stage,
-  //   one loss Context per micro-batch too: GPipe holds m of them at once). For each action,
-  //   work out what it must receive first (forward on s > 0: an activation
-  //   [rows, input_sample...] from s-1; backward on s < p-1: a gradient
-  //   [rows, output_sample...] from s+1; allocate it on step.device) and what the PREVIOUS
-  //   action left to send. Same neighbour: one comm.send_recv; otherwise comm.send the old
-  //   output, then comm.recv the new input. Then compute: forward (stage 0 reads
-  //   images.slice(begin, end); the last stage takes the loss of its logits against
-  //   labels.slice(begin, end)) or backward (last stage: dy = the loss's backward with dloss
-  //   loss_weights[i]; GradMode::Overwrite for the stage's first backward, Accumulate after).
-  //   Send what is left after the last action. Hint: the blocking version (send as soon as you
-  //   have an output, recv when you need an input) deadlocks in the 1F1B steady state: see the
-  //   test Executor.ABlockingExecutorDeadlocks... About 50 lines.
+  //   Spec (pipeline.h, run_stage): what each action receives, computes and sends; the
+  //   send_recv pairing rule (the traffic test counts the pairs); every micro-batch's state
+  //   (its nn::Context, on the last stage its loss's too) lives from its forward to its
+  //   backward only (the memory test counts what you hold).
+  //   Yours to decide: the control structure that lets a send wait until you know whether the
+  //   next action receives from the same neighbour, and where each micro-batch's state lives.
+  //   Hint: the blocking version (send as soon as you have an output, recv when you need an
+  //   input) deadlocks in the 1F1B steady state: run Executor.ABlockingExecutorDeadlocks...
+  //   and read its table of who waits for whom. About 50 lines.
   (void)comm;
   return 0.f;
   // END TODO(lab07)

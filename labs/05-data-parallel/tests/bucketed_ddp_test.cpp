@@ -175,9 +175,9 @@ TEST(BucketedDdp, FinishNamesABucketThatNeverBecameReady) {
   });
 }
 
-// finish() resets the counters BEFORE it throws (data_parallel.h): a step that launched only
-// bucket 0 must not leave bucket 0 counted as launched, or its gradients unsynced, in the next
-// step.
+// finish() leaves the object ready for the next step even when it throws (data_parallel.h): a
+// step that launched only bucket 0 must not leave bucket 0 counted as launched, or its gradients
+// unsynced, in the next step.
 TEST(BucketedDdp, FinishNamesTheBucketNeverLaunchedAndResetsForTheNextStep) {
   on_one_rank([](Communicator& comm) {
     auto model = nn::make_model(lab_model());
@@ -202,7 +202,7 @@ TEST(BucketedDdp, FinishNamesTheBucketNeverLaunchedAndResetsForTheNextStep) {
     EXPECT_EQ(reduced_bytes, expected_bytes)
         << "the step after a throwing finish(): got all-reduces of " << describe(reduced_bytes)
         << " bytes, expected every bucket once, in order, " << describe(expected_bytes)
-        << " (finish() must reset next_launch_ and missing_ BEFORE it throws)";
+        << " (finish() must leave the object ready for the next step even when it throws)";
   });
 }
 

@@ -45,8 +45,8 @@ struct MicroBatch {
 };
 
 // Cuts a batch of `batch` rows into m micro-batches, in order, covering every row exactly once,
-// their sizes differing by at most one (the larger ones first: micro-batch i has
-// batch / m + (i < batch % m ? 1 : 0) rows). Throws gtl::Error unless 1 <= m <= batch.
+// their sizes differing by at most one, the larger ones first (10 rows in 4: 3, 3, 2, 2). Throws
+// gtl::Error unless 1 <= m <= batch.
 std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m);
 
 // The factor micro-batch `mb`'s MEAN loss is scaled by (the `dloss` of its backward) so that the
@@ -83,12 +83,13 @@ std::string schedule_problem(const Schedule& schedule, int64_t m);
 // backwards (0, 1, ..., m-1). Throws gtl::Error unless p >= 1 and m >= 1.
 Schedule gpipe_schedule(int stages, int64_t m);
 
-// 4. 1F1B (one_f_one_b_schedule.cpp), PipeDream-Flush as in Megatron-LM: stage s runs
-//   warm-up     w_s = min(p - s - 1, m) forwards (0 .. w_s - 1),
-//   steady      m - w_s rounds of one forward then one backward (forward w_s + k, backward k),
-//   cool-down   the remaining w_s backwards, in order.
-// So stage s holds at most w_s + 1 <= p - s micro-batches' activations at a time (GPipe: all m).
-// Throws gtl::Error unless p >= 1 and m >= 1.
+// 4. 1F1B (one_f_one_b_schedule.cpp), PipeDream-Flush as in Megatron-LM. Every stage runs its
+// forwards in micro-batch order and its backwards in micro-batch order, in three phases: a
+// warm-up of forwards only; a steady phase alternating one forward then one backward; a
+// cool-down of the backwards left. Stage s never holds the activations of more than
+// min(p - s, m) micro-batches at once (a micro-batch is held from its forward to its backward;
+// GPipe: all m), and each stage's warm-up is the LONGEST that bound allows (every forward run
+// early is one the stage need not fit in later). Throws gtl::Error unless p >= 1 and m >= 1.
 Schedule one_f_one_b_schedule(int stages, int64_t m);
 
 // ---- 5. The executor (pipeline_executor.cpp) --------------------------------------------------
@@ -149,11 +150,14 @@ struct ChunkAction {
 using InterleavedSchedule = std::vector<std::vector<ChunkAction>>;  // index = rank
 
 // 7a. Megatron-LM's interleaved 1F1B for p ranks, v chunks, m micro-batches (m a multiple of p,
-// else gtl::Error). The k-th forward of a rank (k = 0 .. v m - 1) runs chunk (k mod p v) / p on
-// micro-batch (k / (p v)) p + k mod p; its k-th backward the same micro-batch on chunk
-// v - 1 - (k mod p v) / p. Rank r runs w_r = min((p - r - 1) 2 + (v - 1) p, v m) warm-up
-// forwards (all v m when m == p), then v m - w_r rounds of forward w_r + k and backward k, then
-// the remaining w_r backwards.
+// else gtl::Error). These are Megatron's conventions, not consequences of the rules above:
+// - the k-th forward of a rank (k = 0 .. v m - 1) runs chunk (k mod p v) / p on micro-batch
+//   (k / (p v)) p + k mod p; its k-th backward the same micro-batch on chunk
+//   v - 1 - (k mod p v) / p;
+// - rank r's warm-up is w_r forwards, where w_r = v m when m == p (no steady phase: all forwards
+//   first), and otherwise w_r = min((p - r - 1) 2 + (v - 1) p, v m).
+// After the warm-up, the steady and cool-down phases are as in TODO 4, over the rank's v m
+// forwards and v m backwards.
 InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m);
 
 // 7b. The bubble of an interleaved schedule on a clock, as simulate_bubbles: a chunk's forward
@@ -161,6 +165,7 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m);
 // stage k waits for forward i on virtual stage k - 1, backward i on k for backward i on k + 1
 // (and the last virtual stage's backward for its own forward). Throws gtl::Error when the
 // orders cannot run. With equal chunks the bubble is (p - 1) / (v m + p - 1): v times smaller.
+// (A rank is one clock: its chunks share it.)
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                           double chunk_forward_time, double chunk_backward_time);
 

@@ -61,7 +61,7 @@ TEST(MicroBatches, CoverEveryRowOnceInOrderLargerOnesFirst) {
 }
 
 // Batches and micro-batch counts drawn from the grading seed: the sizes the header's rule gives
-// (batch / m, one more for the first batch % m), contiguous, and each weight its share of rows.
+// (differing by at most one, the larger first), contiguous, and each weight right.
 TEST(MicroBatches, SeededBatchesAndCounts) {
   gtl::judge::Outputs recorded("MicroBatches.SeededBatchesAndCounts");
   for (const lab07_cases::SplitCase& c : lab07_cases::seeded_splits()) {

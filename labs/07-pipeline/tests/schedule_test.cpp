@@ -1,6 +1,6 @@
 // TODOs 3 and 4: GPipe and 1F1B as data. Each schedule is checked against the header's words for
 // every p = 1..4 and m = 1..8 (m < p included): valid (schedule_problem), the exact order of
-// actions, the warm-up length p - s - 1, and the activations each stage holds at most.
+// actions, the warm-up length, and the activations each stage holds at most.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -113,8 +113,8 @@ TEST(OneFOneBSchedule, WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS) {
         const int64_t warmup = std::min<int64_t>(p - st - 1, m);
         EXPECT_EQ(forwards_before_first_backward(a), std::min<int64_t>(warmup + 1, m))
             << "1F1B p = " << p << ", m = " << m << ", stage " << st << " (" << to_string(a)
-            << "): " << warmup << " warm-up forwards (p - s - 1, at most m), then the first "
-            << "steady forward, then its first backward";
+            << "): " << warmup << " warm-up forwards, then the first steady forward, then "
+            << "its first backward";
         EXPECT_EQ(peak_in_flight(a), std::min<int64_t>(p - st, m))
             << "1F1B p = " << p << ", m = " << m << ", stage " << st << " (" << to_string(a)
             << ") must hold at most p - s micro-batches (GPipe: all m)";
