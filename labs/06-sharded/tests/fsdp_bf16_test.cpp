@@ -83,7 +83,7 @@ void check_gathers(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config,
           << at << ": sent " << sent << " bytes, fp32 FSDP sends " << fp32_bytes
           << ": gather the bf16 shards (2 bytes each), not the fp32 values";
       EXPECT_EQ(mine.reported.back(), fp32_bytes / 2)
-          << at << ": bf16_gather_bytes_sent: (N - 1) shards of 2-byte elements";
+          << at << ": bf16_gather_bytes_sent: the bytes this rank sends in that all-gather";
     }
   });
   record_gathers(out, ranks);
