@@ -1,10 +1,8 @@
 // Lab 06, TODOs 4 and 5: FSDP (ZeRO-3), the weights sharded too.
 //
 // Between uses a rank keeps only its shards (16P/N bytes). A unit's full weights exist only while
-// it computes: gathered before its forward, freed after it, gathered again before its backward.
-// The price is a third collective per unit (1.5x DDP's bytes); prefetch (TODO 5) hides it by
-// issuing the next unit's gather while the current one computes, at the cost of one more unit
-// held in memory.
+// it computes. The price is 1.5x DDP's bytes; prefetch (TODO 5) hides the gathers behind compute
+// at the cost of one more unit held in memory.
 #include "sharded.h"
 
 namespace lab06 {

@@ -2,9 +2,8 @@
 //
 // Why: FSDP all-gathers every unit twice per step (forward and backward), so the gathers are its
 // largest traffic. The unit computes in bf16 anyway under mixed precision, so gathering the bf16
-// copy instead of the fp32 values halves those bytes and the memory of a gathered unit. Rounding
-// each shard then gathering gives the same bits as rounding the full fp32 values (rounding is
-// per element), while the fp32 shards, the master weights AdamW updates, never change dtype.
+// copy instead of the fp32 values halves those bytes and the memory of a gathered unit, while the
+// fp32 shards, the master weights AdamW updates, never change dtype.
 #include "gtl/tensor/tensor.h"
 #include "sharded.h"
 

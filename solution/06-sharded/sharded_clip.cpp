@@ -2,8 +2,7 @@
 //
 // Two scalars decide a step for everybody: "did any gradient overflow?" and "how long is the
 // whole gradient?". With shards each rank knows only its part of each, so each is reduced over the
-// ranks (max of the flags, sum of the squared norms) before anyone acts on it. Every rank then
-// takes the same decision from the same number.
+// ranks before anyone acts on it. Every rank then takes the same decision from the same number.
 #include <cmath>
 
 #include "gtl/ops/global_norm.h"

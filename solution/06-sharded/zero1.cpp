@@ -1,9 +1,9 @@
 // Lab 06, TODO 2: ZeRO-1, the optimizer state sharded.
 //
 // AdamW's m and v are 8 of the 16 bytes a parameter costs under DDP, and each rank only needs
-// them for the elements it updates: with N ranks each updates 1/N of the model, and an all-gather
-// hands every rank the others' updates. Same traffic as DDP: its all-reduce IS a reduce-scatter
-// followed by an all-gather.
+// them for the elements it updates: with N ranks each updates 1/N of the model, and every rank
+// needs the others' updates before its next forward. Same traffic as DDP: lab 05's ring
+// all-reduce has two halves, and ZeRO-1 needs each at a different moment.
 #include "sharded.h"
 
 namespace lab06 {

@@ -1,8 +1,7 @@
 // Lab 06, TODO 3: ZeRO-2, the gradients sharded too.
 //
-// After the reduce-scatter a rank only reads its shard of the averaged gradient, so the full
-// gradient buffer (4 bytes per parameter) need not outlive backward: it is freed until the next
-// one. Same traffic as DDP and ZeRO-1.
+// Once averaged, a rank only reads its shard of the gradient, so the full gradient buffer (4 bytes
+// per parameter) need not outlive backward. Same traffic as DDP and ZeRO-1.
 #include "sharded.h"
 
 namespace lab06 {

@@ -2,8 +2,7 @@
 //
 // Two scalars decide a step for everybody: "did any gradient overflow?" and "how long is the
 // whole gradient?". With shards each rank knows only its part of each, so each is reduced over the
-// ranks (max of the flags, sum of the squared norms) before anyone acts on it. Every rank then
-// takes the same decision from the same number.
+// ranks before anyone acts on it. Every rank then takes the same decision from the same number.
 #include <cmath>
 
 #include "gtl/ops/global_norm.h"
@@ -15,17 +14,19 @@ namespace lab06 {
 using gtl::dist::ReduceOp;
 
 void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler) {
-  // TODO(lab06) step 7a: the scaler's found-inf flag becomes its maximum over ranks (an
-  //   undefined flag counts as 0; nothing when the scaler is disabled). About 6 lines.
+  // TODO(lab06) step 7a: afterwards every rank's found-inf flag says "overflow" exactly when
+  //   some rank's did (an undefined flag counts as a float32 [1] zero; nothing when the scaler
+  //   is disabled). Which reduction keeps the flag a flag? About 6 lines.
   (void)comm, (void)scaler;
   // END TODO(lab06)
 }
 
 float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
                               float max_norm) {
-  // TODO(lab06) step 7b: this shard's L2 norm (gtl::ops::global_l2_norm returns the norm, not
-  //   its square), squared and summed over ranks, then the square root; scale the shard with
-  //   gtl::optim::scale_by_clip_coef_ and return the norm. About 10 lines.
+  // TODO(lab06) step 7b: return the L2 norm of ALL ranks' shards together, the same bits on
+  //   every rank, and scale this shard with gtl::optim::scale_by_clip_coef_ by it. Hint: which
+  //   per-shard quantity adds up across shards? (gtl::ops::global_l2_norm returns a norm.) A rank
+  //   with no parameters still takes part. About 10 lines.
   (void)comm, (void)shard_params, (void)max_norm;
   return 0.f;
   // END TODO(lab06)

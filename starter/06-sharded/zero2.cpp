@@ -1,8 +1,7 @@
 // Lab 06, TODO 3: ZeRO-2, the gradients sharded too.
 //
-// After the reduce-scatter a rank only reads its shard of the averaged gradient, so the full
-// gradient buffer (4 bytes per parameter) need not outlive backward: it is freed until the next
-// one. Same traffic as DDP and ZeRO-1.
+// Once averaged, a rank only reads its shard of the gradient, so the full gradient buffer (4 bytes
+// per parameter) need not outlive backward. Same traffic as DDP and ZeRO-1.
 #include "sharded.h"
 
 namespace lab06 {
@@ -11,25 +10,27 @@ using gtl::dist::ReduceOp;
 
 Zero2::Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options)
     : comm_(comm), flat_(flat) {
-  // TODO(lab06) step 3a: the shard's AdamW as in ZeRO-1, then free the full gradient.
-  //   About 4 lines.
+  // TODO(lab06) step 3a: the shard's AdamW (as 2a). From here to the first backward the rank
+  //   must hold only the ZeRO-2 formula's bytes (zero2-memory checks it right after this
+  //   constructor). About 4 lines.
   (void)options;
   // END TODO(lab06)
 }
 
 void Zero2::before_backward() {
-  // TODO(lab06) step 3b: the full gradient exists, zeroed, for backward. About 1 line.
+  // TODO(lab06) step 3b: backward runs right after this and ACCUMULATES into flat_.grads().
+  //   About 1 line.
   // END TODO(lab06)
 }
 
 void Zero2::after_backward() {
-  // TODO(lab06) step 3c: average into flat_.shard_grads(), then free the full gradient.
-  //   About 2 lines.
+  // TODO(lab06) step 3c: backward is done. The optimizer's gradient must hold the average over
+  //   ranks, and until the next backward only the gradient's shard may exist. About 2 lines.
   // END TODO(lab06)
 }
 
 void Zero2::step() {
-  // TODO(lab06) step 3d: as ZeRO-1's step. About 2 lines.
+  // TODO(lab06) step 3d: the contract of 2c. About 2 lines.
   // END TODO(lab06)
 }
 

@@ -56,15 +56,14 @@ int shard_owner(int64_t i, int64_t numel, int world_size);
 // gradients, and this rank's shard of the values (flat.shard_values()).
 class Zero1 {
  public:
-  // AdamW over this rank's shard only (flat.shard_param(): its real elements; a rank whose shard
-  // is all padding has no optimizer). Its m and v: 8 bytes per real element of the shard.
+  // AdamW over this rank's shard only: its m and v, 8 bytes per REAL element of the shard (a
+  // rank whose shard is all padding has no optimizer).
   Zero1(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options);
-  // After backward: this rank's chunk of the full gradient becomes the AVERAGE over ranks of that
-  // chunk (the only part its optimizer reads). One reduce-scatter, in place: as DDP's all-reduce
-  // is a reduce-scatter then an all-gather, this is half of DDP's traffic.
+  // After backward: the gradient this rank's optimizer reads becomes the AVERAGE over ranks,
+  // moving exactly half of DDP's bytes.
   void after_backward();
-  // AdamW on the shard, then every rank's full values become the concatenation of the updated
-  // shards: one all-gather (the other half of DDP's traffic).
+  // AdamW on the shard; afterwards every rank's full values are the whole updated model, moving
+  // the other half of DDP's bytes.
   void step();
 
  private:
@@ -77,15 +76,14 @@ class Zero1 {
 // `flat` holds the whole model with a gradient shard (Options{.shard_grads = true}).
 class Zero2 {
  public:
-  // As Zero1's, then the full gradient buffer is released: between steps a rank keeps only its
-  // shard of the gradients (flat.shard_grads()).
+  // As Zero1's. From construction to the first backward, and between steps, a rank holds only
+  // its shard of the gradients (flat.shard_grads()), never the full gradient.
   Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options);
-  // Before backward: the full gradient exists (zeros) for backward to write into.
+  // Called just before backward, which ACCUMULATES into flat.grads().
   void before_backward();
-  // After backward: reduce-scatter (Avg) the full gradient into flat.shard_grads(), then release
-  // the full gradient.
+  // Called just after backward: the gradient the optimizer reads becomes the AVERAGE over ranks.
   void after_backward();
-  // AdamW on the shard, then one all-gather of the values, as ZeRO-1.
+  // As Zero1::step.
   void step();
 
  private:
@@ -105,32 +103,30 @@ struct Unit {
 
 class Fsdp {
  public:
-  // Releases every unit's full values and gradients (between uses a rank keeps only the shards)
-  // and installs hooks on `model` that call the four functions below for the units' modules.
+  // Installs hooks on `model` that call the four functions below for the units' modules. From
+  // construction on, between uses, a rank holds only the units' shards.
   // prefetch: 0 (gather just in time) or 1 (TODO 5: one unit ahead).
   Fsdp(Communicator& comm, gtl::nn::Module& model, std::vector<Unit>& units, int prefetch);
 
   // The optimizer's parameters: every unit's shard_param() (real elements only), unit order.
   std::vector<ParamRef> shard_params() const;
 
-  // TODO 4. Forward: unit u's full values are gathered just before its forward (gather(u)) and
-  // released just after it. Backward: gathered again before its backward, with its full
-  // gradient materialised (zeros); after its backward, values released, the gradient
-  // reduce-scattered (Avg) into the unit's shard_grads() and released. Every rank issues the
-  // same collectives in the same (unit) order.
+  // TODO 4. Called around unit u's forward and backward. What u must hold at each moment is the
+  // handout's TODO 4; after its backward the unit's optimizer gradient is the AVERAGE over ranks
+  // (as DDP's). Every rank issues the same collectives in the same (unit) order.
   void before_forward(int64_t u);
   void after_forward(int64_t u);
   void before_backward(int64_t u);
   void after_backward(int64_t u);
-  // Unit u's full values present and filled: waits for its prefetch if one was issued, else
-  // materialises them and all-gathers now (synchronously).
+  // On return unit u's full values are present and hold every rank's shard. A gather that
+  // prefetch(u) issued is waited for, never issued again.
   void gather(int64_t u);
 
-  // TODO 5. Issues unit u's all-gather asynchronously (all_gather_async) into its freshly
-  // materialised full values and remembers the Work for gather(u). Does nothing when u is out
-  // of range or its values are already present or in flight. Called with prefetch 1 by
-  // before_forward(u) for u + 1 and by before_backward(u) for u - 1, AFTER gathering u and
-  // BEFORE u computes: the gather then runs while u computes.
+  // TODO 5. Starts unit u's all-gather asynchronously (all_gather_async) and returns without
+  // waiting: the unit's full values allocated (4 bytes per padded element), the Work kept for
+  // gather(u) (in_flight(u)). Does nothing when u is out of range or its values are already
+  // present or in flight. With prefetch 1 the unit that computes next is gathered while u
+  // computes; where the hooks call it is TODO 5's question.
   void prefetch(int64_t u);
   // Unit u's prefetch in flight, if any: the Work gather(u) waits for (TODO 5's own checks wait
   // on it too, so they do not need gather, TODO 4).
@@ -155,7 +151,7 @@ class Fsdp {
 //   "world_size", "rank"            the layout the shards were cut for
 //   "unit<u>.values"                 unit u's shard_values() (its padding included)
 //   "optim.<name>"                   every tensor of optimizer.state() (this rank's m and v)
-//   "optim.step_count"               AdamW's bias-correction step
+//   "optim.step_count"               the one AdamW number outside state() that a resume needs
 std::string shard_file(const std::string& dir, int rank,
                        int world_size);  // "<dir>/shard-1-of-4.ckpt"
 void save_sharded(const std::string& dir, const Communicator& comm, const std::vector<Unit>& units,
@@ -176,30 +172,31 @@ void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelCon
 // own shard: the ranks' models would drift apart. Between scaler.unscale_(shard params) and
 // scaler.step(): the scaler's found-inf flag (found_inf_flag(), float32 [1]; undefined on a rank
 // whose unscale_ saw no parameter, which counts as a float32 [1] zero on the CPU, where this lab's
-// scaler runs) becomes its MAXIMUM over ranks (set_found_inf_flag). No-op when the scaler is
-// disabled. Every rank calls it.
+// scaler runs) is set (set_found_inf_flag) so that every rank's says "overflow" exactly when some
+// rank's did. No-op when the scaler is disabled. Every rank calls it.
 void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler);
-// Clips this rank's shard gradients (shard_params may be empty) by the GLOBAL norm, sqrt of the
-// sum over ranks of |shard|^2, with the coefficient min(max_norm / (norm + 1e-6), 1); returns
-// that norm, the same on every rank.
+// Clips this rank's shard gradients (shard_params may be empty) by the GLOBAL norm (the L2 norm
+// of all ranks' shards together, what one process clipping the whole gradient computes), with
+// the coefficient min(max_norm / (norm + 1e-6), 1); returns that norm, the same on every rank.
 float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
                               float max_norm);
 
 // ---- 8. bf16 compute copies under FSDP (fsdp_mixed_precision.cpp) -------------------------------
 // FSDP's all-gathers are its largest traffic: two per unit per step. Mixed precision gathers a
-// bf16 COMPUTE copy instead of the fp32 values: each rank rounds its fp32 shard to bf16 (round to
-// nearest even, Tensor::to), the ranks all-gather the bf16 shards, and the unit computes on the
-// bf16 copy; half the bytes on the wire and half the memory of a gathered unit. What persists
-// stays fp32: the value shards (the master weights AdamW updates), the gradient shards, m and v.
+// bf16 COMPUTE copy instead of the fp32 values (round to nearest even, as Tensor::to rounds), and
+// the unit computes on the bf16 copy: half the bytes on the wire and half the memory of a
+// gathered unit. What persists stays fp32: the value shards (the master weights AdamW updates),
+// the gradient shards, m and v.
 // Gradients are reduce-scattered in fp32 (PyTorch FSDP's MixedPrecision(param_dtype=bf16,
 // reduce_dtype=fp32)): a sum of N bf16 gradients would round at every addition, and the fp32
 // reduce-scatter moves only a third of a step's bytes.
 //
 // Unit `flat`'s full compute copy: bf16, [flat.padded_numel()], in a fresh tensor from the
 // current allocator, equal bit for bit to the fp32 full values rounded to bf16. One all-gather
-// of the rank's bf16 shard; the fp32 shard is left untouched. Every rank calls it.
+// sending half of fp32's bytes; while the copy lives the rank holds exactly 2 x padded_numel
+// bytes more than its persistent state; the fp32 shard is left untouched. Every rank calls it.
 Tensor gather_bf16_values(Communicator& comm, const gtl::nn::FlatParameter& flat);
-// Bytes this rank sends in that all-gather on a ring: the (N - 1) bf16 shards it forwards.
+// Bytes this rank sends in that all-gather on a ring.
 int64_t bf16_gather_bytes_sent(const gtl::nn::FlatParameter& flat);
 
 }  // namespace lab06

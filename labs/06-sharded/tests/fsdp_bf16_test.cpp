@@ -77,13 +77,13 @@ void check_gathers(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config,
       ASSERT_EQ(full.dtype(), gtl::DType::BFloat16) << at << ": the compute copy must be bf16";
       EXPECT_EQ(bitwise_diff(mine.copies.back(), expected), "")
           << at
-          << ": the gathered copy must be every rank's fp32 shard rounded to bf16 (round "
-             "to nearest even, Tensor::to), in rank order: the full values rounded, bit for bit";
+          << ": the gathered copy must be the full fp32 values rounded to bf16 (round to nearest "
+             "even), bit for bit";
       EXPECT_EQ(2 * sent, fp32_bytes)
           << at << ": sent " << sent << " bytes, fp32 FSDP sends " << fp32_bytes
-          << ": gather the bf16 shards (2 bytes each), not the fp32 values";
+          << ": the gather must send half of fp32's bytes";
       EXPECT_EQ(mine.reported.back(), fp32_bytes / 2)
-          << at << ": bf16_gather_bytes_sent: (N - 1) shards of 2-byte elements";
+          << at << ": bf16_gather_bytes_sent: the bytes this rank sends in that all-gather";
     }
   });
   record_gathers(out, ranks);

@@ -52,8 +52,8 @@ TEST(Fsdp, KeepsOnlyShardsBetweenSteps) {
           << "N " << n << ", rank " << r << ": between steps ZeRO-3 keeps per unit 4 bytes (the "
           << "values' shard) + 4 (the gradients' shard) per shard element + 8 (m, v) per REAL "
           << "element: 16P/N plus the padding; got " << zero[r].persistent_bytes
-          << " bytes. Release every unit's full values AND gradients in the constructor and "
-             "after each use";
+          << " bytes. More means a full buffer outlives its use: check the constructor and each "
+             "unit's last hook";
     }
   }
 }
@@ -76,14 +76,12 @@ TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffers) {
     const bool before = s.hook.rfind("before", 0) == 0;
     const std::set<int64_t> only_u = {s.unit}, none = {};
     EXPECT_EQ(units_str(s.with_values), units_str(before ? only_u : none))
-        << "at " << s.hook << " of unit " << s.unit << ": units with full values. Gather a unit "
-        << "just before it computes (forward and backward) and release it right after"
-        << constructor;
+        << "at " << s.hook << " of unit " << s.unit << ": units with full values. A unit holds "
+        << "its full values only while it computes, forward and backward" << constructor;
     const bool grads = s.hook == "before_backward";
     EXPECT_EQ(units_str(s.with_grads), units_str(grads ? only_u : none))
-        << "at " << s.hook << " of unit " << s.unit << ": units with a full gradient. "
-        << "Materialise it before the unit's backward, release it after the reduce-scatter"
-        << constructor;
+        << "at " << s.hook << " of unit " << s.unit << ": units with a full gradient. A unit "
+        << "holds its full gradient only while its backward needs it" << constructor;
   }
 }
 
@@ -104,9 +102,8 @@ TEST(Fsdp, CollectivesFollowTheUnits) {
   gtl::judge::Outputs out("Fsdp.CollectivesFollowTheUnits");
   lab06_cases::record_lines(out, got);
   EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
-      << "rank 0's gathers, reduce-scatters and unit computations, in order: each unit gathered "
-         "(synchronously, its whole padded buffer) right before its forward and again before its "
-         "backward, its gradient reduce-scattered right after its backward";
+      << "rank 0's gathers, reduce-scatters and unit computations, in order (compare the two "
+         "lists: which hook issued a collective too early, too late or not at all?)";
 }
 
 TEST(Fsdp, MovesOneAndAHalfTimesWhatDdpMoves) {

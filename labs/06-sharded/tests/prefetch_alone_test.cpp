@@ -92,8 +92,7 @@ void check_prefetches(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& conf
               << "(in_flight(u)) for gather(u) to wait on; a synchronous all_gather leaves "
               << "nothing for the unit's compute to overlap";
           EXPECT_EQ(p.again, 0) << at << ": prefetch(u) of a unit whose values are in flight or "
-                                << "present must issue nothing (the forward prefetches u + 1, "
-                                << "then gathers it again)";
+                                << "present must issue nothing";
           EXPECT_EQ(p.added, 4 * flat.padded_numel())
               << at << ": after the prefetch the rank holds exactly the unit's full values more "
               << "(materialize_values before the gather, 4 bytes per padded element)";

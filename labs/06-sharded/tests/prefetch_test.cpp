@@ -73,9 +73,8 @@ void expect_prefetch_order(const std::string& test, const testing::FsdpStep& ste
   EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
       << input << ": rank 0's gathers, reduce-scatters and unit computations, in order; the "
       << "first difference is line " << i << ": expected " << line(expected, i) << ", got "
-      << line(got, i) << ". With prefetch 1, after gathering unit u (or waiting for its "
-      << "prefetch) issue unit u+1's all_gather_async (backward: u-1) BEFORE u computes, never a "
-      << "second gather of a prefetched unit";
+      << line(got, i) << ". With prefetch 1 the unit that computes next is gathered while u "
+      << "computes, and a prefetched unit is never gathered a second time";
 }
 
 TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes) {

@@ -59,16 +59,14 @@ TEST(ClipOverShards, EveryRankClipsByTheNormOfTheWholeGradient) {
         for (int r = 0; r < n; ++r) {
           EXPECT_EQ(testing::bitwise_diff({norms[static_cast<std::size_t>(r)]}, {norms[0]}), "")
               << "numel " << numel << ", N " << n << ": rank " << r << "'s norm differs from rank "
-              << "0's: every rank must use the same global norm (reduce the squared norms)";
+              << "0's: every rank must use the same global norm";
           all.insert(all.end(), clipped[static_cast<std::size_t>(r)].begin(),
                      clipped[static_cast<std::size_t>(r)].end());
         }
         EXPECT_NEAR(norms[0], ref_norm, 1e-6 * ref_norm)
             << "numel " << numel << ", N " << n << ": the returned norm, expected the L2 norm of "
-            << "the whole gradient (sqrt of a sum of squares; global_l2_norm returns a norm, not "
-            << "its square)"
-            << (n > 1 ? ": with shards, sqrt of the SUM over ranks of each shard's squared norm, "
-                        "not one shard's norm"
+            << "the whole gradient (global_l2_norm returns a norm, not its square)"
+            << (n > 1 ? ": with shards, the norm of all shards together, not one shard's norm"
                       : "");
         ASSERT_EQ(all.size(), ref_clipped.size()) << "numel " << numel << ", N " << n;
         for (std::size_t i = 0; i < all.size(); ++i) {
@@ -116,7 +114,7 @@ TEST(AgreeFoundInf, EveryRankSkipsTheStepWhenOneShardOverflowed) {
       for (int r = 0; r < n; ++r) {
         EXPECT_FALSE(stepped[static_cast<std::size_t>(r)])
             << "N " << n << ": rank " << overflow << "'s shard held an inf, and rank " << r
-            << " stepped anyway: the found-inf flag must be the MAX over ranks before step()";
+            << " stepped anyway: every rank's flag must report the overflow before step()";
       }
     }
     const std::vector<bool> finite = steps_taken(n, -1, 37);

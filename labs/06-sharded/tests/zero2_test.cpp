@@ -67,8 +67,8 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientsOnceBuilt) {
       out.record(held[static_cast<std::size_t>(r)]);
       EXPECT_EQ(full[static_cast<std::size_t>(r)], 0)
           << "N " << n << ", rank " << r << ": right after Zero2's constructor the FlatParameter "
-          << "still has its full gradient: release it there (step 3a), so that no full gradient "
-          << "exists between steps, the first step included";
+          << "still has its full gradient: no full gradient may exist between steps, the first "
+          << "step included (step 3a)";
       EXPECT_EQ(held[static_cast<std::size_t>(r)], expected)
           << "N " << n << ", rank " << r << ": bytes held once Zero2 is built, expected the "
           << "ZeRO-2 formula's " << expected << "; 4 Pp more is the full gradient still held";
