@@ -326,7 +326,7 @@ std::string one_f_one_b_schedule_check() {
       expect_schedule(r, "1F1B", p, m, one_f_one_b_order(p, m));
   }
   {
-    Recorded r("OneFOneBSchedule.WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS");
+    Recorded r("OneFOneBSchedule.WarmUpIsTheLongestTheInFlightBoundAllows");
     for (int p = 1; p <= 4; ++p)
       for (int64_t m = 1; m <= 8; ++m) expect_schedule(r, "1F1B", p, m, one_f_one_b_order(p, m));
     expect_threw(r, "one_f_one_b_schedule(0, 4)");

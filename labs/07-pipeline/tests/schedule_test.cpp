@@ -99,9 +99,8 @@ TEST(OneFOneBSchedule, MatchesTheHandoutsTables) {
   }
 }
 
-TEST(OneFOneBSchedule, WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS) {
-  gtl::judge::Outputs recorded(
-      "OneFOneBSchedule.WarmUpIsPMinusSMinusOneAndStageSHoldsAtMostPMinusS");
+TEST(OneFOneBSchedule, WarmUpIsTheLongestTheInFlightBoundAllows) {
+  gtl::judge::Outputs recorded("OneFOneBSchedule.WarmUpIsTheLongestTheInFlightBoundAllows");
   for (int p = 1; p <= 4; ++p) {
     for (int64_t m = 1; m <= 8; ++m) {
       const Schedule s = one_f_one_b_schedule(p, m);
