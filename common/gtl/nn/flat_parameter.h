@@ -2,15 +2,16 @@
 // evenly across N ranks, with a persistent shard per rank and full buffers that come and go.
 //
 //   nn::FlatParameter flat(block, Device::cuda(), comm.world_size(), comm.rank());
-//   flat.release_values();                         // between uses only the shard stays
-//   flat.materialize_values();                     // full values back (uninitialised) ...
-//   comm.all_gather(flat.shard_values(), flat.values());   // ... filled from every rank's shard
-//   y = block.forward(x, ctx);                     // the layers' weights are views: no re-pointing
-//   if (auto p = flat.shard_param()) optimizer_params.push_back(*p);   // real elements only
+//   flat.values(), flat.grads()               the full buffers, while they exist; the layers'
+//                                             weights and gradients are views into them
+//   flat.materialize_values(), release_values()   make (uninitialised) or drop the full values
+//   flat.materialize_grads(), release_grads()     make (zeroed) or drop the full gradient
+//   flat.shard_values(), flat.shard_grads()   this rank's persistent chunk of each
+//   flat.shard_param()                        the shard as an optimizer parameter (real
+//                                             elements only; none when it is all padding)
 //
-// The gradient side mirrors it: materialize_grads() gives a zeroed full gradient for backward to
-// write into, shard_grads() this rank's chunk of it, release_grads() drops the full one. Which of
-// these a sharding strategy calls, and when, is what lab 06 asks (ZeRO-2, FSDP).
+// Which of these a sharding strategy calls, when, and with which collective is what lab 06 asks
+// (ZeRO-1, ZeRO-2, FSDP).
 //
 // Why a flat, padded buffer (PyTorch FSDP's FlatParameter): a unit's weights are gathered and its
 // gradients reduce-scattered in ONE collective each, and a ring collective cuts its buffer into N

@@ -125,7 +125,7 @@ class DynamicLossScaler final : public GradScaler {
   bool step(gtl::optim::Optimizer& optimizer) override;         // TODO 3b
   void update() override;                                       // TODO 3c
 
-  bool found_inf() const { return found_inf_; }       // the last unscale_'s verdict
+  bool found_inf() const { return found_inf_; }       // the last unscale_'s verdict, until update()
   int64_t skipped_steps() const { return skipped_; }  // steps step() skipped so far
 
   ScalerState state() const { return state_; }
