@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision, "fp32, tf32, fp16 (with loss scaling) or bf16")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
       ->capture_default_str();
+  bool no_loss_scaling = false;
+  app.add_flag("--no-loss-scaling", no_loss_scaling,
+               "fp16 without its loss scaler (to see what the scaler is for)");
   app.add_option("--batch-size", options.batch_size, "samples per step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -307,6 +310,7 @@ int main(int argc, char** argv) {
   try {
     options.device = Device::parse(device);
     options.precision = nn::PrecisionPolicy::parse(precision);
+    options.loss_scaling = !no_loss_scaling;
     options.model.seed = options.seed;
     if (options.model.kind == "cnn" && hidden_opt->count() == 0) options.model.hidden = 16;
     if (options.device.is_cuda() && !do_compare && !cuda_available()) {

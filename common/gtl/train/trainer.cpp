@@ -10,9 +10,9 @@
 namespace gtl::train {
 
 namespace {
-optim::LossScalerOptions scaler_options(const nn::PrecisionPolicy& precision) {
+optim::LossScalerOptions scaler_options(const TrainerOptions& options) {
   optim::LossScalerOptions o;
-  o.enabled = precision.needs_loss_scaling();
+  o.enabled = options.precision.needs_loss_scaling() && options.loss_scaling;
   return o;
 }
 }  // namespace
@@ -20,7 +20,7 @@ optim::LossScalerOptions scaler_options(const nn::PrecisionPolicy& precision) {
 Trainer::Trainer(TrainerOptions options, std::shared_ptr<const data::Dataset> train_data)
     : options_(std::move(options)),
       train_data_(std::move(train_data)),
-      scaler_(scaler_options(options_.precision)) {
+      scaler_(scaler_options(options_)) {
   GTL_CHECK(train_data_ != nullptr, "Trainer: no training data");
   GTL_CHECK(options_.world_size > 0 && options_.rank >= 0 && options_.rank < options_.world_size,
             "Trainer: expected 0 <= rank < world_size, got rank "

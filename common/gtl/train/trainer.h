@@ -59,7 +59,8 @@ namespace gtl::train {
 struct TrainerOptions {
   nn::ModelConfig model;
   Device device = Device::cpu();
-  nn::PrecisionPolicy precision;  // fp16 turns the loss scaler on
+  nn::PrecisionPolicy precision;  // fp16 turns the loss scaler on ...
+  bool loss_scaling = true;       // ... unless this is false (fp16 unscaled: to see why not)
   int64_t batch_size = 64;        // global: each rank takes batch_size / world_size samples
   int64_t micro_batches = 1;      // gradient accumulation: the batch is split into this many parts
   float lr = 2e-3f;

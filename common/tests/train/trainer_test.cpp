@@ -68,6 +68,21 @@ TEST(Trainer, Fp16UsesTheLossScalerAndStillLearns) {
   EXPECT_FALSE(train::Trainer(f32, d).scaler().enabled()) << "fp32 needs no loss scaling";
 }
 
+// loss_scaling = false: fp16 trains unscaled (scale 1, every step taken), the run that shows what
+// the scaler is for (`train --precision fp16 --no-loss-scaling`).
+TEST(Trainer, Fp16WithoutLossScalingRunsUnscaled) {
+  auto d = digits(640);
+  train::TrainerOptions o = options();
+  o.precision = nn::PrecisionPolicy::fp16();
+  o.loss_scaling = false;
+  train::Trainer t(o, d);
+  EXPECT_FALSE(t.scaler().enabled()) << "loss_scaling = false must turn fp16's scaler off";
+  EXPECT_EQ(t.scaler().scale(), 1.f);
+  auto [images, labels] = first_batch(o, d);
+  EXPECT_TRUE(t.train_step(images, labels).stepped);
+  EXPECT_EQ(t.scaler().scale(), 1.f) << "an unscaled run never changes its scale";
+}
+
 TEST(Trainer, EvaluateCountsCorrectPredictions) {
   auto d = digits(256);
   train::Trainer t(options(), d);
