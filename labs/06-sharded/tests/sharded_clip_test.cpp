@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <limits>
 #include <mutex>
 #include <sstream>
@@ -252,6 +253,46 @@ TEST(AgreeFoundInf, SeededWorldsAndOverflowingRanks) {
                   : " skipped although no shard overflowed");
     }
   }
+}
+
+// Issue 28, class 2: an agree_found_inf that takes the maximum of the flags through memory the
+// ranks share (threads: a mutex, a condition variable and a global array, no call of the
+// communicator) reaches the right decision, and decision_traffic_problem rejects it. No rubric
+// check selects this suite: it grades no student code.
+TEST(GlobalSharingAttack, AFlagAgreedThroughAGlobalIsRightAndFailsTheTrafficCheck) {
+  const int n = 3, overflow = 1;
+  std::mutex mutex;
+  std::condition_variable all;
+  int posted = 0;
+  std::vector<float> flags(static_cast<std::size_t>(n));
+  gtl::dist::run_ranks(
+      n,
+      [&](Communicator& comm) {
+        gtl::optim::LossScaler scaler;
+        std::vector<ParamRef> mine = shard_of(37, n, comm.rank());
+        if (comm.rank() == overflow) {
+          std::vector<float> g = mine[0].grad.to_vector();
+          g[0] = std::numeric_limits<float>::infinity();
+          mine[0].grad.copy_(Tensor::from_vector(g, mine[0].grad.shape()));
+        }
+        scaler.unscale_(mine);
+        float worst = 0;
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          flags[static_cast<std::size_t>(comm.rank())] = scaler.found_inf_flag().item();
+          if (++posted == n) all.notify_all();
+          all.wait(lock, [&] { return posted == n; });
+          for (float f : flags) worst = std::max(worst, f);
+        }
+        scaler.set_found_inf_flag(Tensor::full({1}, worst));
+        EXPECT_EQ(scaler.found_inf_flag().item(), 1.f)
+            << "rank " << comm.rank() << ": the attack must reach the right decision";
+        const std::string problem = decision_traffic_problem(comm, "the attack", false);
+        EXPECT_NE(problem.find("expected exactly one all_reduce"), std::string::npos)
+            << "rank " << comm.rank() << ": the check must reject a flag shared through memory, "
+            << "got '" << problem << "'";
+      },
+      testing::fast());
 }
 
 }  // namespace
