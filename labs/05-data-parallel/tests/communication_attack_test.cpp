@@ -5,16 +5,19 @@
 // numbers alone would pass while the traffic check fails them:
 //   ring-all-reduce    a "ring" that sums every rank's input read through a global, no send_recv
 //   broadcast-weights  a "broadcast" that copies the root's weights through a global
+//   naive-ddp, flat-ddp, bucketed-ddp  a sync that averages the gradients through a global
 // They run in-process, not through gtl-grade on a copy of the course: grading a replaced file
 // rebuilds the whole lab twice (about 20 minutes on 2 cores), while the check's verdict is exactly
 // these assertions. No rubric check selects this suite: it grades no student code.
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <condition_variable>
 #include <mutex>
 
 #include "data_parallel.h"
 #include "ddp_training.h"
+#include "equivalence.h"
 #include "gtl/nn/models.h"
 #include "lab05_cases.h"
 #include "lab05_test_util.h"
@@ -121,6 +124,44 @@ TEST(GlobalSharingAttack, ABroadcastThroughAGlobalHasTheRightWeightsAndFailsTheT
         },
         testing::fast());
   }
+}
+
+// The attack on TODOs 3 to 5: a DDP sync that averages the flat gradient through shared memory
+// (every rank posts its gradient, a std::barrier, the average in rank order, a barrier before
+// anyone posts again): the weights of single-process training, and no all-reduce at all.
+TEST(GlobalSharingAttack, ADdpSyncThatAveragesThroughAGlobalTrainsRightAndFailsTheTrafficCheck) {
+  const int world = 3;
+  const TrainConfig config;
+  std::vector<std::vector<float>> posted(world);
+  std::barrier step_barrier(world);
+  const SyncFactory through_a_global = [&](Communicator& comm, gtl::nn::Module&,
+                                           gtl::nn::ParameterBuffer& buffer) {
+    return [&comm, &buffer, &posted, &step_barrier] {
+      posted[static_cast<std::size_t>(comm.rank())] = buffer.grads().to_vector();
+      step_barrier.arrive_and_wait();
+      std::vector<float> avg = posted[0];
+      for (int r = 1; r < world; ++r)
+        for (std::size_t i = 0; i < avg.size(); ++i) avg[i] += posted[std::size_t(r)][i];
+      for (float& v : avg) v /= float(world);
+      step_barrier.arrive_and_wait();
+      Tensor grads = buffer.grads();
+      grads.copy_(Tensor::from_vector(avg, grads.shape()));
+    };
+  };
+  const TrainResult ref = train_single_process(world, config);
+  gtl::dist::run_ranks(
+      world,
+      [&](Communicator& comm) {
+        const TrainResult got = train_lab_model(comm, config, through_a_global);
+        EXPECT_EQ(testing::bitwise_diff(got.weights, ref.weights), "")
+            << "rank " << comm.rank() << ": the attack must train like one process, or it proves "
+            << "nothing";
+        const std::string problem = testing::ddp_traffic_problem(comm, config, "the attack");
+        EXPECT_NE(problem.find("expected at least"), std::string::npos)
+            << "rank " << comm.rank() << ": the DDP checks must reject gradients averaged through "
+            << "memory, got '" << problem << "'";
+      },
+      testing::fast(/*deterministic=*/true));
 }
 
 }  // namespace
