@@ -4,16 +4,24 @@
 // tests; each case reads what those tests recorded (gtl_judge_output.h) for the inputs the
 // grading seed drew and recomputes it: sums for the ring, single-process training
 // (train_single_process) for every DDP variant, the core's flat all-reduce for the real-process
-// runs, the bucket rule for the buckets. Two cases check properties instead of recomputing: the
-// sampler's shards (the order itself is the student's design; its shards must interleave it) and
-// the overlap timeline (its figure is simulated from the student's trace, in the test process).
+// runs, the bucket rule for the buckets, and the overlap timeline simulated here from the raw
+// traces the test records (issue 28, class 4). One case checks a property instead of recomputing:
+// the sampler's shards (the order itself is the student's design; its shards must interleave it).
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ddp_training.h"
 #include "gtl/distributed/in_process.h"
+#include "gtl/distributed/module_trace.h"
+#include "gtl/distributed/timeline.h"
+#include "gtl/distributed/trace.h"
+#include "gtl/distributed/trace_text.h"
 #include "gtl/nn/models.h"
 #include "gtl_judge.h"
 #include "lab05_cases.h"
@@ -126,20 +134,81 @@ std::string bucket_launch_order() {
   return "every rank launched the buckets in bucket order";
 }
 
+// The leaf modules' FLOPs and bytes of one forward and backward of the reference model on
+// kReferenceBatchPerRank samples, as the core's trace hooks count them.
+std::pair<double, double> reference_work() {
+  auto model = gtl::nn::make_model(lab05::reference_model());
+  auto trace = std::make_shared<gtl::dist::Trace>();
+  gtl::nn::HookHandle traced = gtl::dist::trace_modules(*model, trace);
+  gtl::nn::Context ctx;
+  gtl::Tensor y =
+      model->forward(gtl::Tensor::full({lab05::kReferenceBatchPerRank, 1, 28, 28}, 0.5), ctx);
+  model->backward(ctx, gtl::Tensor::ones(y.shape()));
+  double flops = 0, bytes = 0;
+  for (const gtl::dist::TraceEvent& e : trace->events(gtl::dist::TraceKind::ModuleEnd))
+    if (e.leaf) flops += e.flops, bytes += e.mem_bytes;
+  return {flops, bytes};
+}
+
+// Issue 28, class 4: the hidden fraction is not taken from the test's record. The test records
+// both ranks' raw traces; the judge checks that each holds one step of the reference model's work
+// and all-reduces every gradient byte, simulates them on the reference cluster itself, applies
+// the bar to its own figure, and requires the test's reported figures to be the simulation's.
 std::string bucketed_overlap_timeline() {
   Recorded r("BucketedDdp.HidesCommunicationBehindBackwardOnTheReferenceCluster");
   int64_t gradient_bytes = 0;
   for (const auto& p : gtl::nn::make_model(lab05::reference_model())->parameters())
     gradient_bytes += int64_t(p.grad.nbytes());
-  const auto reduced = r.next<int64_t>("the bytes all-reduced");
-  const auto hidden = r.next<double>("the hidden fraction");
-  if (reduced < gradient_bytes)
-    throw Rejection("the bucketed step all-reduced " + std::to_string(reduced) + " bytes of the " +
-                    std::to_string(gradient_bytes) + " the reference model's gradients hold");
+  const auto reported_bytes = r.next<int64_t>("the bytes all-reduced");
+  const auto reported_hidden = r.next<double>("the hidden fraction");
+  const auto reported_step = r.next<double>("the step time");
+  if (r.next<std::size_t>("the number of ranks") != 2)
+    throw Rejection(r.test() + ": not one trace per rank of the 2");
+  std::vector<std::vector<gtl::dist::TraceEvent>> traces(2);
+  for (auto& events : traces) {
+    const auto n = r.next<std::size_t>("a trace's length");
+    for (std::size_t k = 0; k < n; ++k) {
+      std::optional<gtl::dist::TraceEvent> e =
+          gtl::dist::parse_trace_event_line(r.line("a trace event"));
+      if (!e) throw Rejection(r.test() + ": a malformed trace event");
+      events.push_back(*e);
+    }
+  }
+  const auto [flops, bytes] = reference_work();
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    const std::string at = r.test() + ", rank " + std::to_string(rank);
+    int64_t reduced = 0;
+    double got_flops = 0, got_bytes = 0;
+    for (const gtl::dist::TraceEvent& e : traces[rank]) {
+      if (e.op == "all_reduce") reduced += e.bytes;
+      if (e.kind == gtl::dist::TraceKind::ModuleEnd && e.leaf)
+        got_flops += e.flops, got_bytes += e.mem_bytes;
+    }
+    if (reduced < gradient_bytes)
+      throw Rejection(at + ": the trace all-reduces " + std::to_string(reduced) + " bytes of the " +
+                      std::to_string(gradient_bytes) + " the reference model's gradients hold");
+    if (rank == 0) gtl::judge::expect_equal(reported_bytes, reduced, at + ": the reported bytes");
+    if (got_flops != flops || got_bytes != bytes)
+      throw Rejection(at + ": the trace holds " + gtl::judge::show(got_flops) + " FLOPs and " +
+                      gtl::judge::show(got_bytes) + " bytes of compute, one step of the " +
+                      "reference model " + gtl::judge::show(flops) + " and " +
+                      gtl::judge::show(bytes));
+  }
+  const gtl::dist::Timeline timeline =
+      gtl::dist::simulate_timeline(traces, lab05::reference_cluster());
+  const double hidden = timeline.world().hidden_comm_fraction.min;
   if (!(hidden >= 0.7))
-    throw Rejection("the recorded hidden fraction " + gtl::judge::show(hidden) +
-                    " is below the bar 0.7");
-  return "every gradient reduced, the recorded hidden fraction above the bar";
+    throw Rejection(r.test() + ": the judge's simulation of the recorded traces hides " +
+                    gtl::judge::show(hidden) + " of the communication, below the bar 0.7");
+  for (const auto& [name, got, want] :
+       {std::tuple{"the hidden fraction", reported_hidden, hidden},
+        std::tuple{"the step time", reported_step, timeline.step_time()}}) {
+    if (!(std::fabs(got - want) <= 1e-9 * std::fabs(want)))
+      throw Rejection(r.test() + ": the test reported " + name + " " + gtl::judge::show(got) +
+                      ", the judge's simulation of its traces gives " + gtl::judge::show(want));
+  }
+  return "the traces hold one reference step and every gradient; simulated here, they hide " +
+         gtl::judge::show(hidden) + " of the communication";
 }
 
 std::string no_sync_accumulation() {

@@ -17,6 +17,7 @@
 #include "equivalence.h"
 #include "gtl/distributed/module_trace.h"
 #include "gtl/distributed/timeline.h"
+#include "gtl/distributed/trace_text.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/models.h"
 #include "gtl/nn/sequential.h"
@@ -299,6 +300,13 @@ TEST(BucketedDdp, HidesCommunicationBehindBackwardOnTheReferenceCluster) {
   const double naive_hidden = naive.world().hidden_comm_fraction.max;
   gtl::judge::Outputs recorded("BucketedDdp.HidesCommunicationBehindBackwardOnTheReferenceCluster");
   recorded.record(reduced_bytes), recorded.record(hidden), recorded.record(bucketed.step_time());
+  // The raw events too (issue 28, class 4): the judge simulates them itself instead of trusting the
+  // figures above (lab05_judge.cpp, bucketed_overlap_timeline).
+  recorded.record(traces.size());
+  for (const std::vector<TraceEvent>& events : traces) {
+    recorded.record(events.size());
+    for (const TraceEvent& e : events) recorded.record(gtl::dist::trace_event_line(e));
+  }
   std::cout << "[ figures  ] hidden communication: bucketed " << hidden << ", naive "
             << naive_hidden << "; step time bucketed " << bucketed.step_time() * 1e6
             << " us, naive " << naive.step_time() * 1e6 << " us\n";

@@ -74,6 +74,16 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
         EXPECT_EQ(comm.counters("all_reduce").calls, steps)
             << "one all-reduce round per " << k << " micro-batches";
         EXPECT_EQ(comm.total_counters().calls, steps) << "and no other communication";
+        // Each of those all-reduces carries the whole flat gradient, n floats, over the whole world
+        // (issue 28, class 2: a 1-element all-reduce as a decoy, the gradient read from another
+        // rank's memory, is not the sync).
+        for (const gtl::dist::TraceEvent& e : comm.trace()->events("all_reduce")) {
+          EXPECT_EQ(e.bytes, 4 * n)
+              << "rank " << comm.rank() << ", all_reduce " << e.seq << ": expected the whole "
+              << "accumulated flat gradient, " << n << " floats (" << 4 * n << " bytes), got "
+              << e.bytes << " bytes: revisit what the last micro-batch all-reduces";
+          EXPECT_EQ(e.group, (std::vector<int>{0, 1, 2})) << "over the whole world";
+        }
       },
       testing::fast(/*deterministic=*/true));
 }

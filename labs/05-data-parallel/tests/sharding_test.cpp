@@ -103,6 +103,12 @@ TEST(BroadcastParameters, EveryRankHoldsTheRootsInitialWeightsBitForBit) {
           config.seed = base + static_cast<uint64_t>(comm.rank());  // different weights per rank
           auto model = gtl::nn::make_model(config);
           broadcast_parameters(comm, model->parameters(), root);
+          // The weights alone cannot tell a broadcast from a copy read through memory the ranks
+          // share (they are threads): every rank but the root receives every parameter's bytes
+          // (lab05_test_util.h derives it), the root none.
+          int64_t param_bytes = 0;
+          for (const ParamRef& p : model->parameters()) param_bytes += int64_t(p.value.nbytes());
+          EXPECT_EQ(testing::broadcast_traffic_problem(comm, root, param_bytes), "");
           std::vector<float> all;
           for (const ParamRef& p : model->parameters()) {
             const std::vector<float> v = p.value.to_vector();

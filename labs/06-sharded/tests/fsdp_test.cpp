@@ -21,6 +21,23 @@ std::string units_str(const std::set<int64_t>& units) {
   return s + "}";
 }
 
+// The equivalence checks verify the communication too (issue 28, class 2: ranks are threads, so
+// DDP's weights could come from another rank's memory through a global): with N > 1, a step of
+// FSDP sends on each rank 1.5x what DDP's all-reduce of the same padded units sends (two gathers
+// and one reduce-scatter of every unit, N-1 shards each, against DDP's 2 (N-1)).
+std::string fsdp_traffic_problem(const TrainResult& zero, const gtl::nn::ModelConfig& model, int n,
+                                 int r) {
+  if (n == 1) return "";
+  const int64_t sent = lab06_cases::bytes_sent(zero);
+  const int64_t ddp = testing::ddp_bytes_sent(testing::unit_numels(model), n);
+  if (2 * sent == 3 * ddp) return "";
+  return "N " + std::to_string(n) + ", rank " + std::to_string(r) + ": FSDP sent " +
+         std::to_string(sent) + " bytes in a step, expected 1.5 x " + std::to_string(ddp) +
+         " (gather, gather and reduce-scatter of every unit). Revisit the hooks: values and "
+         "gradients must travel through the communicator, not through memory another rank can "
+         "read";
+}
+
 TEST(Fsdp, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
   gtl::judge::Outputs out("Fsdp.TrainsBitForBitLikeDdpOnOneToFiveRanks");
   for (int n = 1; n <= 5; ++n) {
@@ -33,6 +50,7 @@ TEST(Fsdp, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
           << "Gather a unit's values before its forward AND before its backward, zero its full "
              "gradient before backward, and reduce-scatter it (Avg) after";
       EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "") << "N " << n << ", rank " << r;
+      EXPECT_EQ(fsdp_traffic_problem(zero[r], lab_model(), n, r), "");
     }
   }
 }
@@ -171,6 +189,7 @@ TEST(Fsdp, TrainsBitForBitLikeDdpOnASeededModelAndData) {
         << lab06_cases::describe(c) << ", rank " << r << ": FSDP's weights differ from DDP's";
     EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "")
         << lab06_cases::describe(c) << ", rank " << r << ": FSDP's losses differ from DDP's";
+    EXPECT_EQ(fsdp_traffic_problem(zero[r], c.config.model, c.world, r), "");
   }
 }
 

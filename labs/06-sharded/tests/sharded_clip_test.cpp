@@ -3,13 +3,18 @@
 // overflowed, and every shard is clipped by the norm of the WHOLE gradient (the core's
 // single-process optim::clip_grad_norm_ is the reference, within float32 rounding: each rank's
 // squared norm is a partial sum taken in another order).
+// Both decisions must travel through the communicator: one all-reduce of one element per call,
+// over the whole group (decision_traffic_problem), checked on every run with N > 1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <limits>
 #include <mutex>
+#include <sstream>
 
+#include "gtl/distributed/trace.h"
 #include "gtl/optim/grad_clip.h"
 #include "lab06_cases.h"
 #include "lab06_test_util.h"
@@ -33,6 +38,41 @@ std::vector<ParamRef> shard_of(int64_t numel, int n, int r) {
   return {ParamRef{Tensor::zeros({real}), Tensor::from_vector(g, {real}), Tensor(), "shard"}};
 }
 
+// The communication of one group decision on this rank (issue 28, class 2: ranks are threads of
+// one address space, so the right flag or norm could come from another rank's memory read through
+// a global, with no communication). With N > 1 ranks: exactly one call, an all_reduce over the
+// whole world {0, ..., N-1} of one element: the flag as a float32 [1] (4 bytes), the squared
+// norm as one float32 (4 bytes) or float64 (8). The counters show that one call; the trace shows
+// its op, group and bytes. Returns "" or what is wrong.
+std::string decision_traffic_problem(const Communicator& comm, const std::string& what, bool norm) {
+  const int n = comm.world_size();
+  if (n == 1) return "";
+  std::ostringstream s;
+  s << what << ", rank " << comm.rank() << " of " << n << ": ";
+  const gtl::dist::OpCounters all = comm.total_counters();
+  const std::vector<gtl::dist::TraceEvent> ev =
+      comm.trace()->events(gtl::dist::TraceKind::Collective);
+  if (all.calls != 1 || comm.counters("all_reduce").calls != 1 || ev.size() != 1) {
+    s << "expected exactly one all_reduce over the group and no other call, got "
+      << comm.counters("all_reduce").calls << " all_reduce of " << all.calls << " calls. Revisit "
+      << (norm ? "clip_sharded_grad_norm_" : "agree_found_inf")
+      << ": the ranks must agree through the communicator (one all-reduce), not through memory "
+      << "another rank can read";
+    return s.str();
+  }
+  std::vector<int> world(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) world[static_cast<std::size_t>(r)] = r;
+  const bool bytes_ok = ev[0].bytes == 4 || (norm && ev[0].bytes == 8);
+  if (ev[0].group != world || !bytes_ok) {
+    s << "expected an all_reduce of one element (" << (norm ? "4 or 8" : "4") << " bytes) over all "
+      << n << " ranks, got " << ev[0].bytes << " bytes over " << ev[0].group.size()
+      << " ranks. Revisit what each rank contributes: "
+      << (norm ? "one number, its shard's squared norm" : "one flag, float32 [1]");
+    return s.str();
+  }
+  return "";
+}
+
 TEST(ClipOverShards, EveryRankClipsByTheNormOfTheWholeGradient) {
   for (int64_t numel : {37, 3}) {  // 3 on 5 ranks: ranks 3 and 4 own only padding
     for (int n : {1, 2, 3, 5}) {
@@ -50,6 +90,7 @@ TEST(ClipOverShards, EveryRankClipsByTheNormOfTheWholeGradient) {
             [&](Communicator& comm) {
               std::vector<ParamRef> mine = shard_of(numel, n, comm.rank());
               const float norm = clip_sharded_grad_norm_(comm, mine, max_norm);
+              EXPECT_EQ(decision_traffic_problem(comm, "numel " + std::to_string(numel), true), "");
               norms[static_cast<std::size_t>(comm.rank())] = norm;
               if (!mine.empty())
                 clipped[static_cast<std::size_t>(comm.rank())] = mine[0].grad.to_vector();
@@ -97,6 +138,9 @@ std::vector<bool> steps_taken(int n, int overflow, int64_t numel) {
         gtl::optim::AdamW optimizer(mine);
         scaler.unscale_(mine);
         agree_found_inf(comm, scaler);
+        EXPECT_EQ(
+            decision_traffic_problem(comm, "overflowing rank " + std::to_string(overflow), false),
+            "");
         const bool did = scaler.step(optimizer);
         std::lock_guard<std::mutex> lock(mutex);
         stepped[static_cast<std::size_t>(comm.rank())] = did;
@@ -170,6 +214,7 @@ TEST(ClipOverShards, SeededGradientsWorldsAndMaxNorms) {
           }
           norms[static_cast<std::size_t>(comm.rank())] =
               clip_sharded_grad_norm_(comm, mine, c.max_norm);
+          EXPECT_EQ(decision_traffic_problem(comm, at, true), "");
           if (!mine.empty())
             clipped[static_cast<std::size_t>(comm.rank())] = mine[0].grad.to_vector();
         },
@@ -208,6 +253,46 @@ TEST(AgreeFoundInf, SeededWorldsAndOverflowingRanks) {
                   : " skipped although no shard overflowed");
     }
   }
+}
+
+// Issue 28, class 2: an agree_found_inf that takes the maximum of the flags through memory the
+// ranks share (threads: a mutex, a condition variable and a global array, no call of the
+// communicator) reaches the right decision, and decision_traffic_problem rejects it. No rubric
+// check selects this suite: it grades no student code.
+TEST(GlobalSharingAttack, AFlagAgreedThroughAGlobalIsRightAndFailsTheTrafficCheck) {
+  const int n = 3, overflow = 1;
+  std::mutex mutex;
+  std::condition_variable all;
+  int posted = 0;
+  std::vector<float> flags(static_cast<std::size_t>(n));
+  gtl::dist::run_ranks(
+      n,
+      [&](Communicator& comm) {
+        gtl::optim::LossScaler scaler;
+        std::vector<ParamRef> mine = shard_of(37, n, comm.rank());
+        if (comm.rank() == overflow) {
+          std::vector<float> g = mine[0].grad.to_vector();
+          g[0] = std::numeric_limits<float>::infinity();
+          mine[0].grad.copy_(Tensor::from_vector(g, mine[0].grad.shape()));
+        }
+        scaler.unscale_(mine);
+        float worst = 0;
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          flags[static_cast<std::size_t>(comm.rank())] = scaler.found_inf_flag().item();
+          if (++posted == n) all.notify_all();
+          all.wait(lock, [&] { return posted == n; });
+          for (float f : flags) worst = std::max(worst, f);
+        }
+        scaler.set_found_inf_flag(Tensor::full({1}, worst));
+        EXPECT_EQ(scaler.found_inf_flag().item(), 1.f)
+            << "rank " << comm.rank() << ": the attack must reach the right decision";
+        const std::string problem = decision_traffic_problem(comm, "the attack", false);
+        EXPECT_NE(problem.find("expected exactly one all_reduce"), std::string::npos)
+            << "rank " << comm.rank() << ": the check must reject a flag shared through memory, "
+            << "got '" << problem << "'";
+      },
+      testing::fast());
 }
 
 }  // namespace

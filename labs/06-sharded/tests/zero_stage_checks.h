@@ -58,6 +58,22 @@ struct SeededZeroRun {
   const std::vector<TrainResult> zero;
 };
 
+// The equivalence checks verify the communication too (issue 28, class 2: ranks are threads, so
+// DDP's weights could come from another rank's memory through a global): with N > 1, a step of
+// ZeRO-1 or ZeRO-2 sends on each rank what DDP's all-reduce of the padded buffer sends,
+// 2 (N-1) shards of ceil(P / N) floats (ddp_bytes_sent), whatever collectives carry it.
+inline std::string stage_traffic_problem(const TrainResult& zero, int64_t p, int n, int r,
+                                         const std::string& name) {
+  if (n == 1) return "";
+  const int64_t sent = lab06_cases::bytes_sent(zero), expected = testing::ddp_bytes_sent({p}, n);
+  if (sent == expected) return "";
+  return "N " + std::to_string(n) + ", rank " + std::to_string(r) + ": " + name + " sent " +
+         std::to_string(sent) + " bytes in a step, expected " + std::to_string(expected) +
+         " (a reduce-scatter and an all-gather of the padded buffer, 2 (N-1) shards). Revisit "
+         "the step: gradients and weights must travel through the communicator, not through "
+         "memory another rank can read";
+}
+
 inline void expect_trains_like_ddp_on_one_to_five_ranks(const ZeroStage& z) {
   gtl::judge::Outputs out(running_test());
   for (int n = 1; n <= 5; ++n) {
@@ -69,6 +85,7 @@ inline void expect_trains_like_ddp_on_one_to_five_ranks(const ZeroStage& z) {
           << "N " << n << ", rank " << r << ": " << z.name
           << "'s weights after 3 steps differ from DDP's. " << z.how_to_step;
       EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "") << "N " << n << ", rank " << r;
+      EXPECT_EQ(stage_traffic_problem(zero[r], model_numel(lab_model()), n, r, z.name), "");
     }
   }
 }
@@ -124,6 +141,7 @@ inline void expect_trains_like_ddp_on_a_seeded_run(const ZeroStage& z) {
     EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "")
         << lab06_cases::describe(s.c) << ", rank " << r << ": " << z.name
         << "'s losses differ from DDP's";
+    EXPECT_EQ(stage_traffic_problem(zero[r], s.p, s.c.world, r, z.name), "");
   }
 }
 

@@ -57,6 +57,17 @@ void run_stages(int p, const std::function<void(Communicator&)>& body,
 using gtl::testing::bitwise_diff;  // bitwise_diff.h
 
 // Every stage's loss and gradients go to the judge, which recomputes the sequential step.
+// The bytes stage s sends (and receives) in one step: every row of the batch crosses each of its
+// boundaries once forward (activations to s+1) and once backward (input gradients to s-1), 4
+// bytes per float.
+int64_t stage_bytes(const PipelineConfig& config, int s, int p) {
+  const auto width = [&](int b) {
+    return gtl::shape_numel(
+        boundary_sample_shape(config.model, config.boundaries[static_cast<std::size_t>(b)]));
+  };
+  return config.batch * ((s + 1 < p ? width(s + 1) : 0) + (s > 0 ? width(s) : 0)) * 4;
+}
+
 void expect_equals_sequential(const std::string& name, const Schedule& schedule,
                               const PipelineConfig& config, gtl::judge::Outputs& recorded) {
   const int p = static_cast<int>(config.boundaries.size()) - 1;
@@ -67,6 +78,17 @@ void expect_equals_sequential(const std::string& name, const Schedule& schedule,
       [&](Communicator& comm) {
         stages[static_cast<std::size_t>(comm.rank())] =
             pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
+        // The communication itself (issue 28, class 2: stages are threads, so activations and
+        // gradients could be read from a neighbour's memory through a global): every boundary
+        // crossed through the communicator, stage_bytes each way.
+        const int64_t want = stage_bytes(config, comm.rank(), p);
+        const dist::OpCounters all = comm.total_counters();
+        EXPECT_TRUE(all.bytes_sent == want && all.bytes_received == want)
+            << name << " p = " << p << ", m = " << m << ", stage " << comm.rank() << ": expected "
+            << want << " bytes sent and received (every row's activations to s+1 and input "
+            << "gradients to s-1, once), got " << all.bytes_sent << " sent and "
+            << all.bytes_received << " received. Revisit the executor's messages: what crosses "
+            << "a boundary must travel through the communicator, not through shared memory";
       },
       fast());
   for (const StageResult& stage : stages) lab07_cases::record_stage(recorded, stage);
