@@ -5,7 +5,7 @@
 // grading seed drew and recomputes it: sums for the ring, single-process training
 // (train_single_process) for every DDP variant, the core's flat all-reduce for the real-process
 // runs, the bucket rule for the buckets, and the overlap timeline simulated here from the raw
-// traces the test records (issue 28, class 4). One case checks a property instead of recomputing:
+// traces the test records. One case checks a property instead of recomputing:
 // the sampler's shards (the order itself is the student's design; its shards must interleave it).
 #include <algorithm>
 #include <cmath>
@@ -150,7 +150,7 @@ std::pair<double, double> reference_work() {
   return {flops, bytes};
 }
 
-// Issue 28, class 4: the hidden fraction is not taken from the test's record. The test records
+// The hidden fraction is not taken from the test's record. The test records
 // both ranks' raw traces; the judge checks that each holds one step of the reference model's work
 // and all-reduces every gradient byte, simulates them on the reference cluster itself, applies
 // the bar to its own figure, and requires the test's reported figures to be the simulation's.

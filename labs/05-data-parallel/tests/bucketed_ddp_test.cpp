@@ -300,7 +300,7 @@ TEST(BucketedDdp, HidesCommunicationBehindBackwardOnTheReferenceCluster) {
   const double naive_hidden = naive.world().hidden_comm_fraction.max;
   gtl::judge::Outputs recorded("BucketedDdp.HidesCommunicationBehindBackwardOnTheReferenceCluster");
   recorded.record(reduced_bytes), recorded.record(hidden), recorded.record(bucketed.step_time());
-  // The raw events too (issue 28, class 4): the judge simulates them itself instead of trusting the
+  // The raw events too: the judge simulates them itself instead of trusting the
   // figures above (lab05_judge.cpp, bucketed_overlap_timeline).
   recorded.record(traces.size());
   for (const std::vector<TraceEvent>& events : traces) {

@@ -1,4 +1,4 @@
-// Issue 28, class 2: in-process ranks are threads of one address space, so a communication TODO
+// In-process ranks are threads of one address space, so a communication TODO
 // can produce the right numbers without communicating, by reading another rank's memory through a
 // global. These tests run such attacks (written here, not a student's files) against the very
 // assertions the graded checks make (lab05_test_util.h's traffic helpers) and prove that the

@@ -23,7 +23,7 @@
 
 namespace lab05::testing {
 
-// The communication every DDP variant must show on each rank (issue 28, class 2: ranks are
+// The communication every DDP variant must show on each rank (ranks are
 // threads, so averaged gradients could be read from the other ranks' memory through a global): in
 // each of the config's steps every gradient byte goes through an all-reduce over the whole world,
 // so the all-reduces' tensors (the trace's `bytes`) add up to at least steps x the model's

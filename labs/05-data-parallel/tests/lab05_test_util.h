@@ -43,7 +43,7 @@ inline gtl::dist::RunOptions fast(bool deterministic = false) {
   return o;
 }
 
-// ---- the communication itself (issue 28, class 2)
+// ---- the communication itself
 // ------------------------------------------------- In-process ranks are threads of one address
 // space: a TODO could produce the right numbers by reading another rank's tensor through a global,
 // with no communication at all. The checks of a communication TODO therefore also read the

@@ -75,7 +75,7 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
             << "one all-reduce round per " << k << " micro-batches";
         EXPECT_EQ(comm.total_counters().calls, steps) << "and no other communication";
         // Each of those all-reduces carries the whole flat gradient, n floats, over the whole world
-        // (issue 28, class 2: a 1-element all-reduce as a decoy, the gradient read from another
+        // (a 1-element all-reduce as a decoy, the gradient read from another
         // rank's memory, is not the sync).
         for (const gtl::dist::TraceEvent& e : comm.trace()->events("all_reduce")) {
           EXPECT_EQ(e.bytes, 4 * n)

@@ -21,7 +21,7 @@ std::string units_str(const std::set<int64_t>& units) {
   return s + "}";
 }
 
-// The equivalence checks verify the communication too (issue 28, class 2: ranks are threads, so
+// The equivalence checks verify the communication too (ranks are threads, so
 // DDP's weights could come from another rank's memory through a global): with N > 1, a step of
 // FSDP sends on each rank 1.5x what DDP's all-reduce of the same padded units sends (two gathers
 // and one reduce-scatter of every unit, N-1 shards each, against DDP's 2 (N-1)).

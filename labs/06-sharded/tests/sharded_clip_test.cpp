@@ -38,7 +38,7 @@ std::vector<ParamRef> shard_of(int64_t numel, int n, int r) {
   return {ParamRef{Tensor::zeros({real}), Tensor::from_vector(g, {real}), Tensor(), "shard"}};
 }
 
-// The communication of one group decision on this rank (issue 28, class 2: ranks are threads of
+// The communication of one group decision on this rank (ranks are threads of
 // one address space, so the right flag or norm could come from another rank's memory read through
 // a global, with no communication). With N > 1 ranks: exactly one call, an all_reduce over the
 // whole world {0, ..., N-1} of one element: the flag as a float32 [1] (4 bytes), the squared
@@ -255,7 +255,7 @@ TEST(AgreeFoundInf, SeededWorldsAndOverflowingRanks) {
   }
 }
 
-// Issue 28, class 2: an agree_found_inf that takes the maximum of the flags through memory the
+// An agree_found_inf that takes the maximum of the flags through memory the
 // ranks share (threads: a mutex, a condition variable and a global array, no call of the
 // communicator) reaches the right decision, and decision_traffic_problem rejects it. No rubric
 // check selects this suite: it grades no student code.

@@ -58,7 +58,7 @@ struct SeededZeroRun {
   const std::vector<TrainResult> zero;
 };
 
-// The equivalence checks verify the communication too (issue 28, class 2: ranks are threads, so
+// The equivalence checks verify the communication too (ranks are threads, so
 // DDP's weights could come from another rank's memory through a global): with N > 1, a step of
 // ZeRO-1 or ZeRO-2 sends on each rank what DDP's all-reduce of the padded buffer sends,
 // 2 (N-1) shards of ceil(P / N) floats (ddp_bytes_sent), whatever collectives carry it.

@@ -78,7 +78,7 @@ void expect_equals_sequential(const std::string& name, const Schedule& schedule,
       [&](Communicator& comm) {
         stages[static_cast<std::size_t>(comm.rank())] =
             pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
-        // The communication itself (issue 28, class 2: stages are threads, so activations and
+        // The communication itself (stages are threads, so activations and
         // gradients could be read from a neighbour's memory through a global): every boundary
         // crossed through the communicator, stage_bytes each way.
         const int64_t want = stage_bytes(config, comm.rank(), p);
