@@ -20,6 +20,11 @@ inline StudentCall todo2() {
                      {"gtl::CachingAllocator::", "gtl::make_cpu_caching_allocator",
                       "gtl::HostSegmentSource::", "gtl::make_cpu_allocator"});
 }
+// TODO 4, accumulate_gradients.
+inline StudentCall todo4() {
+  return StudentCall("accumulate_gradients (TODO 4, grad_accumulation.cpp)",
+                     {"gtl::train::Trainer::"});
+}
 // TODO 5a, Checkpoint and make_checkpointed_model.
 inline StudentCall todo5a() {
   return StudentCall(
