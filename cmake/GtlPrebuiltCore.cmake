@@ -27,7 +27,8 @@
 function(_gtl_core_settings out)
   set(core_files)
   foreach(glob common/*.txt common/*.cmake common/gtl/* common/tests/gtl_test_main*
-               common/tools/* common/emulator/* cmake/*.cmake)
+               common/tools/* common/emulator/* cmake/*.cmake
+               grader/channel/gtl_reference_guard*)
     file(GLOB_RECURSE found ${PROJECT_SOURCE_DIR}/${glob})
     list(APPEND core_files ${found})
   endforeach()
@@ -150,6 +151,12 @@ macro(gtl_import_core)
         set_target_properties(${_gtl_t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_gtl_mine}"
                                                    SYSTEM OFF)
       endforeach()
+      # The reference guard every program compiles (common/CMakeLists.txt): this tree's copy.
+      get_target_property(_gtl_src gtl_core INTERFACE_SOURCES)
+      if(_gtl_src)
+        string(REPLACE "${GTL_PREBUILT_SOURCE_DIR}/" "${PROJECT_SOURCE_DIR}/" _gtl_src "${_gtl_src}")
+        set_target_properties(gtl_core PROPERTIES INTERFACE_SOURCES "${_gtl_src}")
+      endif()
       set(GTL_CORE_IMPORTED ON)
       set(GTL_CORE_BUILD_DIR ${_gtl_dir})
       set(GTL_CORE_ORIGIN "prebuilt, imported from ${_gtl_dir}")

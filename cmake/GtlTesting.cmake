@@ -30,6 +30,8 @@ function(gtl_add_benchmark)
   target_link_libraries(${B_NAME} PRIVATE gtl_core benchmark::benchmark ${B_LIBS})
   # gpu_timed_loop.h: how every benchmark of GPU work is timed.
   target_include_directories(${B_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/common/bench)
+  # The reference guard's scopes (grader/channel/gtl_reference_guard.h) around student calls.
+  target_include_directories(${B_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/grader/channel)
   gtl_target_warnings(${B_NAME})
   set_property(GLOBAL APPEND PROPERTY GTL_BENCHMARKS ${B_NAME})
 endfunction()

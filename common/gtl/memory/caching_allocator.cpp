@@ -19,6 +19,8 @@
 // on the side stream tells when its reads are done.
 #include "gtl/memory/caching_allocator.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include <algorithm>
 #include <cstdint>
 #include <new>
@@ -84,6 +86,7 @@ std::size_t CachingAllocator::segment_size_for(std::size_t rounded) {
 }
 
 void* CachingAllocator::allocate_on(std::size_t bytes, cudaStream_t stream) {
+  gtl::grading::reference_guard("gtl::CachingAllocator::allocate");
   if (bytes == 0) return nullptr;
   const std::size_t size = round_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -164,6 +167,7 @@ CachingAllocator::Block* CachingAllocator::split(Pool& pool, Block* block, std::
 // ---- step 5: release, waiting for other streams -------------------------------------------------
 
 void CachingAllocator::deallocate(void* ptr) {
+  gtl::grading::reference_guard("gtl::CachingAllocator::deallocate");
   if (ptr == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
@@ -274,6 +278,7 @@ void CachingAllocator::release_free_segments() {
 }
 
 void CachingAllocator::empty_cache() {
+  gtl::grading::reference_guard("gtl::CachingAllocator::empty_cache");
   std::lock_guard<std::mutex> lock(mutex_);
   synchronize_and_process_events();
   release_free_segments();
@@ -321,6 +326,7 @@ constexpr std::align_val_t kSegmentAlignment{CachingAllocator::kRoundBytes};
 }  // namespace
 
 void* HostSegmentSource::allocate_segment(std::size_t bytes) {
+  gtl::grading::reference_guard("gtl::HostSegmentSource::allocate_segment");
   std::lock_guard<std::mutex> lock(mutex_);
   const auto n = static_cast<int64_t>(bytes);
   if (options_.capacity_bytes > 0 && segment_bytes_ + n > options_.capacity_bytes) return nullptr;
@@ -374,6 +380,7 @@ int64_t HostSegmentSource::segment_bytes() const {
 }
 
 std::shared_ptr<Allocator> make_cpu_caching_allocator() {
+  gtl::grading::reference_guard("gtl::make_cpu_caching_allocator");
   return std::make_shared<CachingAllocator>(Device::cpu(), std::make_shared<HostSegmentSource>());
 }
 

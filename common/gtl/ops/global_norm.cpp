@@ -2,6 +2,8 @@
 // tensor, then one sqrt. Double keeps the sum exact enough for a reference even over 1e8 values.
 #include "gtl/ops/global_norm.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include <cmath>
 
 #include "gtl/ops/detail/checks.h"
@@ -30,6 +32,7 @@ void check_inputs(const std::vector<Tensor>& tensors) {
 }  // namespace
 
 Tensor global_l2_norm(const std::vector<Tensor>& tensors) {
+  gtl::grading::reference_guard("gtl::ops::global_l2_norm");
   check_inputs(tensors);
   if (!tensors.empty() && tensors[0].is_cuda()) {
 #ifdef GTL_WITH_CUDA

@@ -1,6 +1,8 @@
 // Gradient clipping (see grad_clip.h): the norm from ops::global_l2_norm, then one scaling pass.
 #include "gtl/optim/grad_clip.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include "gtl/ops/global_norm.h"
 #include "gtl/tensor/dispatch.h"
 
@@ -11,6 +13,7 @@
 namespace gtl::optim {
 
 Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm) {
+  gtl::grading::reference_guard("gtl::optim::clip_grad_norm_");
   GTL_CHECK(max_norm > 0.f, "clip_grad_norm_: max_norm must be > 0, got " << max_norm);
   const Tensor norm = ops::global_l2_norm(grads_of(params));
   scale_by_clip_coef_(params, norm, max_norm);
@@ -18,6 +21,7 @@ Tensor clip_grad_norm_(const std::vector<ParamRef>& params, float max_norm) {
 }
 
 void scale_by_clip_coef_(const std::vector<ParamRef>& params, const Tensor& norm, float max_norm) {
+  gtl::grading::reference_guard("gtl::optim::scale_by_clip_coef_");
   GTL_CHECK(max_norm > 0.f, "scale_by_clip_coef_: max_norm must be > 0, got " << max_norm);
   GTL_CHECK(norm.defined() && norm.numel() == 1 && norm.dtype() == DType::Float32,
             "scale_by_clip_coef_: the total norm must be a float32 tensor of one element");

@@ -2,6 +2,8 @@
 // scale schedule of torch's GradScaler (_amp_update_scale_).
 #include "gtl/optim/loss_scaler.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include <cmath>
 
 #include "gtl/tensor/dispatch.h"
@@ -24,6 +26,7 @@ LossScaler::LossScaler(LossScalerOptions options) : options_(options) {
 }
 
 void LossScaler::unscale_(const std::vector<ParamRef>& params) {
+  gtl::grading::reference_guard("gtl::optim::LossScaler::unscale_");
   if (!enabled()) return;
   GTL_CHECK(!unscaled_,
             "LossScaler::unscale_: already called since the last update(); "
@@ -60,6 +63,7 @@ void LossScaler::unscale_(const std::vector<ParamRef>& params) {
 }
 
 bool LossScaler::step(Optimizer& optimizer) {
+  gtl::grading::reference_guard("gtl::optim::LossScaler::step");
   GTL_CHECK(!stepped_, "LossScaler::step: called twice without update() in between");
   stepped_ = true;
   if (!enabled()) {
@@ -73,6 +77,7 @@ bool LossScaler::step(Optimizer& optimizer) {
 }
 
 void LossScaler::update() {
+  gtl::grading::reference_guard("gtl::optim::LossScaler::update");
   if (!enabled()) {
     stepped_ = false;
     return;

@@ -2,6 +2,8 @@
 // the checkpoint state.
 #include "gtl/optim/master_weights.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include <map>
 
 #include "gtl/tensor/dispatch.h"
@@ -15,6 +17,7 @@ namespace gtl::optim {
 namespace detail {
 
 void convert_into(const Tensor& src, const Tensor& dst) {
+  gtl::grading::reference_guard("gtl::optim::detail::convert_into");
   GTL_CHECK(src.shape() == dst.shape() && src.device() == dst.device(),
             "convert_into: expected the same shape and device, got " << src.str(0) << " and "
                                                                      << dst.str(0));
@@ -38,6 +41,7 @@ void convert_into(const Tensor& src, const Tensor& dst) {
 }  // namespace detail
 
 MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
+  gtl::grading::reference_guard("gtl::optim::MasterWeights::MasterWeights");
   check_params("MasterWeights", model_);
   for (std::size_t i = 0; i < model_.size(); ++i) {
     const ParamRef& p = model_[i];
@@ -55,12 +59,14 @@ MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::m
 }
 
 void MasterWeights::grads_to_master() const {
+  gtl::grading::reference_guard("gtl::optim::MasterWeights::grads_to_master");
   for (std::size_t i = 0; i < model_.size(); ++i) {
     if (master_[i].compute.defined()) detail::convert_into(model_[i].grad, master_[i].grad);
   }
 }
 
 void MasterWeights::refresh_model() const {
+  gtl::grading::reference_guard("gtl::optim::MasterWeights::refresh_model");
   for (const ParamRef& m : master_) {
     if (m.compute.defined()) detail::convert_into(m.value, m.compute);
   }

@@ -1,6 +1,8 @@
 // The training step and evaluation (see trainer.h); saving and loading are in training_state.cpp.
 #include "gtl/train/trainer.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include "gtl/data/text_dataset.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/ops/cross_entropy.h"
@@ -21,6 +23,7 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<const data::Dataset> tr
     : options_(std::move(options)),
       train_data_(std::move(train_data)),
       scaler_(scaler_options(options_)) {
+  gtl::grading::reference_guard("gtl::train::Trainer::Trainer");
   GTL_CHECK(train_data_ != nullptr, "Trainer: no training data");
   GTL_CHECK(options_.world_size > 0 && options_.rank >= 0 && options_.rank < options_.world_size,
             "Trainer: expected 0 <= rank < world_size, got rank "
@@ -59,6 +62,7 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<const data::Dataset> tr
 }
 
 StepStats Trainer::step() {
+  gtl::grading::reference_guard("gtl::train::Trainer::step");
   std::optional<data::Batch> batch = loader_->next();
   if (!batch) batch = loader_->next();  // end of an epoch: start the next one
   GTL_CHECK(batch.has_value(), "Trainer: the data set has fewer samples ("
@@ -73,6 +77,7 @@ StepStats Trainer::step() {
 }
 
 StepStats Trainer::train_step(const Tensor& images, const Tensor& labels) {
+  gtl::grading::reference_guard("gtl::train::Trainer::train_step");
   nn::PrecisionScope precision(options_.precision);
   const std::vector<optim::ParamRef> flat = {buffer_->flat_param()};
   const int64_t n = images.size(0), parts = options_.micro_batches;

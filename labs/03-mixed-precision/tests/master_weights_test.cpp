@@ -9,6 +9,7 @@
 #include "gtl/tensor/half.h"
 #include "gtl_judge_output.h"
 #include "lab03_cases.h"
+#include "lab03_student_call.h"
 #include "mixed_precision.h"
 
 namespace {
@@ -27,6 +28,7 @@ float first(const Tensor& t) {
 }
 
 TEST(MasterWeights, MastersAreFloat32CopiesOfTheHalfWeights) {
+  const auto call = lab03_student_call::todo4();  // no core master weights inside
   const lab03::MasterWeights mw({half_param(DType::Float16, 4, 0.1f, 0.f, "a"),
                                  half_param(DType::BFloat16, 2, 3.f, 0.f, "b")});
   ASSERT_EQ(mw.masters().size(), 2u) << "TODO 4a: one master per parameter";
@@ -47,8 +49,11 @@ TEST(MasterWeights, MastersAreFloat32CopiesOfTheHalfWeights) {
 // Half values and gradients drawn from the grading seed, against the core's master weights on the
 // same scenario; what yours gave goes to the judge.
 TEST(MasterWeights, SeededValuesWidenAndRoundBackLikeTheCore) {
-  const auto got = lab03_cases::master_weights_scenario<lab03::MasterWeights>(
-      [](const lab03::MasterWeights& m) -> const std::vector<ParamRef>& { return m.masters(); });
+  const auto got = [] {
+    const auto call = lab03_student_call::todo4();  // yours inside, the core's below
+    return lab03_cases::master_weights_scenario<lab03::MasterWeights>(
+        [](const lab03::MasterWeights& m) -> const std::vector<ParamRef>& { return m.masters(); });
+  }();
   const auto want = lab03_cases::master_weights_scenario<gtl::optim::MasterWeights>(
       [](const gtl::optim::MasterWeights& m) -> const std::vector<ParamRef>& {
         return m.params();
@@ -64,6 +69,7 @@ TEST(MasterWeights, SeededValuesWidenAndRoundBackLikeTheCore) {
 }
 
 TEST(MasterWeights, GradientsWidenExactly) {
+  const auto call = lab03_student_call::todo4();  // no core master weights inside
   const lab03::MasterWeights mw({half_param(DType::Float16, 3, 1.f, 0x1p-24f, "w")});
   mw.grads_to_master();
   EXPECT_EQ(mw.masters()[0].grad.to_vector(), std::vector<float>(3, 0x1p-24f))
@@ -83,6 +89,7 @@ TEST(MasterWeights, KeepTheSmallUpdatesThatPureFp16Loses) {
   ASSERT_EQ(first(pure.value), 1.f) << "(the core's pure-fp16 SGD loses every update)";
 
   // Masters: SGD on the float32 masters, the model refreshed after every step.
+  const auto call = lab03_student_call::todo4();  // no core master weights below
   const ParamRef model = half_param(DType::Float16, 1, 1.f, 1.f, "w");
   const lab03::MasterWeights mw({model});
   gtl::optim::Sgd sgd(mw.masters(), gtl::optim::SgdOptions{kLr, 0.f, 0.f});
@@ -106,6 +113,7 @@ TEST(MasterWeights, KeepTheSmallUpdatesThatPureFp16Loses) {
 }
 
 TEST(MasterWeights, Bf16TooNeedsMasters) {
+  const auto call = lab03_student_call::todo4();  // no core master weights inside
   // bf16 has 7 mantissa bits: near 1 the spacing is 2^-7, so even 1e-3 is below half an ulp.
   const ParamRef model = half_param(DType::BFloat16, 1, 1.f, 1.f, "w");
   const lab03::MasterWeights mw({model});
@@ -136,7 +144,13 @@ TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
     slot->grad = Tensor::zeros(slot->value.shape(), DType::BFloat16);
     half.push_back(*slot);
   }
-  const lab03::MasterWeights mw(half);
+  // Your master weights inside TODO 4's scope; the backward between them stays outside (the
+  // core's Module::backward widens half gradients with the core's convert_into itself).
+  const auto in_todo4 = [](auto f) {
+    const auto call = lab03_student_call::todo4();
+    return f();
+  };
+  const lab03::MasterWeights mw = in_todo4([&] { return lab03::MasterWeights(half); });
   std::vector<ParamRef> params = mw.masters();
   params.insert(params.end(), float32.begin(), float32.end());
   gtl::optim::AdamWOptions ao;
@@ -158,10 +172,10 @@ TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
     const float loss =
         head.forward(model->forward(batch->images, ctx), batch->labels, loss_ctx).item();
     model->backward(ctx, head.backward(loss_ctx, 1.f));
-    mw.grads_to_master();
+    in_todo4([&] { mw.grads_to_master(); });
     gtl::optim::clip_grad_norm_(params, 1.f);
     adamw.step();
-    mw.refresh_model();
+    in_todo4([&] { mw.refresh_model(); });
     ASSERT_LE(std::fabs(loss - fp32[step].loss), tolerance)
         << "TODO 4: step " << step << ": the bf16 model with float32 masters has loss " << loss
         << ", float32 training " << fp32[step].loss

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "gtl_judge_output.h"
+#include "lab04_student_call.h"
 #include "memory_lab.h"
 
 namespace {
@@ -29,6 +30,7 @@ int64_t held_after_forward(gtl::nn::Module& model, const lab04::LabBatch& b) {
 TEST(Checkpointing, SqrtPolicyIsCeilOfSqrt) {
   const std::map<int64_t, int64_t> expected = {{1, 1}, {2, 2},  {3, 2},  {4, 2},  {5, 3},
                                                {9, 3}, {10, 4}, {16, 4}, {17, 5}, {100, 10}};
+  const auto call = lab04_student_call::todo5b();  // no core checkpoint inside
   gtl::judge::Outputs recorded("Checkpointing.SqrtPolicyIsCeilOfSqrt");
   for (const auto& [blocks, k] : expected) {
     recorded.record(lab04::sqrt_segment_length(blocks));
@@ -49,6 +51,7 @@ TEST(Checkpointing, HeldBytesFollowTheFormulaForEverySegmentLength) {
   ASSERT_EQ(held_after_forward(*plain, b), head + config.blocks * block)
       << "the plain model's held bytes (handout formula)";
   gtl::judge::Outputs held("Checkpointing.HeldBytesFollowTheFormulaForEverySegmentLength");
+  const auto call = lab04_student_call::todo5a();  // the plain model above, your Checkpoint below
   for (int64_t every : {1, 2, 3, 4, 6}) {
     auto model = lab04::make_checkpointed_model(config, every);
     const int64_t segments = (config.blocks + every - 1) / every;
@@ -69,6 +72,7 @@ TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
   auto plain = gtl::nn::make_model(config);
   const float plain_loss = lab04::forward_backward(*plain, b.images, b.labels);
   gtl::judge::Outputs grads("Checkpointing.GradientsAreBitwiseThePlainModels");
+  const auto call = lab04_student_call::todo5a();  // the plain model above, your Checkpoint below
   // 3 = ceil(sqrt(5)), the policy's segment length, written out: this check grades TODO 5a
   // alone, whatever TODO 5b returns.
   for (int64_t every : {int64_t(1), int64_t(2), int64_t(3)}) {
@@ -90,6 +94,7 @@ TEST(Checkpointing, EachCheckpointedModuleRunsForwardExactlyTwice) {
   lab04::ModelConfig config;
   config.blocks = 4;
   const lab04::LabBatch b = lab04::make_batch(config, 8);
+  const auto call = lab04_student_call::todo5a();  // no core checkpoint inside
   auto model = lab04::make_checkpointed_model(config, 2);
   std::map<const gtl::nn::Module*, int> forwards;
   std::map<const gtl::nn::Module*, bool> inside;
