@@ -18,9 +18,9 @@ int64_t count_parameters(const ModelConfig& config) {
 MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch) {
   // Fill every field of MemoryEstimate in bytes (float32: 4 bytes, int64 labels: 8):
   //   weights, gradients, optimizer_state (AdamW: how many float32 tensors per parameter?),
-  //   batch (images + labels), activations (what each layer saves for backward: the handout's
-  //   table per block and for the head; logits included), and peak: persistent + batch +
-  //   activations + the backward's working set at its peak (the handout, "Where the peak is").
+  //   batch (images + labels), activations (what each layer saves for backward: its ctx.saved
+  //   in forward_impl; logits included), and peak: persistent + batch + the larger of the two
+  //   moments of backward (the handout, "Where the peak is").
   // The tests compare against the allocator's measured bytes. About 14 lines.
   (void)config;
   (void)batch;

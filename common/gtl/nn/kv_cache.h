@@ -10,7 +10,7 @@
 // only its own q, k, v and attends to the cached ones.
 //
 // Memory, allocated once up front (it is the whole point of the allocator test in
-// common/tests/nn/kv_cache_test.cpp):
+// common/tests/nn/gpt_kv_cache_test.cpp):
 //   bytes = 2 (k and v) x layers x heads x head_dim x max_len x batch x dtype size
 // Layout per layer: [max_len, batch * heads, head_dim], so appending positions is a copy into a
 // first-dimension slice (a view, tensor.h); attention reads positions [0, length) and permutes
