@@ -225,14 +225,13 @@ void build_programs(const LabJob& job, const std::vector<const Check*>& selected
 // A student file that includes what it must not (the solution, a test, a hidden file, a file
 // outside the course) costs every check of the lab; returns the reason ("" when none does).
 std::string forbidden_include_reason(const LabJob& job) {
-  std::string list;
-  for (const auto& f : forbidden_includes(job.build.work / "build", job.build.work / "impl",
-                                          job.build.course, job.rubric))
-    list += (list.empty() ? "" : "; ") + f.object + " includes " + f.included;
-  if (list.empty()) return "";
+  const auto found = forbidden_includes(
+      job.build.work / "build", job.build.work / "impl", job.build.course, job.rubric,
+      dependency_roots(job.build.cmake_args, job.build.course, job.build.work));
+  if (found.empty()) return "";
   return "student code includes files outside the student's folder and the lab's public "
          "headers: " +
-         list;
+         describe_forbidden(found);
 }
 
 // A test check: the GoogleTest program on the check's tests, its verdicts from the grader's

@@ -23,6 +23,43 @@ fs::path absolute_normal(const fs::path& p, const fs::path& base) {
 
 }  // namespace
 
+std::vector<fs::path> dependency_roots(const std::vector<std::string>& cmake_args,
+                                       const fs::path& course, const fs::path& work) {
+  const fs::path root = fs::absolute(course).lexically_normal();
+  const fs::path grading = fs::absolute(work).lexically_normal();
+  std::vector<fs::path> out;
+  for (const std::string& arg : cmake_args) {
+    if (arg.rfind("-D", 0) != 0) continue;
+    const auto eq = arg.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = arg.substr(2, eq - 2);
+    if (const auto colon = name.find(':'); colon != std::string::npos) name.resize(colon);
+    const bool wanted = name == "CMAKE_PREFIX_PATH" || name == "CMAKE_INCLUDE_PATH" ||
+                        (name.rfind("GTL_", 0) == 0 && name.size() > 12 &&
+                         name.compare(name.size() - 8, 8, "_INCLUDE") == 0);
+    if (!wanted) continue;
+    std::istringstream list(arg.substr(eq + 1));
+    for (std::string item; std::getline(list, item, ';');) {
+      if (item.empty()) continue;
+      const fs::path dir = absolute_normal(item, root);
+      const bool unsafe = dir == dir.root_path() || inside(root, dir) || root == dir ||
+                          inside(grading, dir) || grading == dir || inside(dir, grading) ||
+                          inside(dir, root / "labs") || inside(dir, root / "solution") ||
+                          inside(dir, root / "starter");
+      if (!unsafe && std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(dir);
+    }
+  }
+  return out;
+}
+
+std::string describe_forbidden(const std::vector<ForbiddenInclude>& found, std::size_t shown) {
+  std::string list;
+  for (std::size_t i = 0; i < found.size() && i < shown; ++i)
+    list += (list.empty() ? "" : "; ") + found[i].object + " includes " + found[i].included;
+  if (found.size() > shown) list += "; and " + std::to_string(found.size() - shown) + " more";
+  return list;
+}
+
 std::vector<std::pair<std::string, std::vector<std::string>>> parse_ninja_deps(
     const std::string& text) {
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
@@ -40,7 +77,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> parse_ninja_deps(
 }
 
 std::vector<ForbiddenInclude> forbidden_includes(const fs::path& build_dir, const fs::path& impl,
-                                                 const fs::path& course, const Rubric& lab) {
+                                                 const fs::path& course, const Rubric& lab,
+                                                 const std::vector<fs::path>& dependencies) {
   RunLimits limits;
   limits.timeout_s = 60;
   limits.output_bytes = 64 << 20;
@@ -63,6 +101,8 @@ std::vector<ForbiddenInclude> forbidden_includes(const fs::path& build_dir, cons
     if (inside(dep, root / "grader" / "channel")) return true;
     if (inside(dep, fs::path(GTL_GRADER_CHANNEL_DIR).lexically_normal())) return true;
     if (inside(dep, build)) return true;  // generated files, emulated copies of student files
+    for (const fs::path& d : dependencies)
+      if (inside(dep, d)) return true;
     return inside(dep, "/usr") || inside(dep, "/opt");
   };
   for (const auto& [object, deps] : parse_ninja_deps(r.output)) {

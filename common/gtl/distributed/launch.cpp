@@ -50,8 +50,13 @@ Backend parse_backend(const std::string& name) {
   throw Error("GTL_DIST_BACKEND: expected in-process, mpi or nccl, got '" + name + "'");
 }
 
+bool backend_requested() {
+  const char* s = std::getenv("GTL_DIST_BACKEND");
+  return s && *s;
+}
+
 Backend pick_backend() {
-  if (const char* s = std::getenv("GTL_DIST_BACKEND"); s && *s) return parse_backend(s);
+  if (backend_requested()) return parse_backend(std::getenv("GTL_DIST_BACKEND"));
   if (nccl_available()) return Backend::Nccl;
   if (launched_by_mpi() && mpi_available()) return Backend::Mpi;
   return Backend::InProcess;
@@ -84,7 +89,11 @@ std::unique_ptr<Communicator> init_from_environment() {
   GTL_CHECK(backend == Backend::InProcess || backend == Backend::Nccl,
             "init_from_environment: GTL_DIST_BACKEND=mpi, but this process was not started by "
             "mpirun or srun");
-  if (backend == Backend::Nccl) return std::move(nccl_communicators({0})[0]);
+  // No launcher: a world of one rank, in-process, whatever hardware is visible. A world of one
+  // sends nothing, and a program that trains on the CPU must not be handed an NCCL communicator
+  // because the machine happens to have a GPU. Only an explicit GTL_DIST_BACKEND=nccl asks for a
+  // one-rank NCCL world (a GPU program's single-process run).
+  if (backend == Backend::Nccl && backend_requested()) return std::move(nccl_communicators({0})[0]);
   return std::move(make_in_process_world(1)[0]);
 }
 

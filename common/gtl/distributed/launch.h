@@ -23,12 +23,14 @@ Backend parse_backend(const std::string& name);
 // GTL_DIST_BACKEND if set; else NCCL when this build has NCCL and a GPU is visible; else MPI
 // when the process was started by mpirun/srun; else in-process.
 Backend pick_backend();
+bool backend_requested();  // GTL_DIST_BACKEND is set (and not empty)
 
 // This process's communicator:
 //   started by mpirun/srun: MPI world (CPU tensors), or NCCL on GPU LOCAL_RANK (or
 //     OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID) with the id sent over MPI, per pick_backend();
 //   RANK and WORLD_SIZE set: NCCL, the id exchanged through the file GTL_DIST_RENDEZVOUS;
-//   neither: a world of one in-process rank, so single-process runs need no launcher.
+//   neither: a world of one in-process rank, so single-process runs need no launcher, even on
+//     a machine with a GPU (GTL_DIST_BACKEND=nccl asks for a one-rank NCCL world instead).
 std::unique_ptr<Communicator> init_from_environment();
 
 }  // namespace gtl::dist

@@ -1,7 +1,12 @@
 // GPU paths: in-process ranks sharing one GPU (device copies and reduction kernels on each
 // rank's stream), NCCL with one rank, and NCCL across all GPUs when there are at least two
 // (collectives, and a rank that skips a barrier: a timeout, not a hang).
+#include <cstdlib>
+#include <string>
+
 #include "dist_test_util.h"
+#include "gtl/distributed/launch.h"
+#include "gtl/distributed/mpi_communicator.h"
 #include "gtl/distributed/nccl_communicator.h"
 #include "gtl_test.h"
 
@@ -87,6 +92,26 @@ TEST(DistGpu, NcclOneRank) {
   ASSERT_EQ(ev.size(), 3u);
   EXPECT_EQ(ev[0].op, "all_reduce");
   EXPECT_EQ(ev[1].group_seq, 1);
+}
+
+// Without a launcher a program gets an in-process rank even here (groups_test.cpp); asking for
+// NCCL by name gives a one-rank NCCL world on GPU 0.
+TEST(DistGpu, WithoutALauncherNcclOnlyWhenAskedFor) {
+  GTL_REQUIRE_GPU();
+  if (!nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  if (launched_by_mpi()) GTEST_SKIP() << "needs a process not started by mpirun or srun";
+  const char* old = std::getenv("GTL_DIST_BACKEND");
+  const std::string saved = old ? old : "";
+  unsetenv("WORLD_SIZE");
+  unsetenv("GTL_DIST_BACKEND");
+  EXPECT_EQ(init_from_environment()->backend(), "in-process");
+  setenv("GTL_DIST_BACKEND", "nccl", 1);
+  EXPECT_EQ(init_from_environment()->backend(), "nccl");
+  if (old) {
+    setenv("GTL_DIST_BACKEND", saved.c_str(), 1);
+  } else {
+    unsetenv("GTL_DIST_BACKEND");
+  }
 }
 
 TEST(DistGpu, NcclAcrossAllGpus) {

@@ -159,12 +159,16 @@ TEST(DistLaunch, BackendOverrideAndAutomaticChoice) {
   }
 }
 
-TEST(DistLaunch, WithoutALauncherTheWorldIsOneRank) {
-  if (launched_by_mpi() || nccl_available()) GTEST_SKIP() << "needs a plain CPU process";
+// On a machine with GPUs and NCCL too: a CPU program run without a launcher must not be handed
+// an NCCL communicator (the labs' training programs run on the CPU when started alone).
+TEST(DistLaunch, WithoutALauncherTheWorldIsOneInProcessRankEvenWithAGpu) {
+  if (launched_by_mpi()) GTEST_SKIP() << "needs a process not started by mpirun or srun";
   EnvVar backend("GTL_DIST_BACKEND", nullptr), size("WORLD_SIZE", nullptr);
   auto comm = init_from_environment();
   EXPECT_EQ(comm->world_size(), 1);
-  EXPECT_EQ(comm->backend(), "in-process");
+  EXPECT_EQ(comm->backend(), "in-process")
+      << "without a launcher and without GTL_DIST_BACKEND the world is one in-process rank"
+      << (nccl_available() ? ", although this machine has a GPU and NCCL" : "");
   Tensor t = Tensor::full({3}, 2.0);
   comm->all_reduce(t, ReduceOp::Avg);
   EXPECT_EQ(t.to_vector(), std::vector<float>(3, 2.f));
