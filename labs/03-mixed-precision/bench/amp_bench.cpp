@@ -50,6 +50,17 @@ void run_steps(benchmark::State& state, Device device, const std::string& precis
   }
   try {
     const lab03::AmpRecipe recipe = lab03::amp_recipe(precision);
+    // What is timed must be the precision the benchmark is named after (TF32 off in fp32): a
+    // recipe that computes in another dtype would time something else.
+    const DType named = precision == "fp32"   ? DType::Float32
+                        : precision == "bf16" ? DType::BFloat16
+                                              : DType::Float16;
+    if (recipe.policy.compute != named || recipe.policy.tf32) {
+      state.SkipWithError(("amp_recipe(\"" + precision + "\") computes in " + recipe.policy.name() +
+                           ", not in " + precision)
+                              .c_str());
+      return;
+    }
     train::TrainerOptions o;
     o.model = model;
     o.batch_size = batch;
