@@ -56,8 +56,8 @@ void run_steps(benchmark::State& state, Device device, const std::string& precis
                         : precision == "bf16" ? DType::BFloat16
                                               : DType::Float16;
     if (recipe.policy.compute != named || recipe.policy.tf32) {
-      state.SkipWithError(("amp_recipe(\"" + precision + "\") computes in " + recipe.policy.name() +
-                           ", not in " + precision)
+      state.SkipWithError(("amp_recipe(\"" + precision + "\") is wrong: it computes in " +
+                           recipe.policy.name() + ", not in " + precision)
                               .c_str());
       return;
     }
