@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "gtl/tensor/philox.h"
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
 
 #ifdef GTL_WITH_CUDA
 #include "gtl/runtime/cuda_check.h"
@@ -31,6 +32,7 @@ void Batch::wait(const Stream& stream) const {
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(options) {
+  gtl::grading::reference_guard("gtl::data::DataLoader::DataLoader");
   GTL_CHECK(dataset_ != nullptr, "DataLoader: no dataset");
   GTL_CHECK(options_.batch_size > 0,
             "DataLoader: batch_size must be positive, got " << options_.batch_size);

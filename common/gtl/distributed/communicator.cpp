@@ -9,6 +9,7 @@
 
 #include "gtl/distributed/progress_queue.h"
 #include "gtl/memory/allocator.h"
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
 
 namespace gtl::dist {
 
@@ -222,6 +223,7 @@ int64_t nbytes(const Tensor& t) {
 }  // namespace
 
 void Communicator::all_reduce(const Tensor& tensor, ReduceOp op) {
+  gtl::grading::reference_guard("gtl::dist::Communicator::all_reduce");
   check_reduce(who(), "all_reduce", tensor, op);
   const int64_t seq =
       trace_call(TraceKind::Collective, "all_reduce", nbytes(tensor), {}, false, -1);
@@ -232,6 +234,7 @@ void Communicator::all_reduce(const Tensor& tensor, ReduceOp op) {
 }
 
 void Communicator::reduce_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
+  gtl::grading::reference_guard("gtl::dist::Communicator::reduce_scatter");
   check_reduce(who(), "reduce_scatter", input, op);
   check_pair(who(), "reduce_scatter", input, output, world_size_, "input");
   const int64_t seq =
@@ -240,6 +243,7 @@ void Communicator::reduce_scatter(const Tensor& input, const Tensor& output, Red
 }
 
 void Communicator::all_gather(const Tensor& input, const Tensor& output) {
+  gtl::grading::reference_guard("gtl::dist::Communicator::all_gather");
   check_pair(who(), "all_gather", output, input, world_size_, "output");
   const int64_t seq =
       trace_call(TraceKind::Collective, "all_gather", nbytes(output), {}, false, -1);
@@ -395,6 +399,7 @@ Work Communicator::run_async(TraceKind kind, const std::string& trace_op,
 }
 
 Work Communicator::all_reduce_async(const Tensor& tensor, ReduceOp op) {
+  gtl::grading::reference_guard("gtl::dist::Communicator::all_reduce_async");
   check_reduce(who(), "all_reduce", tensor, op);
   return run_async(TraceKind::Collective, "all_reduce", "all_reduce", nbytes(tensor), {}, tensor,
                    Tensor(), [this, tensor, op] {
@@ -404,6 +409,7 @@ Work Communicator::all_reduce_async(const Tensor& tensor, ReduceOp op) {
 }
 
 Work Communicator::reduce_scatter_async(const Tensor& input, const Tensor& output, ReduceOp op) {
+  gtl::grading::reference_guard("gtl::dist::Communicator::reduce_scatter_async");
   check_reduce(who(), "reduce_scatter", input, op);
   check_pair(who(), "reduce_scatter", input, output, world_size_, "input");
   return run_async(TraceKind::Collective, "reduce_scatter", "reduce_scatter", nbytes(input), {},
@@ -414,6 +420,7 @@ Work Communicator::reduce_scatter_async(const Tensor& input, const Tensor& outpu
 }
 
 Work Communicator::all_gather_async(const Tensor& input, const Tensor& output) {
+  gtl::grading::reference_guard("gtl::dist::Communicator::all_gather_async");
   check_pair(who(), "all_gather", output, input, world_size_, "output");
   return run_async(TraceKind::Collective, "all_gather", "all_gather", nbytes(output), {}, input,
                    output, [this, input, output] {

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 namespace gtl::dist {
 
 namespace {
@@ -82,6 +84,7 @@ void RingCommunicator::pairwise_reduce_scatter(const Tensor& flat, const Tensor&
 }
 
 void RingCommunicator::do_all_reduce(const Tensor& tensor, ReduceOp op) {
+  gtl::grading::reference_guard("gtl::dist::RingCommunicator::do_all_reduce");
   const Tensor flat = tensor.flatten();
   if (deterministic()) {
     // Rank r owns chunk r. Rank 0 accumulates in place (acc = x0 is its own chunk); the others
@@ -102,6 +105,7 @@ void RingCommunicator::do_all_reduce(const Tensor& tensor, ReduceOp op) {
 }
 
 void RingCommunicator::do_reduce_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
+  gtl::grading::reference_guard("gtl::dist::RingCommunicator::do_reduce_scatter");
   // `output` is the accumulator: no copy of the input. Only when output is the input's chunk r
   // itself (in place) and x0 must come first does the ordered exchange need a scratch chunk.
   const Tensor flat = input.flatten(), out = output.flatten();
@@ -117,6 +121,7 @@ void RingCommunicator::do_reduce_scatter(const Tensor& input, const Tensor& outp
 }
 
 void RingCommunicator::do_all_gather(const Tensor& input, const Tensor& output) {
+  gtl::grading::reference_guard("gtl::dist::RingCommunicator::do_all_gather");
   const Tensor flat = output.flatten();
   chunk(flat, rank()).copy_async_(input.flatten(), current_stream());
   // shift -1: the first chunk rank r sends is its own, chunk r.

@@ -8,6 +8,7 @@
 #include "data_parallel.h"
 #include "gtl_judge_output.h"
 #include "lab05_cases.h"
+#include "lab05_student_call.h"
 #include "lab05_test_util.h"
 
 namespace lab05 {
@@ -16,6 +17,13 @@ namespace {
 using gtl::dist::run_ranks;
 using gtl::dist::TraceKind;
 using testing::fast;
+
+// The student's ring inside TODO 1's guard scope (lab05_student_call.h): the core's collectives
+// refuse to run until it returns. Nothing after it in these tests calls one.
+void student_ring(Communicator& comm, const Tensor& t) {
+  const auto call = lab05_student_call::todo1();
+  ring_all_reduce(comm, t);
+}
 
 struct Case {
   int world;
@@ -32,7 +40,7 @@ TEST(RingAllReduce, EveryRankGetsTheExactSumForAnyRankCountAndSize) {
         c.world,
         [&](Communicator& comm) {
           Tensor t = Tensor::from_vector(testing::values(comm.rank(), c.n), {c.n});
-          ring_all_reduce(comm, t);
+          student_ring(comm, t);
           got[comm.rank()] = t.to_vector();
         },
         fast());
@@ -56,7 +64,7 @@ TEST(RingAllReduce, SeededWorldsSizesAndValues) {
         c.world,
         [&](Communicator& comm) {
           Tensor t = Tensor::from_vector(lab05_cases::ring_input(c, comm.rank()), {c.n});
-          ring_all_reduce(comm, t);
+          student_ring(comm, t);
           got[comm.rank()] = t.to_vector();
         },
         fast());
@@ -76,7 +84,7 @@ TEST(RingAllReduce, KeepsTheTensorsShape) {
       3,
       [&](Communicator& comm) {
         Tensor t = Tensor::from_vector(testing::values(comm.rank(), 10), {2, 5});
-        ring_all_reduce(comm, t);
+        student_ring(comm, t);
         EXPECT_EQ(t.shape(), (gtl::Shape{2, 5})) << "the all-reduce works in place";
         EXPECT_EQ(testing::bitwise_diff(t.to_vector(), testing::summed(3, 10)), "")
             << "a [2, 5] tensor is reduced as its 10 elements";
@@ -94,7 +102,7 @@ TEST(RingAllReduce, SendsExactlyTwoNMinusOneOverNOfThePaddedBufferInOneSendRecvP
         c.world,
         [&](Communicator& comm) {
           Tensor t = Tensor::from_vector(testing::values(comm.rank(), c.n), {c.n});
-          ring_all_reduce(comm, t);
+          student_ring(comm, t);
           EXPECT_EQ(testing::ring_traffic_problem(comm, c.n), "");
         },
         fast());
@@ -107,7 +115,7 @@ TEST(RingAllReduce, EachRankSendsToItsRightNeighbourAndReceivesFromItsLeft) {
       world,
       [&](Communicator& comm) {
         Tensor t = Tensor::from_vector(testing::values(comm.rank(), 20), {20});
-        ring_all_reduce(comm, t);
+        student_ring(comm, t);
         const int next = (comm.rank() + 1) % world, prev = (comm.rank() + world - 1) % world;
         const auto messages = comm.trace()->events(TraceKind::PointToPoint);
         ASSERT_EQ(messages.size(), std::size_t(2 * (world - 1)))

@@ -12,10 +12,18 @@
 #include "gtl/nn/models.h"
 #include "gtl_judge_output.h"
 #include "lab05_cases.h"
+#include "lab05_student_call.h"
 #include "lab05_test_util.h"
 
 namespace lab05 {
 namespace {
+
+// The student's sampler inside TODO 2a's guard scope (lab05_student_call.h).
+std::vector<int64_t> shard(int64_t dataset_size, int rank, int world_size, uint64_t seed,
+                           int64_t epoch) {
+  const auto call = lab05_student_call::todo2a();
+  return shard_indices(dataset_size, rank, world_size, seed, epoch);
+}
 
 std::string str(const std::vector<int64_t>& v) {
   std::ostringstream s;
@@ -26,7 +34,7 @@ std::string str(const std::vector<int64_t>& v) {
 
 TEST(DistributedSampler, OneRankVisitsAPermutationOfTheDataset) {
   for (int64_t size : {1, 7, 50, 101}) {
-    std::vector<int64_t> order = shard_indices(size, 0, 1, 3, 0);
+    std::vector<int64_t> order = shard(size, 0, 1, 3, 0);
     ASSERT_EQ(int64_t(order.size()), size) << "world_size 1: every sample once per epoch";
     std::sort(order.begin(), order.end());
     for (int64_t i = 0; i < size; ++i) {
@@ -40,11 +48,11 @@ TEST(DistributedSampler, ShardsInterleaveIntoTheSharedOrderPaddedWithItsFirstInd
   for (int64_t size : {12, 50, 7, 3}) {
     for (int world : {2, 3, 4, 5}) {
       for (int64_t epoch : {0, 1}) {
-        const std::vector<int64_t> order = shard_indices(size, 0, 1, 9, epoch);
+        const std::vector<int64_t> order = shard(size, 0, 1, 9, epoch);
         ASSERT_EQ(int64_t(order.size()), size) << "world_size 1: the epoch's whole order";
         const int64_t per_rank = (size + world - 1) / world;
         for (int r = 0; r < world; ++r) {
-          const std::vector<int64_t> mine = shard_indices(size, r, world, 9, epoch);
+          const std::vector<int64_t> mine = shard(size, r, world, 9, epoch);
           std::vector<int64_t> expected;
           for (int64_t k = r; k < per_rank * world; k += world) expected.push_back(order[k % size]);
           EXPECT_EQ(mine, expected)
@@ -59,15 +67,14 @@ TEST(DistributedSampler, ShardsInterleaveIntoTheSharedOrderPaddedWithItsFirstInd
 }
 
 TEST(DistributedSampler, TheOrderDependsOnSeedAndEpochOnly) {
-  EXPECT_EQ(shard_indices(50, 1, 3, 7, 2), shard_indices(50, 1, 3, 7, 2))
+  EXPECT_EQ(shard(50, 1, 3, 7, 2), shard(50, 1, 3, 7, 2))
       << "the same (seed, epoch) must give the same shard: every rank computes it on its own";
-  EXPECT_NE(shard_indices(50, 0, 1, 7, 0), shard_indices(50, 0, 1, 7, 1))
+  EXPECT_NE(shard(50, 0, 1, 7, 0), shard(50, 0, 1, 7, 1))
       << "each epoch must be reshuffled (epoch 0 and epoch 1 gave the same order)";
-  EXPECT_NE(shard_indices(50, 0, 1, 7, 0), shard_indices(50, 0, 1, 8, 0))
-      << "the seed must change the order";
+  EXPECT_NE(shard(50, 0, 1, 7, 0), shard(50, 0, 1, 8, 0)) << "the seed must change the order";
   std::vector<int64_t> identity(50);
   for (int64_t i = 0; i < 50; ++i) identity[i] = i;
-  EXPECT_NE(shard_indices(50, 0, 1, 7, 0), identity) << "the epoch's order must be shuffled";
+  EXPECT_NE(shard(50, 0, 1, 7, 0), identity) << "the epoch's order must be shuffled";
 }
 
 // Sizes, world sizes, seeds and epochs drawn from the grading seed: each shard must be the
@@ -75,11 +82,11 @@ TEST(DistributedSampler, TheOrderDependsOnSeedAndEpochOnly) {
 TEST(DistributedSampler, SeededShardsInterleaveTheSharedOrder) {
   gtl::judge::Outputs recorded("DistributedSampler.SeededShardsInterleaveTheSharedOrder");
   for (const lab05_cases::SamplerCase& c : lab05_cases::seeded_sampler_cases()) {
-    const std::vector<int64_t> order = shard_indices(c.size, 0, 1, c.seed, c.epoch);
+    const std::vector<int64_t> order = shard(c.size, 0, 1, c.seed, c.epoch);
     recorded.record_all(order);
     const int64_t per_rank = (c.size + c.world - 1) / c.world;
     for (int r = 0; r < c.world; ++r) {
-      const std::vector<int64_t> mine = shard_indices(c.size, r, c.world, c.seed, c.epoch);
+      const std::vector<int64_t> mine = shard(c.size, r, c.world, c.seed, c.epoch);
       recorded.record_all(mine);
       std::vector<int64_t> expected;
       for (int64_t k = r; k < per_rank * c.world; k += c.world)
