@@ -120,22 +120,28 @@ TEST(HalfWeightCache, RefreshRewritesInPlaceWithoutAllocating) {
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
   const lab03::HalfWeightCache cache(*model, DType::Float16);
-  // An "optimizer step" writes a value drawn from the grading seed everywhere.
-  const float value = lab03_cases::seeded_refresh_value();
-  for (const auto& p : model->parameters()) gtl::Tensor(p.value).fill_(value);
   gtl::judge::Outputs recorded("HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating");
   auto allocator = gtl::current_allocator(gtl::Device::cpu());
-  const int64_t allocs = allocator->stats().num_allocs;
-  cache.refresh();
-  EXPECT_EQ(allocator->stats().num_allocs - allocs, 0)
-      << "TODO 2c: refresh() must write into the copies made once, not allocate new ones";
-  for (const auto& p : model->parameters()) {
-    if (!p.compute.defined()) continue;
-    const uint16_t* h = static_cast<const uint16_t*>(p.compute.data_ptr());
-    recorded.record_digest(h, static_cast<std::size_t>(p.value.numel()));
-    ASSERT_EQ(h[0], gtl::float_to_half_bits(value))
-        << "TODO 2c: after refresh, '" << p.name << "' must hold round(" << value << ") ("
-        << gtl::test_seed::describe() << ")";
+  // Two "optimizer steps", each writing new seeded values into every element: the second
+  // refresh must see the second step's values (a copy refreshed once, or only in part, fails).
+  for (int step = 1; step <= 2; ++step) {
+    lab03_cases::write_seeded_values(*model, step);
+    const int64_t allocs = allocator->stats().num_allocs;
+    cache.refresh();
+    EXPECT_EQ(allocator->stats().num_allocs - allocs, 0)
+        << "TODO 2c: refresh() must write into the copies made once, not allocate new ones";
+    for (const auto& p : model->parameters()) {
+      if (!p.compute.defined()) continue;
+      const uint16_t* h = static_cast<const uint16_t*>(p.compute.data_ptr());
+      recorded.record_digest(h, static_cast<std::size_t>(p.value.numel()));
+      const std::vector<float> v = p.value.to_vector();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        ASSERT_EQ(h[i], gtl::float_to_half_bits(v[i]))
+            << "TODO 2c: after the refresh of step " << step << ", element " << i << " of '"
+            << p.name << "' must hold round(" << v[i] << ") in the copy's own layout, element "
+            << "for element (" << gtl::test_seed::describe() << ")";
+      }
+    }
   }
 }
 

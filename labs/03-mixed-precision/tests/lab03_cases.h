@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtl/data/synthetic_digits.h"
@@ -118,9 +119,16 @@ inline std::vector<gtl::nn::ModelConfig> activation_configs() {
   return configs;
 }
 // HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating: the value an "optimizer step" writes.
-inline float seeded_refresh_value() {
-  std::mt19937_64 g = gtl::test_seed::generator("HalfWeightCache.Refresh");
-  return std::uniform_real_distribution<float>(-4.f, 4.f)(g);
+// What an optimizer step leaves in the parameters before the copies are refreshed: a distinct
+// value in every element, drawn from the grading seed; `step` 1, 2, ... gives each step its own.
+inline void write_seeded_values(gtl::nn::Module& model, int step) {
+  std::mt19937_64 g = gtl::test_seed::generator("HalfWeightCache.Refresh." + std::to_string(step));
+  std::uniform_real_distribution<float> d(-4.f, 4.f);
+  for (const auto& p : model.parameters()) {
+    std::vector<float> v(static_cast<std::size_t>(p.value.numel()));
+    for (float& x : v) x = d(g);
+    gtl::Tensor(p.value).copy_(gtl::Tensor::from_vector(v, p.value.shape()));
+  }
 }
 
 // ---- TODO 3: the loss scaler -------------------------------------------------------------------
