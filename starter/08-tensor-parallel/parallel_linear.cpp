@@ -50,10 +50,9 @@ Tensor ColumnParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
                                                   << path() << "': expected [N, " << in_
                                                   << "], got " << gtl::shape_str(x.shape()));
   // TODO(lab08) step 1a: forward of f, then this rank's columns of y.
-  //   Spec: y_r = x W_r^T + b_r, [N, out/k] float32; save what backward reads. Compute it the
-  //   way the core's nn::Linear does in float32 (ops::matmul with the weight transposed, then
-  //   ops::bias_add_): the tests compare bits with the unsharded layer's columns.
-  //   About 4 lines.
+  //   Spec: y_r = x W_r^T + b_r, [N, out/k] float32; save what backward reads. Compute it with
+  //   the ops the core's nn::Linear uses in float32 (common/gtl/nn/linear.cpp): the tests compare
+  //   bits with the unsharded layer's columns. About 4 lines.
   (void)ctx;
   throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear::forward is not implemented");
   // END TODO(lab08)
@@ -61,11 +60,10 @@ Tensor ColumnParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
 
 Tensor ColumnParallelLinear::backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
   // TODO(lab08) step 1a: this rank's weight and bias gradients, then dx through f's backward.
-  //   Spec: dy is [N, out/k] (this rank's columns of the full dy). Write the weight gradient
-  //   (ops::matmul_out straight into params_[0].grad, beta 0 to overwrite and 1 to accumulate,
-  //   as nn::Linear does) and the bias gradient (write_grad, honouring `mode`). Return the FULL
-  //   dx [N, in] on every rank. Which of these need the other ranks, and which must not?
-  //   About 6 lines.
+  //   Spec: dy is [N, out/k] (this rank's columns of the full dy). Write this rank's weight and
+  //   bias gradients, honouring `mode` (Overwrite or Accumulate) the way nn::Linear does, and
+  //   return the FULL dx [N, in] on every rank. Which of these need the other ranks, and which
+  //   must not? About 8 lines.
   (void)ctx, (void)dy, (void)mode;
   throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear::backward is not implemented");
   // END TODO(lab08)

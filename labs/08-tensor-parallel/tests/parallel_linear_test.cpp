@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gtl/nn/activation.h"
+#include "gtl/optim/adamw.h"
 #include "gtl_judge_output.h"
 #include "lab08_cases.h"
 #include "lab08_test_util.h"
@@ -126,6 +127,64 @@ TEST(ParallelLinear, MlpEqualsTheUnshardedMlpAtAFixedShape) {
 TEST(ParallelLinear, MlpEqualsTheUnshardedMlpAtSeededShapes) {
   const std::string test = "ParallelLinear.MlpEqualsTheUnshardedMlpAtSeededShapes";
   expect_mlp_equals_unsharded(lab08_cases::seeded_case(test), test);
+}
+
+// An optimizer is elementwise, so equal gradients give equal weights; the step after them runs on
+// the updated shards. Two AdamW steps on every rank's shard against two on the unsharded layers:
+// every shard still holds exactly its slice of the unsharded weights, bit for bit (the weight
+// gradients are exact slices at every step, only the all-reduced activations are bounded).
+TEST(ParallelLinear, TwoAdamWStepsKeepEveryShardTheUnshardedSlice) {
+  const Case c{2, 3, 21};
+  const lab08_cases::MlpCase ref = lab08_cases::make_mlp_case(c);
+  {
+    gtl::ops::ScopedRowInvariant row_invariant(true);
+    gtl::optim::AdamW adamw1(ref.fc1->parameters(), {.lr = 1e-2f});
+    gtl::optim::AdamW adamw2(ref.fc2->parameters(), {.lr = 1e-2f});
+    gtl::nn::GELU gelu;
+    for (int step = 0; step < 2; ++step) {
+      nn::Context c1, c2, c3;
+      ref.fc2->forward(gelu.forward(ref.fc1->forward(ref.x, c1), c2), c3);
+      ref.fc1->backward(c1, gelu.backward(c2, ref.fc2->backward(c3, ref.dy)));
+      adamw1.step();
+      adamw2.step();
+    }
+  }
+  const auto p1 = ref.fc1->parameters(), p2 = ref.fc2->parameters();
+  for (int k : lab08_cases::kTpSizes) {
+    const lab08_cases::MlpCase m = lab08_cases::make_mlp_case(c);
+    std::vector<std::vector<std::vector<float>>> weights(static_cast<std::size_t>(k));
+    run_tp(k, [&](Communicator& comm) {
+      ParallelMLP mlp(*m.fc1, *m.fc2, comm);
+      gtl::optim::AdamW adamw(mlp.parameters(), {.lr = 1e-2f});
+      for (int step = 0; step < 2; ++step) {
+        nn::Context ctx;
+        mlp.forward(m.x, ctx);
+        mlp.backward(ctx, m.dy);
+        adamw.step();
+      }
+      for (const auto& p : mlp.parameters())
+        weights[static_cast<std::size_t>(comm.rank())].push_back(p.value.to_vector());
+    });
+    for (int r = 0; r < k; ++r) {
+      const auto& w = weights[static_cast<std::size_t>(r)];
+      const Slice hid = tp_slice(lab08_cases::kHidden, r, k, "hidden");
+      const std::string who =
+          "after two AdamW steps, TP = " + std::to_string(k) + ", rank " + std::to_string(r);
+      EXPECT_EQ(bitwise_problem(w.at(0), rows_of(p1[0].value, hid), "fc1's weight, " + who,
+                                "the column-parallel backward (its weight gradient)"),
+                "");
+      EXPECT_EQ(bitwise_problem(w.at(1), rows_of(p1[1].value, hid), "fc1's bias, " + who,
+                                "the column-parallel backward (its bias gradient)"),
+                "");
+      EXPECT_EQ(bitwise_problem(
+                    w.at(2), lab08_cases::columns(p2[0].value, hid.begin, hid.end).to_vector(),
+                    "fc2's weight, " + who, "the row-parallel backward (its weight gradient)"),
+                "");
+      EXPECT_EQ(bitwise_problem(w.at(3), p2[1].value.to_vector(), "fc2's bias, " + who,
+                                "the row-parallel bias: whole on every rank"),
+                "");
+    }
+  }
 }
 
 // One all-reduce of [N, D] float32 in forward (g after fc2) and one in backward (f in front of
