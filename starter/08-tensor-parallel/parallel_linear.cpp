@@ -102,7 +102,7 @@ Tensor RowParallelLinear::backward_impl(nn::Context& ctx, const Tensor& dy, nn::
   // TODO(lab08) step 1b: g's backward, then this rank's gradients.
   //   Spec: dy is the full [N, out], the same on every rank. Write this rank's weight gradient
   //   and the (whole) bias gradient, honouring `mode`; return dx_r [N, in/k], this rank's
-  //   columns of dx. About 5 lines.
+  //   columns of dx. About 7 lines.
   (void)ctx, (void)dy, (void)mode;
   throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear::backward is not implemented");
   // END TODO(lab08)
