@@ -85,14 +85,25 @@ std::string parallel_mlp() {
 }
 
 std::string parallel_mlp_traffic() {
-  Recorded r("ParallelLinear.OneAllReduceOfNxDForwardAndOneBackward");
-  for (int k : {2, 4})
+  const std::string test = "ParallelLinear.OneAllReduceOfNxDForwardAndOneBackward";
+  Recorded r(test);
+  const Case c = lab08_cases::seeded_case(test);
+  for (int k : {2, 4}) {
+    // The ring sends 2 (k - 1) / k of an all-reduce's bytes from every rank.
+    const int64_t ring = 2 * (k - 1) * c.rows() * lab08_cases::kDim * 4 / k;
     for (int rank = 0; rank < k; ++rank) {
       const std::string who = "TP = " + std::to_string(k) + ", rank " + std::to_string(rank);
       if (r.next<std::size_t>(who + " forward") != 1 || r.next<std::size_t>(who + " backward") != 1)
         throw Rejection(r.test() + ": " + who + " did not issue one collective each way");
+      const auto fwd = r.next<int64_t>(who + " forward bytes"),
+                 bwd = r.next<int64_t>(who + " backward bytes");
+      if (fwd != ring || bwd != ring)
+        throw Rejection(r.test() + ": " + who + " sent " + std::to_string(fwd) + " and " +
+                        std::to_string(bwd) + " bytes, the judge computes " + std::to_string(ring) +
+                        " each way (" + c.str() + ")");
     }
-  return "one collective forward and one backward on every rank";
+  }
+  return "one all-reduce of N x D forward and one backward on every rank, the ring's bytes";
 }
 
 // ---- TODO 2

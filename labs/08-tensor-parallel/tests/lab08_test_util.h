@@ -49,6 +49,15 @@ inline std::vector<std::string> collectives_since(const Communicator& comm, std:
       out.push_back(events[i].op + " " + std::to_string(events[i].bytes));
   return out;
 }
+// The payload bytes a rank sent in the collectives from trace event `from` on (the ring's
+// 2 (k - 1) / k of each all-reduce's bytes, in deterministic mode too).
+inline int64_t bytes_sent_since(const Communicator& comm, std::size_t from) {
+  int64_t sent = 0;
+  const auto events = comm.trace()->events();
+  for (std::size_t i = from; i < events.size(); ++i)
+    if (events[i].kind == gtl::dist::TraceKind::Collective) sent += events[i].bytes_sent;
+  return sent;
+}
 inline std::string joined(const std::vector<std::string>& v) {
   std::string s = "{";
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];

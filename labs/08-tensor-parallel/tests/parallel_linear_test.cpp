@@ -20,6 +20,7 @@ using lab08_cases::Case;
 struct MlpRank {
   std::vector<float> y, dx, w1, b1, w2, b2;
   std::vector<std::string> forward_comm, backward_comm;
+  int64_t forward_sent = 0, backward_sent = 0;
 };
 
 std::vector<MlpRank> run_mlp(const lab08_cases::MlpCase& m, int k) {
@@ -31,9 +32,11 @@ std::vector<MlpRank> run_mlp(const lab08_cases::MlpCase& m, int k) {
     std::size_t mark = comm.trace()->events().size();
     r.y = mlp.forward(m.x, ctx).to_vector();
     r.forward_comm = collectives_since(comm, mark);
+    r.forward_sent = bytes_sent_since(comm, mark);
     mark = comm.trace()->events().size();
     r.dx = mlp.backward(ctx, m.dy).to_vector();
     r.backward_comm = collectives_since(comm, mark);
+    r.backward_sent = bytes_sent_since(comm, mark);
     const auto p = mlp.parameters();
     r.w1 = p.at(0).grad.to_vector(), r.b1 = p.at(1).grad.to_vector();
     r.w2 = p.at(2).grad.to_vector(), r.b2 = p.at(3).grad.to_vector();
@@ -207,8 +210,15 @@ TEST(ParallelLinear, OneAllReduceOfNxDForwardAndOneBackward) {
           << "TP = " << k << ", rank " << r << ", " << c.str() << ": the MLP's BACKWARD issued "
           << joined(got.backward_comm) << ", expected " << joined(want)
           << ". Revisit f and g: backward communicates once, dx of the column-parallel input";
+      const int64_t ring = 2 * (k - 1) * c.rows() * lab08_cases::kDim * 4 / k;
+      EXPECT_EQ(got.forward_sent, ring)
+          << "TP = " << k << ", rank " << r << ": bytes sent in the forward's collectives";
+      EXPECT_EQ(got.backward_sent, ring)
+          << "TP = " << k << ", rank " << r << ": bytes sent in the backward's collectives";
       out.record(got.forward_comm.size());
       out.record(got.backward_comm.size());
+      out.record(got.forward_sent);
+      out.record(got.backward_sent);
     }
   }
 }
