@@ -1,0 +1,175 @@
+// Lab 08, tensor parallelism: the weight matrices of one GPT layer cut across the k ranks of a
+// tensor-parallel (TP) group, as Megatron-LM does, so that each rank holds and multiplies 1/k of
+// them and the ranks exchange activations instead of weights.
+//
+// This header is part of the pristine lab (labs/08-tensor-parallel/include): do not edit it. Your
+// files are in starter/08-tensor-parallel/, one per TODO; the map from TODO to file, test and check
+// is in the handout, labs/08-tensor-parallel/README.md. Everything runs on in-process ranks
+// (gtl::dist::run_ranks) on the CPU; `tp` below is the communicator of the TP group (today the
+// whole world; the later steps take it from the core's ProcessGrid, tp_group()).
+//
+// Every sharded layer is built FROM the core's unsharded layer (nn::Linear,
+// nn::CausalSelfAttention, nn::TokenEmbedding): rank r copies its slice of the full weights, so TP
+// = k starts from exactly the weights of one process and the tests can compare the two.
+//
+// clang-format off
+//   step  what                                   forward comm          backward comm
+//   1     ColumnParallelLinear (rows of W)       none (f: identity)    all-reduce dx (f)
+//         RowParallelLinear (columns of W)       all-reduce y (g)      none (g: identity)
+//         ParallelMLP = column, GELU, row        1 all-reduce [N, D]   1 all-reduce [N, D]
+//   2     ParallelAttention (heads split)        1 all-reduce [N, D]   1 all-reduce [N, D]
+//   3     VocabParallelEmbedding (rows of wte)   1 all-reduce [N, D]   none
+//         VocabParallelCrossEntropy              3 all-reduces [N]     none
+// clang-format on
+// Later steps (sequence parallelism, DP x TP on the process grid, the timeline study) add their
+// own declarations below the last section; nothing here changes for them.
+#pragma once
+
+#include <cstdint>
+
+#include "gtl/distributed/communicator.h"
+#include "gtl/nn/causal_self_attention.h"
+#include "gtl/nn/linear.h"
+#include "gtl/nn/module.h"
+#include "gtl/nn/token_embedding.h"
+#include "gtl/tensor/tensor.h"
+
+namespace lab08 {
+
+using gtl::Tensor;
+using gtl::dist::Communicator;
+namespace nn = gtl::nn;
+
+// The slice [begin, end) of `n` things (output features, heads, vocabulary rows) that rank
+// `rank` of a TP group of `size` holds: n / size contiguous things, rank 0 first. Throws
+// gtl::Error naming `what` unless size >= 1 and size divides n (this lab refuses rather than pads).
+struct Slice {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+};
+Slice tp_slice(int64_t n, int rank, int size, const char* what);
+
+// ---- 1. Column- and row-parallel linear layers (parallel_linear.cpp) ---------------------------
+// y = x W^T + b with W [out, in] cut by OUTPUT features: rank r holds rows tp_slice(out) of W and
+// of b, and computes its columns of y, [N, out / k], from the WHOLE input x [N, in].
+// Megatron's f sits in front of it: the identity in forward (every rank already holds x), an
+// all-reduce (Sum) over `tp` of dx in backward (each rank's dx is only its output columns' share
+// of the full dx). Parameters "weight" [out/k, in], "bias" [out/k]; saved: x.
+class ColumnParallelLinear final : public nn::Module {
+ public:
+  ColumnParallelLinear(const nn::Linear& full, Communicator& tp);
+
+ protected:
+  Tensor forward_impl(const Tensor& x, nn::Context& ctx) override;
+  Tensor backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) override;
+
+ private:
+  Communicator& tp_;
+  int64_t in_, out_local_;
+};
+
+// y = x W^T + b with W [out, in] cut by INPUT features: rank r holds columns tp_slice(in) of W and
+// takes the matching columns of the input, x_r [N, in / k] (a column-parallel layer's output).
+// Each rank's x_r W_r^T is a partial sum of y; Megatron's g adds them: an all-reduce (Sum) over
+// `tp` in forward, the identity in backward (every rank gets the whole dy). The bias is added
+// ONCE, after the all-reduce, and every rank holds all of it. Parameters "weight" [out, in/k],
+// "bias" [out]; saved: x_r.
+class RowParallelLinear final : public nn::Module {
+ public:
+  RowParallelLinear(const nn::Linear& full, Communicator& tp);
+
+ protected:
+  Tensor forward_impl(const Tensor& x, nn::Context& ctx) override;
+  Tensor backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) override;
+
+ private:
+  Communicator& tp_;
+  int64_t in_local_, out_;
+};
+
+// The transformer MLP, fc2(gelu(fc1(x))), x [N, D] -> [N, D]: fc1 column-parallel, GELU on each
+// rank's own columns (elementwise: no communication), fc2 row-parallel. One all-reduce forward
+// (fc2's g), one backward (fc1's f). Children "fc1", "gelu", "fc2". (src/parallel_mlp.cpp)
+class ParallelMLP final : public nn::Module {
+ public:
+  ParallelMLP(const nn::Linear& fc1, const nn::Linear& fc2, Communicator& tp);
+
+ protected:
+  Tensor forward_impl(const Tensor& x, nn::Context& ctx) override;
+  Tensor backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) override;
+};
+
+// ---- 2. Attention split by heads (attention_shard.cpp) -----------------------------------------
+// Rank r's part of a CausalSelfAttention of D = dim, H heads of d = D / H: the heads
+// tp_slice(H, ...) and everything of theirs.
+//   qkv_weight [3 * D/k, D], qkv_bias [3 * D/k]: the rows of the fused qkv Linear that produce
+//       this rank's heads' q, then their k, then their v (each d rows per head, heads in order)
+//   proj_weight [D, D/k]: the columns of proj's weight that multiply this rank's heads' outputs
+//   heads: H / k
+// Throws gtl::Error, naming both numbers, when k does not divide H (a head is never cut).
+struct AttentionShard {
+  Tensor qkv_weight, qkv_bias, proj_weight;
+  int64_t heads = 0;
+};
+AttentionShard shard_attention(const nn::CausalSelfAttention& full, int tp_rank, int tp_size);
+
+// The attention of x [B, T, D] with each rank running its own heads (src/parallel_attention.cpp,
+// built from shard_attention): f, qkv column-parallel, the heads' attention (the core's reference
+// path: batched GEMMs, causal mask, softmax), proj row-parallel, g, proj's bias. One all-reduce
+// [B*T, D] forward, one backward. Output [B, T, D].
+class ParallelAttention final : public nn::Module {
+ public:
+  ParallelAttention(const nn::CausalSelfAttention& full, Communicator& tp);
+  int64_t local_heads() const { return heads_; }
+
+ protected:
+  Tensor forward_impl(const Tensor& x, nn::Context& ctx) override;
+  Tensor backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) override;
+
+ private:
+  Communicator& tp_;
+  int64_t dim_, heads_, head_dim_;
+};
+
+// ---- 3. Vocabulary-parallel embedding and loss (vocab_parallel.cpp) ----------------------------
+// The token table [V, D] cut by rows: rank r holds rows tp_slice(V) ("weight" [V/k, D]). Forward:
+// ids [B, T] (int64, any value in [0, V)) -> [B, T, D] float32, every rank the full lookup: a
+// rank writes the rows of the ids it holds, zeros for the others, and an all-reduce (Sum) over
+// `tp` fills in the rest. Backward: the gradient of this rank's rows only (no communication: dy
+// is the same on every rank), added in position order like ops::embedding_backward; returns an
+// undefined tensor (ids have no gradient). Saved: the ids.
+class VocabParallelEmbedding final : public nn::Module {
+ public:
+  VocabParallelEmbedding(const nn::TokenEmbedding& full, Communicator& tp);
+
+ protected:
+  Tensor forward_impl(const Tensor& ids, nn::Context& ctx) override;
+  Tensor backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) override;
+
+ private:
+  Communicator& tp_;
+  int64_t vocab_, dim_;
+  Slice rows_;
+};
+
+// The mean cross-entropy of logits [N, V] against labels [N] (int64, in [0, V)) when rank r holds
+// only the columns tp_slice(V) of the logits, local_logits [N, V/k] float32 (the head of a
+// vocabulary-parallel GPT produces exactly that). The full logits are NEVER assembled: per row,
+// the max (all-reduce Max), the label's logit (all-reduce Sum: only its owner contributes) and
+// the sum of exp(logit - max) (all-reduce Sum) are combined, three all-reduces of N floats, in
+// that order. Returns the loss [1] float32, the same on every rank. Beyond its input, a rank
+// allocates per-row vectors and at most ONE [N, V/k] float buffer (backward's result): the
+// allocator's peak is checked.
+class VocabParallelCrossEntropy {
+ public:
+  explicit VocabParallelCrossEntropy(Communicator& tp) : tp_(tp) {}
+  Tensor forward(const Tensor& local_logits, const Tensor& labels, nn::Context& ctx) const;
+  // d(dloss * loss) / d(local_logits), [N, V/k] float32; no communication. Consumes ctx.
+  Tensor backward(nn::Context& ctx, float dloss = 1.f) const;
+
+ private:
+  Communicator& tp_;
+};
+
+}  // namespace lab08
