@@ -48,23 +48,20 @@ TEST(ActivationMemory, PredictedBytesEqualTheSavedContextExactly) {
   // The batch is drawn from the grading seed; the predictions go to the judge.
   const int64_t batch = lab03_cases::seeded_batch();
   gtl::judge::Outputs recorded("ActivationMemory.PredictedBytesEqualTheSavedContextExactly");
-  for (int64_t hidden : {64, 96}) {
-    for (int64_t blocks : {1, 2, 3}) {
-      gtl::nn::ModelConfig config;
-      config.hidden = hidden;
-      config.blocks = blocks;
-      for (const PrecisionPolicy& policy :
-           {PrecisionPolicy::fp32(), PrecisionPolicy::bf16(), PrecisionPolicy::fp16()}) {
-        const int64_t measured = measured_saved_bytes(config, batch, policy);
-        const int64_t predicted = lab03::saved_activation_bytes(config, batch, policy);
-        recorded.record(predicted);
-        EXPECT_EQ(predicted, measured)
-            << "TODO 2b: MLP hidden " << hidden << ", " << blocks << " blocks, batch " << batch
-            << " (" << gtl::test_seed::describe() << "), " << policy.name()
-            << ": the forward and the loss save " << measured
-            << " bytes. Count, per layer, the tensors its backward reads, each in the dtype "
-               "autocast_dtype gives its op (LayerNorm's input, mean and rstd are float32).";
-      }
+  for (const gtl::nn::ModelConfig& config : lab03_cases::activation_configs()) {
+    for (const PrecisionPolicy& policy :
+         {PrecisionPolicy::fp32(), PrecisionPolicy::bf16(), PrecisionPolicy::fp16()}) {
+      const int64_t measured = measured_saved_bytes(config, batch, policy);
+      const int64_t predicted = lab03::saved_activation_bytes(config, batch, policy);
+      recorded.record(predicted);
+      EXPECT_EQ(predicted, measured)
+          << "TODO 2b: MLP hidden " << config.hidden << ", " << config.blocks << " blocks, input "
+          << gtl::shape_str(config.input) << ", " << config.classes << " classes, batch " << batch
+          << " (" << gtl::test_seed::describe() << "), " << policy.name()
+          << ": the forward and the loss save " << measured
+          << " bytes. Count, per layer, the tensors its backward reads, each in the dtype "
+             "autocast_dtype gives its op (LayerNorm's input, mean and rstd are float32; the "
+             "input size and the classes come from the config).";
     }
   }
 }

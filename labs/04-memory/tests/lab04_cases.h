@@ -79,12 +79,19 @@ struct Shape {
   lab04::ModelConfig config;
   int64_t batch = 1;
   std::string shape() const {
+    std::string input;
+    for (int64_t d : config.input) {
+      if (!input.empty()) input += 'x';
+      input += std::to_string(d);
+    }
     return "D = " + std::to_string(config.hidden) + ", " + std::to_string(config.blocks) +
-           (config.blocks == 1 ? " block" : " blocks") + ", batch " + std::to_string(batch);
+           (config.blocks == 1 ? " block" : " blocks") + ", batch " + std::to_string(batch) +
+           ", input " + input + ", " + std::to_string(config.classes) + " classes";
   }
   std::string describe() const { return shape() + ", " + gtl::test_seed::describe(); }
 };
-// `count` shapes for `test`: D in [8, 128], 1 to 5 blocks, batch 1 to 512.
+// `count` shapes for `test`: D in [8, 128], 1 to 5 blocks, batch 1 to 512, an input of 1 x H x W
+// with H, W in [3, 40] and 2 to 40 classes (a calculator that knows 784 and 10 by heart fails).
 inline std::vector<Shape> seeded_shapes(const std::string& test, int count) {
   std::mt19937_64 g = gtl::test_seed::generator(test);
   std::vector<Shape> shapes(static_cast<std::size_t>(count));
@@ -92,6 +99,8 @@ inline std::vector<Shape> seeded_shapes(const std::string& test, int count) {
     s.config.hidden = gtl::test_seed::draw(g, 8, 128);
     s.config.blocks = gtl::test_seed::draw(g, 1, 5);
     s.batch = gtl::test_seed::draw(g, 1, 512);
+    s.config.input = {1, gtl::test_seed::draw(g, 3, 40), gtl::test_seed::draw(g, 3, 40)};
+    s.config.classes = gtl::test_seed::draw(g, 2, 40);
   }
   return shapes;
 }

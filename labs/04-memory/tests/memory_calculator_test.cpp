@@ -91,8 +91,9 @@ TEST(MemoryCalculator, CountsParametersOfSeededModels) {
     const int64_t expected = gtl::nn::make_model(s.config)->num_parameters();
     recorded.record(lab04::count_parameters(s.config));
     EXPECT_EQ(lab04::count_parameters(s.config), expected)
-        << "TODO 1: " << s.describe() << ": Linear(784, D) + blocks x (LayerNorm, fc1 D->4D, "
-        << "fc2 4D->D) + LayerNorm + Linear(D, 10), weights AND biases";
+        << "TODO 1: " << s.describe() << ": Linear(inputs, D) + blocks x (LayerNorm, fc1 D->4D, "
+        << "fc2 4D->D) + LayerNorm + Linear(D, classes), weights AND biases (inputs: the "
+        << "product of config.input)";
   }
 }
 
