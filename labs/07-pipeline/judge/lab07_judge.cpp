@@ -905,6 +905,16 @@ std::string interleaved() {
       throw Rejection(r.test() + ": the order is not Megatron-LM's (the header's words)");
   }
   {
+    Recorded r("Interleaved.SeededShapesFollowTheHeadersOrderExactly");
+    for (const auto& c : lab07_cases::seeded_interleaved_order_cases()) {
+      const std::string what = "p = " + std::to_string(c.p) + ", v = " + std::to_string(c.v) +
+                               ", m = " + std::to_string(c.m);
+      if (!(read_interleaved(r, what) == interleaved_order(c.p, c.v, c.m)))
+        throw Rejection(r.test() + ": " + what + ": the order is not the header's rule (" +
+                        gtl::test_seed::describe() + ")");
+    }
+  }
+  {
     Recorded r("Interleaved.EveryRankRunsEveryMicroBatchOnEachChunkOnceEachWay");
     for (int p : {2, 4})
       for (int v : {1, 2, 3})

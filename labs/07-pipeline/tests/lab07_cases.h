@@ -317,6 +317,22 @@ inline std::vector<InterleavedCase> seeded_interleaved_cases() {
   return cases;
 }
 
+// The shapes of Interleaved.SeededShapesFollowTheHeadersOrderExactly: p = 3 with m = p (no steady
+// phase: every forward first) and with m = k p (k >= 2), then p from 2 to 6 with m = p and with
+// m = k p; v from 1 to 4 in each.
+inline std::vector<InterleavedCase> seeded_interleaved_order_cases() {
+  std::mt19937_64 g =
+      gtl::test_seed::generator("Interleaved.SeededShapesFollowTheHeadersOrderExactly");
+  std::vector<InterleavedCase> cases(4);
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    InterleavedCase& c = cases[k];
+    c.p = k < 2 ? 3 : static_cast<int>(gtl::test_seed::draw(g, 2, 6));
+    c.v = static_cast<int>(gtl::test_seed::draw(g, 1, 4));
+    c.m = k % 2 == 0 ? c.p : c.p * gtl::test_seed::draw(g, 2, 4);
+  }
+  return cases;
+}
+
 // An interleaved schedule for the judge: ranks, then each rank's actions as "F0.1 B0.1".
 inline void record_interleaved(gtl::judge::Outputs& out, const lab07::InterleavedSchedule& s) {
   out.record(s.size());
