@@ -79,9 +79,11 @@ TEST(Interleaved, SeededShapesFollowTheHeadersOrderExactly) {
     for (int r = 0; r < c.p; ++r) {
       int64_t warmup = 0;
       const std::vector<ChunkAction> want = headers_order(c.p, c.v, c.m, r, warmup);
-      EXPECT_EQ(describe(s[static_cast<std::size_t>(r)]), describe(want))
-          << shape << ", rank " << r << ": expected the header's order (above), got the one "
-          << "below. Revisit 7a's rule: the warm-up is " << warmup << " forwards here ("
+      const std::string got = describe(s[static_cast<std::size_t>(r)]);
+      EXPECT_EQ(got, describe(want))
+          << shape << ", rank " << r << ": expected the header's order '" << describe(want)
+          << "', got '" << got << "'. Revisit 7a's rule: the warm-up is " << warmup
+          << " forwards here ("
           << (c.m == c.p ? "m == p: every forward first, no steady phase"
                          : "min((p - r - 1) 2 + (v - 1) p, v m)")
           << "), then one forward and one backward in turn, then the cool-down; the k-th forward "
