@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtl/nn/parameter_buffer.h"
@@ -377,7 +378,28 @@ std::string checkpoint_gradients() {
     gtl::judge::expect_equal(r.next<float>("a loss"), plain_loss, "a checkpointed model's loss");
     for (const auto& g : gradients(*plain)) r.expect_digest(g, "a checkpointed model's gradient");
   }
-  return "every checkpointed model's gradients are the plain model's bits";
+  const lab04::LabBatch b1 = lab04::make_batch(config, lab04_cases::kCheckpointBatch, 1);
+  const lab04::LabBatch b2 = lab04::make_batch(config, lab04_cases::kCheckpointBatch, 2);
+  const std::vector<std::pair<std::string, lab04_cases::GradientRun>> runs = {
+      {"Checkpointing.GradientsOverwriteThenAccumulateLikeThePlainModels",
+       lab04_cases::overwrite_then_accumulate(*gtl::nn::make_model(config), b1, b2)},
+      {"Checkpointing.GradientsOfTwoForwardsInFlightAreThePlainModels",
+       lab04_cases::two_forwards_in_flight(*gtl::nn::make_model(config), b1, b2)}};
+  for (const auto& [test, want] : runs) {
+    Recorded recorded(test);
+    for (int every = 1; every <= 3; ++every) {
+      const std::string what = test + ", segments of " + std::to_string(every);
+      for (float loss : want.losses)
+        gtl::judge::expect_equal(recorded.next<float>("a loss"), loss, what + ": a loss");
+      for (std::size_t k = 0; k < want.grads.size(); ++k)
+        for (const auto& g : want.grads[k])
+          recorded.expect_digest(g, "segments of " + std::to_string(every) +
+                                        ": a gradient after backward " + std::to_string(k + 1) +
+                                        " (the plain model's bits)");
+    }
+  }
+  return "every checkpointed model's gradients are the plain model's bits, in both gradient "
+         "modes and with two forwards in flight";
 }
 
 bool step_fits(int64_t limit, int64_t batch) {

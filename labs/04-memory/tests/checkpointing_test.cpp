@@ -4,7 +4,9 @@
 
 #include <map>
 
+#include "bitwise_diff.h"
 #include "gtl_judge_output.h"
+#include "lab04_cases.h"
 #include "lab04_student_call.h"
 #include "memory_lab.h"
 
@@ -87,6 +89,86 @@ TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
     EXPECT_EQ(gradients(*model), gradients(*plain))
         << "TODO 5a: segments of " << every << ": recompute the forward from the SAVED INPUT, "
         << "then run backward on the recomputed context";
+  }
+}
+
+// A checkpointed model's run (lab04_cases.h) against the plain model's, bit for bit; the losses
+// and gradients go to the judge, which runs the plain model itself. `after[k]` says what the k-th
+// backward was, `lesson[k]` what to revisit when its gradients differ.
+void expect_plain_run(const lab04_cases::GradientRun& got, const lab04_cases::GradientRun& want,
+                      int64_t every, const std::vector<std::string>& after,
+                      const std::vector<std::string>& lesson, gtl::judge::Outputs& recorded) {
+  for (float loss : got.losses) recorded.record(loss);
+  for (const auto& grads : got.grads)
+    for (const auto& g : grads) recorded.record_digest(g.data(), g.size());
+  EXPECT_EQ(got.losses, want.losses)
+      << "TODO 5a: segments of " << every << ": the same initial weights as make_model(config)";
+  ASSERT_EQ(got.grads.size(), want.grads.size());
+  for (std::size_t k = 0; k < want.grads.size(); ++k) {
+    ASSERT_EQ(got.grads[k].size(), want.grads[k].size()) << "TODO 5a: the same parameters";
+    for (std::size_t i = 0; i < want.grads[k].size(); ++i) {
+      const std::string diff = gtl::testing::bitwise_diff(got.grads[k][i], want.grads[k][i]);
+      EXPECT_EQ(diff, "") << "TODO 5a: segments of " << every << ", after " << after[k]
+                          << ": the gradient of parameter " << i << " must be the plain model's "
+                          << "bit for bit (" << diff << "). " << lesson[k];
+      if (!diff.empty()) break;  // the first parameter that differs says it
+    }
+  }
+}
+
+// A training loop does not zero gradients between steps: the first backward of a step OVERWRITES
+// whatever they hold (here 1e3, a previous step's), the next ones ACCUMULATE. Both modes, on the
+// checkpointed and the plain model, bit for bit.
+TEST(Checkpointing, GradientsOverwriteThenAccumulateLikeThePlainModels) {
+  lab04::ModelConfig config;
+  config.blocks = 5;
+  const lab04::LabBatch b1 = lab04::make_batch(config, lab04_cases::kCheckpointBatch, 1);
+  const lab04::LabBatch b2 = lab04::make_batch(config, lab04_cases::kCheckpointBatch, 2);
+  auto plain = gtl::nn::make_model(config);
+  const lab04_cases::GradientRun want = lab04_cases::overwrite_then_accumulate(*plain, b1, b2);
+  gtl::judge::Outputs recorded("Checkpointing.GradientsOverwriteThenAccumulateLikeThePlainModels");
+  const auto call = lab04_student_call::todo5a();  // the plain model above, your Checkpoint below
+  for (int64_t every : {int64_t(1), int64_t(2), int64_t(3)}) {
+    auto model = lab04::make_checkpointed_model(config, every);
+    ASSERT_EQ(model->num_parameters(), plain->num_parameters())
+        << "TODO 5a: the same layers (make_stage), only grouped";
+    expect_plain_run(
+        lab04_cases::overwrite_then_accumulate(*model, b1, b2), want, every,
+        {"a backward with GradMode::Overwrite into gradients holding 1000 (a previous step's)",
+         "a second batch's backward with GradMode::Accumulate on top of the first"},
+        {"Overwrite must REPLACE what the gradients held: pass the backward's GradMode on to the "
+         "segment's backward",
+         "Accumulate must ADD to them: pass the backward's GradMode on to the segment's backward"},
+        recorded);
+  }
+}
+
+// Two forwards in flight before their backwards (as a pipeline or gradient accumulation does):
+// each backward must recompute its segment from the input saved in ITS OWN Context, not from the
+// last forward's.
+TEST(Checkpointing, GradientsOfTwoForwardsInFlightAreThePlainModels) {
+  lab04::ModelConfig config;
+  config.blocks = 5;
+  const lab04::LabBatch b1 = lab04::make_batch(config, lab04_cases::kCheckpointBatch, 1);
+  const lab04::LabBatch b2 = lab04::make_batch(config, lab04_cases::kCheckpointBatch, 2);
+  auto plain = gtl::nn::make_model(config);
+  const lab04_cases::GradientRun want = lab04_cases::two_forwards_in_flight(*plain, b1, b2);
+  gtl::judge::Outputs recorded("Checkpointing.GradientsOfTwoForwardsInFlightAreThePlainModels");
+  const auto call = lab04_student_call::todo5a();  // the plain model above, your Checkpoint below
+  for (int64_t every : {int64_t(1), int64_t(2), int64_t(3)}) {
+    auto model = lab04::make_checkpointed_model(config, every);
+    ASSERT_EQ(model->num_parameters(), plain->num_parameters())
+        << "TODO 5a: the same layers (make_stage), only grouped";
+    expect_plain_run(
+        lab04_cases::two_forwards_in_flight(*model, b1, b2), want, every,
+        {"forward(x1, ctx1), forward(x2, ctx2) and backward(ctx2) with GradMode::Overwrite",
+         "forward(x1, ctx1), forward(x2, ctx2), backward(ctx2), then backward(ctx1) with "
+         "GradMode::Accumulate"},
+        {"backward(ctx2) recomputes from x2, the input saved in ctx2",
+         "backward(ctx1) must recompute from x1, the input saved in ctx1: keep the segment's "
+         "input in the Context forward is given, not in a member of the module (a second "
+         "forward would replace it)"},
+        recorded);
   }
 }
 

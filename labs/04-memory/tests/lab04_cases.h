@@ -126,6 +126,62 @@ inline Shape seeded_timeline_shape() {
   return s;
 }
 
+// ---- TODO 5a: checkpointing ---------------------------------------------------------------------
+// The runs of Checkpointing.GradientsOverwriteThenAccumulate... and ...OfTwoForwardsInFlight...:
+// a checkpointed model and the plain one (make_model) go through the same calls and must end with
+// the same bits; the judge runs the plain model alone. Batches of 16 samples from seeds 1 and 2.
+struct GradientRun {
+  std::vector<float> losses;
+  std::vector<std::vector<std::vector<float>>> grads;  // [backward][parameter], after each
+};
+constexpr int64_t kCheckpointBatch = 16;
+
+inline std::vector<std::vector<float>> parameter_gradients(const gtl::nn::Module& model) {
+  std::vector<std::vector<float>> out;
+  for (const gtl::optim::ParamRef& p : model.parameters()) out.push_back(p.grad.to_vector());
+  return out;
+}
+
+// What gradients hold before a step when nothing zeroed them: a previous step's, here 1e3.
+constexpr float kStaleGradient = 1e3f;
+
+// The gradients filled with kStaleGradient, then forward_backward of `first` with
+// GradMode::Overwrite, then of `second` with GradMode::Accumulate.
+inline GradientRun overwrite_then_accumulate(gtl::nn::Module& model, const lab04::LabBatch& first,
+                                             const lab04::LabBatch& second) {
+  for (const gtl::optim::ParamRef& p : model.parameters()) {
+    gtl::Tensor grad = p.grad;  // a view of the parameter's gradient
+    grad.fill_(kStaleGradient);
+  }
+  GradientRun run;
+  run.losses.push_back(lab04::forward_backward(model, first.images, first.labels, 1.f,
+                                               gtl::nn::GradMode::Overwrite));
+  run.grads.push_back(parameter_gradients(model));
+  run.losses.push_back(lab04::forward_backward(model, second.images, second.labels, 1.f,
+                                               gtl::nn::GradMode::Accumulate));
+  run.grads.push_back(parameter_gradients(model));
+  return run;
+}
+
+// Two forwards in flight, their backwards in reverse order: forward(first, ctx1),
+// forward(second, ctx2), backward(ctx2) with GradMode::Overwrite, backward(ctx1) with
+// GradMode::Accumulate. Each backward must recompute from its own context's input.
+inline GradientRun two_forwards_in_flight(gtl::nn::Module& model, const lab04::LabBatch& first,
+                                          const lab04::LabBatch& second) {
+  const gtl::nn::CrossEntropyLoss head;
+  gtl::nn::Context ctx1, loss_ctx1, ctx2, loss_ctx2;
+  GradientRun run;
+  run.losses.push_back(
+      head.forward(model.forward(first.images, ctx1), first.labels, loss_ctx1).item());
+  run.losses.push_back(
+      head.forward(model.forward(second.images, ctx2), second.labels, loss_ctx2).item());
+  model.backward(ctx2, head.backward(loss_ctx2), gtl::nn::GradMode::Overwrite);
+  run.grads.push_back(parameter_gradients(model));
+  model.backward(ctx1, head.backward(loss_ctx1), gtl::nn::GradMode::Accumulate);
+  run.grads.push_back(parameter_gradients(model));
+  return run;
+}
+
 // ---- TODO 7: the training loop ------------------------------------------------------------------
 constexpr int64_t kLoopBatch = 64;
 constexpr int kLoopSteps = 4;

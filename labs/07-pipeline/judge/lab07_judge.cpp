@@ -378,17 +378,23 @@ void expect_stage(Recorded& r, const PipelineConfig& config, int s, const StageR
   }
 }
 
+// The tests run two steps on the same layers, from stale gradients (executor_test.cpp): every
+// stage's first step, then every stage's second, each the sequential step bit for bit.
 void expect_steps(Recorded& r, const PipelineConfig& config, const std::string& name) {
   const int p = static_cast<int>(config.boundaries.size()) - 1;
   const StageResult whole = sequential_step(config);
-  const std::string where =
-      name + " p = " + std::to_string(p) + ", m = " + std::to_string(config.micro_batches) +
-      ", batch " + std::to_string(config.batch) + ", data seed " + std::to_string(config.data_seed);
-  for (int s = 0; s < p; ++s) expect_stage(r, config, s, whole, where);
+  for (int step = 1; step <= 2; ++step) {
+    const std::string where = name + " p = " + std::to_string(p) +
+                              ", m = " + std::to_string(config.micro_batches) + ", batch " +
+                              std::to_string(config.batch) + ", data seed " +
+                              std::to_string(config.data_seed) + ", step " + std::to_string(step);
+    for (int s = 0; s < p; ++s) expect_stage(r, config, s, whole, where);
+  }
 }
 
 std::string executor_equivalence() {
-  const std::vector<std::pair<int, int64_t>> shapes = {{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}};
+  const std::vector<std::pair<int, int64_t>> shapes = {{1, 4}, {2, 4}, {3, 2}, {3, 5},
+                                                       {4, 2}, {4, 4}, {5, 7}};
   {
     Recorded r("Executor.GpipeStepEqualsTheSequentialStepBitwise");
     for (const auto& [p, m] : shapes) expect_steps(r, lab07_cases::executor_config(p, m), "GPipe");
@@ -500,20 +506,19 @@ int64_t context_bytes(const PipelineConfig& config, int s, int64_t rows) {
   return ctx.saved_bytes();
 }
 
-void expect_in_flight(Recorded& r, int64_t rows) {
-  const int p = 4;
-  const int64_t m = 8;
+void expect_in_flight(Recorded& r, int p, int64_t m, int64_t rows) {
   const PipelineConfig config = lab07_cases::executor_config(p, m);
   const auto gpipe = r.sequence<int64_t>("GPipe's peaks", std::size_t(p));
   const auto ofob = r.sequence<int64_t>("1F1B's peaks", std::size_t(p));
   for (int s = 1; s + 1 < p; ++s) {
     const int64_t per = context_bytes(config, s, rows);
-    const std::string what = "p = 4, m = 8, " + std::to_string(rows) + " rows per micro-batch, " +
-                             "stage " + std::to_string(s) + " (" + std::to_string(per) +
+    const std::string what = "p = " + std::to_string(p) + ", m = " + std::to_string(m) + ", " +
+                             std::to_string(rows) + " rows per micro-batch, stage " +
+                             std::to_string(s) + " (" + std::to_string(per) +
                              " bytes per micro-batch)";
     gtl::judge::expect_equal(gpipe[std::size_t(s)] / per, m,
                              r.test() + ": GPipe " + what + ": micro-batches in flight");
-    gtl::judge::expect_equal(ofob[std::size_t(s)] / per, int64_t{p - s},
+    gtl::judge::expect_equal(ofob[std::size_t(s)] / per, std::min<int64_t>(p - s, m),
                              r.test() + ": 1F1B " + what + ": micro-batches in flight");
   }
   for (int s = 1; s < p; ++s)
@@ -526,13 +531,18 @@ void expect_in_flight(Recorded& r, int64_t rows) {
 std::string executor_memory() {
   {
     Recorded r("Executor.HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B");
-    expect_in_flight(r, 3);
+    expect_in_flight(r, 4, 8, 3);
+  }
+  {
+    Recorded r("Executor.HoldsMMicroBatchesWithFewerMicroBatchesThanStagesAndOddShapes");
+    for (const auto& [p, m] : lab07_cases::in_flight_shapes()) expect_in_flight(r, p, m, 3);
   }
   {
     Recorded r("Executor.HoldsMMicroBatchesOnASeededBatch");
-    expect_in_flight(r, lab07_cases::seeded_memory_rows());
+    expect_in_flight(r, 4, 8, lab07_cases::seeded_memory_rows());
   }
-  return "m micro-batches in flight under GPipe, p - s under 1F1B, by the core's context bytes";
+  return "m micro-batches in flight under GPipe, min(p - s, m) under 1F1B, by the core's context "
+         "bytes";
 }
 
 // ---- the reference step's timeline --------------------------------------------------------------
@@ -893,6 +903,16 @@ std::string interleaved() {
     const Interleaved got = read_interleaved(r, "p = 2, v = 2, m = 4");
     if (!(got == interleaved_order(2, 2, 4)))
       throw Rejection(r.test() + ": the order is not Megatron-LM's (the header's words)");
+  }
+  {
+    Recorded r("Interleaved.SeededShapesFollowTheHeadersOrderExactly");
+    for (const auto& c : lab07_cases::seeded_interleaved_order_cases()) {
+      const std::string what = "p = " + std::to_string(c.p) + ", v = " + std::to_string(c.v) +
+                               ", m = " + std::to_string(c.m);
+      if (!(read_interleaved(r, what) == interleaved_order(c.p, c.v, c.m)))
+        throw Rejection(r.test() + ": " + what + ": the order is not the header's rule (" +
+                        gtl::test_seed::describe() + ")");
+    }
   }
   {
     Recorded r("Interleaved.EveryRankRunsEveryMicroBatchOnEachChunkOnceEachWay");

@@ -6,6 +6,7 @@
 // 1F1B at most p - s), from each rank's own allocator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -68,56 +69,117 @@ int64_t stage_bytes(const PipelineConfig& config, int s, int p) {
   return config.batch * ((s + 1 < p ? width(s + 1) : 0) + (s > 0 ? width(s) : 0)) * 4;
 }
 
+// What the gradients of a stage hold before a step: a previous step's, never zeroed (a training
+// loop does not zero them between steps: the first backward of a step overwrites them).
+constexpr float kStaleGradient = 1e3f;
+
+// Rank comm.rank()'s stage of two pipelined steps of `config` on the SAME layers, the way a
+// training loop runs them (pipeline_step builds fresh layers with zero gradients, and a stage whose
+// first backward accumulates would pass there): the gradients start at kStaleGradient, then
+// run_stage runs twice, each step's loss and gradients kept. With no optimizer step between them,
+// both steps are the sequential step bit for bit. The bytes the stage sent and received in each
+// step come back in `bytes` (sent, received).
+std::vector<StageResult> two_steps_from_stale_gradients(
+    Communicator& comm, const PipelineConfig& config, const StageSchedule& actions,
+    std::vector<std::pair<int64_t, int64_t>>& bytes) {
+  const int s = comm.rank(), p = comm.world_size();
+  const int64_t begin = config.boundaries[static_cast<std::size_t>(s)];
+  const int64_t end = config.boundaries[static_cast<std::size_t>(s) + 1];
+  std::unique_ptr<nn::Sequential> layers = nn::make_stage(config.model, begin, end);
+  nn::ParameterBuffer buffer(*layers, config.device);
+  Tensor grads = buffer.grads();  // a view of the buffer's flat gradient
+  grads.fill_(kStaleGradient);
+  const Batch batch = lab_batch(config.batch, config.data_seed);
+  StageStep step;
+  step.layers = layers.get();
+  step.actions = actions;
+  step.micro_batches = harness_micro_batches(config.batch, config.micro_batches);
+  step.loss_weights = harness_loss_weights(step.micro_batches, config.batch);
+  step.device = config.device;
+  if (s == 0) step.images = batch.images.to(config.device);
+  if (s == p - 1) step.labels = batch.labels.to(config.device);
+  if (s > 0) step.input_sample = boundary_sample_shape(config.model, begin);
+  if (s < p - 1) step.output_sample = boundary_sample_shape(config.model, end);
+  std::vector<StageResult> results(2);
+  for (StageResult& result : results) {
+    comm.reset_counters();
+    result.loss = run_stage(comm, step);
+    for (const nn::ParamRef& param : layers->parameters()) {
+      result.grads[param.name] = param.grad.to(gtl::Device::cpu()).to_vector();
+    }
+    const dist::OpCounters all = comm.total_counters();
+    bytes.emplace_back(all.bytes_sent, all.bytes_received);
+  }
+  return results;
+}
+
 void expect_equals_sequential(const std::string& name, const Schedule& schedule,
                               const PipelineConfig& config, gtl::judge::Outputs& recorded) {
   const int p = static_cast<int>(config.boundaries.size()) - 1;
   const int64_t m = config.micro_batches;
-  std::vector<StageResult> stages(static_cast<std::size_t>(p));
+  // steps[k][s]: stage s's result of step k.
+  std::vector<std::vector<StageResult>> steps(2, std::vector<StageResult>(std::size_t(p)));
   run_stages(
       p,
       [&](Communicator& comm) {
-        stages[static_cast<std::size_t>(comm.rank())] =
-            pipeline_step(comm, config, schedule[static_cast<std::size_t>(comm.rank())]);
+        const auto s = static_cast<std::size_t>(comm.rank());
+        std::vector<std::pair<int64_t, int64_t>> bytes;
+        const std::vector<StageResult> both =
+            two_steps_from_stale_gradients(comm, config, schedule[s], bytes);
+        for (std::size_t k = 0; k < both.size(); ++k) steps[k][s] = both[k];
         // The communication itself (stages are threads, so activations and
         // gradients could be read from a neighbour's memory through a global): every boundary
-        // crossed through the communicator, stage_bytes each way.
+        // crossed through the communicator, stage_bytes each way, in each step.
         const int64_t want = stage_bytes(config, comm.rank(), p);
-        const dist::OpCounters all = comm.total_counters();
-        EXPECT_TRUE(all.bytes_sent == want && all.bytes_received == want)
-            << name << " p = " << p << ", m = " << m << ", stage " << comm.rank() << ": expected "
-            << want << " bytes sent and received (every row's activations to s+1 and input "
-            << "gradients to s-1, once), got " << all.bytes_sent << " sent and "
-            << all.bytes_received << " received. Revisit the executor's messages: what crosses "
-            << "a boundary must travel through the communicator, not through shared memory";
+        for (std::size_t k = 0; k < bytes.size(); ++k) {
+          EXPECT_TRUE(bytes[k].first == want && bytes[k].second == want)
+              << name << " p = " << p << ", m = " << m << ", stage " << comm.rank() << ", step "
+              << k + 1 << ": expected " << want << " bytes sent and received (every row's "
+              << "activations to s+1 and input gradients to s-1, once), got " << bytes[k].first
+              << " sent and " << bytes[k].second << " received. Revisit the executor's "
+              << "messages: what crosses a boundary must travel through the communicator, not "
+              << "through shared memory";
+        }
       },
       fast());
-  for (const StageResult& stage : stages) lab07_cases::record_stage(recorded, stage);
-  const StageResult whole = sequential_step(config);
-  std::size_t seen = 0;
-  for (int s = 0; s < p; ++s) {
-    for (const auto& [param, grad] : stages[static_cast<std::size_t>(s)].grads) {
-      ++seen;
-      ASSERT_TRUE(whole.grads.count(param)) << param;
-      EXPECT_EQ(bitwise_diff(grad, whole.grads.at(param)), "")
-          << name << " p = " << p << ", m = " << m << ": stage " << s << "'s gradient of " << param
-          << " must equal the sequential step's bit for bit (same micro-batches, "
-          << "backwards in order; the stage's first backward OVERWRITES, the next ACCUMULATE)";
-    }
+  for (const std::vector<StageResult>& stages : steps) {
+    for (const StageResult& stage : stages) lab07_cases::record_stage(recorded, stage);
   }
-  EXPECT_EQ(seen, whole.grads.size()) << "every parameter belongs to exactly one stage";
-  const float loss = stages[static_cast<std::size_t>(p) - 1].loss;
-  EXPECT_EQ(bitwise_diff({loss}, {whole.loss}), "")
-      << name << " p = " << p << ", m = " << m << ": the last stage returns the batch's loss, "
-      << "sum of loss_weights[i] x loss_i";
-  for (int s = 0; s + 1 < p; ++s) {
-    EXPECT_EQ(stages[static_cast<std::size_t>(s)].loss, 0.f) << "stage " << s << " returns 0";
+  const StageResult whole = sequential_step(config);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const std::vector<StageResult>& stages = steps[k];
+    const std::string when =
+        k == 0 ? "the first step (the gradients held " + std::to_string(int(kStaleGradient)) +
+                     " from a previous step)"
+               : "the second step on the same layers (the gradients held the first step's)";
+    std::size_t seen = 0;
+    for (int s = 0; s < p; ++s) {
+      for (const auto& [param, grad] : stages[static_cast<std::size_t>(s)].grads) {
+        ++seen;
+        ASSERT_TRUE(whole.grads.count(param)) << param;
+        EXPECT_EQ(bitwise_diff(grad, whole.grads.at(param)), "")
+            << name << " p = " << p << ", m = " << m << ", " << when << ": stage " << s
+            << "'s gradient of " << param << " must equal the sequential step's bit for bit "
+            << "(same micro-batches, backwards in order; the stage's first backward of EACH "
+            << "step OVERWRITES whatever the gradients held, the next ACCUMULATE)";
+      }
+    }
+    EXPECT_EQ(seen, whole.grads.size()) << "every parameter belongs to exactly one stage";
+    const float loss = stages[static_cast<std::size_t>(p) - 1].loss;
+    EXPECT_EQ(bitwise_diff({loss}, {whole.loss}), "")
+        << name << " p = " << p << ", m = " << m << ", " << when << ": the last stage returns "
+        << "the batch's loss, sum of loss_weights[i] x loss_i";
+    for (int s = 0; s + 1 < p; ++s) {
+      EXPECT_EQ(stages[static_cast<std::size_t>(s)].loss, 0.f)
+          << "stage " << s << " returns 0 (" << when << ")";
+    }
   }
 }
 
 TEST(Executor, GpipeStepEqualsTheSequentialStepBitwise) {
   gtl::judge::Outputs recorded("Executor.GpipeStepEqualsTheSequentialStepBitwise");
-  for (const auto& [p, m] :
-       std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
+  for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{
+           {1, 4}, {2, 4}, {3, 2}, {3, 5}, {4, 2}, {4, 4}, {5, 7}}) {
     expect_equals_sequential("GPipe", testing::gpipe_table(p, m),
                              lab07_cases::executor_config(p, m), recorded);
   }
@@ -125,8 +187,8 @@ TEST(Executor, GpipeStepEqualsTheSequentialStepBitwise) {
 
 TEST(Executor, OneFOneBStepEqualsTheSequentialStepBitwise) {
   gtl::judge::Outputs recorded("Executor.OneFOneBStepEqualsTheSequentialStepBitwise");
-  for (const auto& [p, m] :
-       std::vector<std::pair<int, int64_t>>{{1, 4}, {2, 4}, {3, 5}, {4, 2}, {4, 4}}) {
+  for (const auto& [p, m] : std::vector<std::pair<int, int64_t>>{
+           {1, 4}, {2, 4}, {3, 2}, {3, 5}, {4, 2}, {4, 4}, {5, 7}}) {
     expect_equals_sequential("1F1B", testing::one_f_one_b_table(p, m),
                              lab07_cases::executor_config(p, m), recorded);
   }
@@ -317,20 +379,19 @@ int64_t one_micro_batch_context_bytes(const PipelineConfig& config, int s, int64
   return ctx.saved_bytes();
 }
 
-// p = 4, m = 8 with `rows` rows per micro-batch; every stage's peak under GPipe, then under 1F1B,
+// p stages, m micro-batches of `rows` rows each; every stage's peak under GPipe, then under 1F1B,
 // goes to the judge, which measures a micro-batch's context with the core's forward.
-void expect_micro_batches_in_flight(int64_t rows, gtl::judge::Outputs& recorded,
+void expect_micro_batches_in_flight(int p, int64_t m, int64_t rows, gtl::judge::Outputs& recorded,
                                     const std::string& where) {
-  const int p = 4;
-  const int64_t m = 8;
   PipelineConfig config = lab07_cases::executor_config(p, m);
   config.batch = m * rows;
+  const std::string shape = "p = " + std::to_string(p) + ", m = " + std::to_string(m);
   std::map<std::string, std::vector<int64_t>> peaks;
   for (const bool one_f_one_b : {false, true}) {
     const Schedule schedule =
         one_f_one_b ? testing::one_f_one_b_table(p, m) : testing::gpipe_table(p, m);
     std::vector<int64_t>& peak = peaks[one_f_one_b ? "1F1B" : "GPipe"];
-    peak.resize(p);
+    peak.resize(static_cast<std::size_t>(p));
     std::vector<std::shared_ptr<gtl::Allocator>> allocators;
     for (int r = 0; r < p; ++r) allocators.push_back(gtl::make_cpu_allocator());
     dist::RunOptions options = fast();
@@ -347,15 +408,16 @@ void expect_micro_batches_in_flight(int64_t rows, gtl::judge::Outputs& recorded,
   for (int s = 1; s + 1 < p; ++s) {
     const int64_t per_micro_batch = one_micro_batch_context_bytes(config, s, rows);
     const auto at = static_cast<std::size_t>(s);
+    const int64_t bound = std::min<int64_t>(p - s, m);
     EXPECT_EQ(peaks["GPipe"][at] / per_micro_batch, m)
-        << "GPipe p = 4, m = 8, stage " << s << ": a peak of " << peaks["GPipe"][at]
+        << "GPipe " << shape << ", stage " << s << ": a peak of " << peaks["GPipe"][at]
         << " bytes during the step is " << peaks["GPipe"][at] / per_micro_batch
         << " micro-batches of " << per_micro_batch << " bytes in flight, expected all m = " << m
         << where;
-    EXPECT_EQ(peaks["1F1B"][at] / per_micro_batch, p - s)
-        << "1F1B p = 4, m = 8, stage " << s << ": a peak of " << peaks["1F1B"][at] << " bytes is "
-        << peaks["1F1B"][at] / per_micro_batch << " micro-batches of " << per_micro_batch
-        << " bytes in flight, expected p - s = " << p - s
+    EXPECT_EQ(peaks["1F1B"][at] / per_micro_batch, bound)
+        << "1F1B " << shape << ", stage " << s << ": a peak of " << peaks["1F1B"][at]
+        << " bytes is " << peaks["1F1B"][at] / per_micro_batch << " micro-batches of "
+        << per_micro_batch << " bytes in flight, expected min(p - s, m) = " << bound
         << ": keep a micro-batch's context, input and messages only from its forward to its "
         << "backward (do not keep received tensors or outputs for the whole step)" << where;
   }
@@ -363,13 +425,23 @@ void expect_micro_batches_in_flight(int64_t rows, gtl::judge::Outputs& recorded,
   for (int s = 1; s < p; ++s) {
     EXPECT_LE(peaks["1F1B"][static_cast<std::size_t>(s)],
               peaks["GPipe"][static_cast<std::size_t>(s)])
-        << "stage " << s << ": 1F1B never holds more than GPipe" << where;
+        << shape << ", stage " << s << ": 1F1B never holds more than GPipe" << where;
   }
 }
 
 TEST(Executor, HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B) {
   gtl::judge::Outputs recorded("Executor.HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B");
-  expect_micro_batches_in_flight(3, recorded, "");
+  expect_micro_batches_in_flight(4, 8, 3, recorded, "");
+}
+
+// Fewer micro-batches than stages (p = 3, m = 2: every stage holds both under either schedule) and
+// an odd depth (p = 5, m = 7: 4, 3 and 2 in flight on the middle stages under 1F1B).
+TEST(Executor, HoldsMMicroBatchesWithFewerMicroBatchesThanStagesAndOddShapes) {
+  gtl::judge::Outputs recorded(
+      "Executor.HoldsMMicroBatchesWithFewerMicroBatchesThanStagesAndOddShapes");
+  for (const auto& [p, m] : lab07_cases::in_flight_shapes()) {
+    expect_micro_batches_in_flight(p, m, 3, recorded, "");
+  }
 }
 
 // The same with rows per micro-batch drawn from the grading seed.
@@ -377,7 +449,7 @@ TEST(Executor, HoldsMMicroBatchesOnASeededBatch) {
   gtl::judge::Outputs recorded("Executor.HoldsMMicroBatchesOnASeededBatch");
   const int64_t rows = lab07_cases::seeded_memory_rows();
   expect_micro_batches_in_flight(
-      rows, recorded,
+      4, 8, rows, recorded,
       " (" + std::to_string(rows) + " rows per micro-batch, " + gtl::test_seed::describe() + ")");
 }
 

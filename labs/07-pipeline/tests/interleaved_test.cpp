@@ -1,9 +1,10 @@
 // TODO 7: interleaved 1F1B. The order is Megatron-LM's (checked against a
-// table for p = 2, v = 2, m = 4), every rank runs every micro-batch on each of its chunks once
-// each way, and the bubble is exactly (p-1)/(v m + p - 1): the formula of 1F1B with v times as
-// many micro-batches.
+// table for p = 2, v = 2, m = 4, and against the header's rule at seeded shapes), every rank runs
+// every micro-batch on each of its chunks once each way, and the bubble is exactly (p-1)/(v m + p -
+// 1): the formula of 1F1B with v times as many micro-batches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -40,6 +41,56 @@ TEST(Interleaved, MatchesMegatronsOrderForTwoRanksAndTwoChunks) {
   EXPECT_EQ(describe(s[1]),
             "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0")
       << "rank 1";
+}
+
+// The header's rule for rank r, written out phase by phase: w_r warm-up forwards (all v m when
+// m == p, else min((p - r - 1) 2 + (v - 1) p, v m)), then forward/backward pairs, then the
+// cool-down backwards; the k-th forward runs chunk (k mod p v) / p on micro-batch
+// (k / (p v)) p + k mod p, the k-th backward the same micro-batch on chunk v - 1 - (k mod p v) / p.
+std::vector<ChunkAction> headers_order(int p, int v, int64_t m, int r, int64_t& warmup) {
+  const int64_t total = v * m, pv = int64_t{p} * v;
+  warmup = m == p ? total : std::min<int64_t>(int64_t{p - r - 1} * 2 + int64_t{v - 1} * p, total);
+  auto nth = [&](int64_t k, bool forward) {
+    const auto group = static_cast<int>((k % pv) / p);
+    return ChunkAction{forward ? Op::Forward : Op::Backward, (k / pv) * p + k % p,
+                       forward ? group : v - 1 - group};
+  };
+  std::vector<ChunkAction> actions;
+  for (int64_t k = 0; k < warmup; ++k) actions.push_back(nth(k, true));
+  for (int64_t k = 0; k < total - warmup; ++k) {
+    actions.push_back(nth(warmup + k, true));
+    actions.push_back(nth(k, false));
+  }
+  for (int64_t k = total - warmup; k < total; ++k) actions.push_back(nth(k, false));
+  return actions;
+}
+
+// Shapes drawn from the grading seed (p = 3 among them, m = p among them): every rank's order is
+// exactly the header's rule; the schedules go to the judge, which builds the rule itself.
+TEST(Interleaved, SeededShapesFollowTheHeadersOrderExactly) {
+  gtl::judge::Outputs recorded("Interleaved.SeededShapesFollowTheHeadersOrderExactly");
+  for (const lab07_cases::InterleavedCase& c : lab07_cases::seeded_interleaved_order_cases()) {
+    const InterleavedSchedule s = interleaved_schedule(c.p, c.v, c.m);
+    lab07_cases::record_interleaved(recorded, s);
+    const std::string shape = "p = " + std::to_string(c.p) + ", v = " + std::to_string(c.v) +
+                              ", m = " + std::to_string(c.m) + " (" + gtl::test_seed::describe() +
+                              ")";
+    ASSERT_EQ(s.size(), static_cast<std::size_t>(c.p)) << shape << ": one list of actions per rank";
+    for (int r = 0; r < c.p; ++r) {
+      int64_t warmup = 0;
+      const std::vector<ChunkAction> want = headers_order(c.p, c.v, c.m, r, warmup);
+      const std::string got = describe(s[static_cast<std::size_t>(r)]);
+      EXPECT_EQ(got, describe(want))
+          << shape << ", rank " << r << ": expected the header's order '" << describe(want)
+          << "', got '" << got << "'. Revisit 7a's rule: the warm-up is " << warmup
+          << " forwards here ("
+          << (c.m == c.p ? "m == p: every forward first, no steady phase"
+                         : "min((p - r - 1) 2 + (v - 1) p, v m)")
+          << "), then one forward and one backward in turn, then the cool-down; the k-th forward "
+          << "runs chunk (k mod p v) / p on micro-batch (k / (p v)) p + k mod p, the k-th "
+          << "backward the same micro-batch on chunk v - 1 - (k mod p v) / p";
+    }
+  }
 }
 
 // Every (micro-batch, chunk) pair once each way on every rank; the schedule goes to the judge.

@@ -170,9 +170,12 @@ inline void record_schedule(gtl::judge::Outputs& out, const Schedule& schedule) 
 }
 
 // ---- TODO 5: the executor ----------------------------------------------------------------------
-// The boundaries of executor_test.cpp's lab model in p stages.
+// The boundaries of executor_test.cpp's lab model in p stages (p = 5: the lab model with a third
+// block, so that stages 1 to 3 are each a residual block).
 inline std::vector<int64_t> executor_boundaries(int p) {
   switch (p) {
+    case 5:
+      return {0, 2, 3, 4, 5, 7};
     case 1:
       return {0, 6};
     case 2:
@@ -186,6 +189,7 @@ inline std::vector<int64_t> executor_boundaries(int p) {
 inline PipelineConfig executor_config(int p, int64_t m) {
   PipelineConfig c;
   c.boundaries = executor_boundaries(p);
+  if (p == 5) c.model.blocks = 3;
   c.micro_batches = m;
   return c;
 }
@@ -216,6 +220,12 @@ inline int64_t seeded_deadlock_batch() {
   std::mt19937_64 g =
       gtl::test_seed::generator("Executor.ABlockingExecutorDeadlocksYoursDoesNotOnASeededBatch");
   return gtl::test_seed::draw(g, 4, 40);
+}
+
+// The shapes of Executor.HoldsMMicroBatchesWithFewerMicroBatchesThanStagesAndOddShapes (3 rows
+// per micro-batch).
+inline std::vector<Shape2> in_flight_shapes() {
+  return {{3, 2}, {5, 7}};
 }
 
 // Rows per micro-batch of the seeded memory test (p = 4, m = 8).
@@ -303,6 +313,22 @@ inline std::vector<InterleavedCase> seeded_interleaved_cases() {
     c.p = static_cast<int>(gtl::test_seed::draw(g, 2, 5));
     c.v = static_cast<int>(gtl::test_seed::draw(g, 1, 4));
     c.m = c.p * gtl::test_seed::draw(g, 1, 4);
+  }
+  return cases;
+}
+
+// The shapes of Interleaved.SeededShapesFollowTheHeadersOrderExactly: p = 3 with m = p (no steady
+// phase: every forward first) and with m = k p (k >= 2), then p from 2 to 6 with m = p and with
+// m = k p; v from 1 to 4 in each.
+inline std::vector<InterleavedCase> seeded_interleaved_order_cases() {
+  std::mt19937_64 g =
+      gtl::test_seed::generator("Interleaved.SeededShapesFollowTheHeadersOrderExactly");
+  std::vector<InterleavedCase> cases(4);
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    InterleavedCase& c = cases[k];
+    c.p = k < 2 ? 3 : static_cast<int>(gtl::test_seed::draw(g, 2, 6));
+    c.v = static_cast<int>(gtl::test_seed::draw(g, 1, 4));
+    c.m = k % 2 == 0 ? c.p : c.p * gtl::test_seed::draw(g, 2, 4);
   }
   return cases;
 }

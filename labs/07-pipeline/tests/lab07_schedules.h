@@ -54,6 +54,10 @@ inline Schedule one_f_one_b_table(int p, int64_t m) {
        {"F0 F1 F2 B0 F3 B1 F4 B2 B3 B4",  //
         "F0 F1 B0 F2 B1 F3 B2 F4 B3 B4",  //
         "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4"}},
+      {{3, 2},
+       {"F0 F1 B0 B1",  //
+        "F0 F1 B0 B1",  //
+        "F0 B0 F1 B1"}},
       {{4, 1}, {"F0 B0", "F0 B0", "F0 B0", "F0 B0"}},
       {{4, 2}, {"F0 F1 B0 B1", "F0 F1 B0 B1", "F0 F1 B0 B1", "F0 B0 F1 B1"}},
       {{4, 4},
@@ -66,6 +70,12 @@ inline Schedule one_f_one_b_table(int p, int64_t m) {
         "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7",  //
         "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7",  //
         "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7"}},
+      {{5, 7},
+       {"F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 B3 B4 B5 B6",  //
+        "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 B4 B5 B6",  //
+        "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 B5 B6",  //
+        "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 B6",  //
+        "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6"}},
   };
   const auto it = tables.find({p, m});
   GTL_CHECK(it != tables.end(), "no 1F1B table for p = " << p << ", m = " << m);
