@@ -54,6 +54,10 @@ std::vector<std::string> sandbox_wrapper(const SandboxPolicy& policy) {
       argv.insert(argv.end(), {"--size", size});
     argv.insert(argv.end(), {"--tmpfs", dir});
   }
+  // Temporary files go to that private /tmp: a TMPDIR inherited from outside names a folder the
+  // sandbox does not show, and nvcc, for one, then fails (CMake would find no CUDA compiler and
+  // the build would differ from the one outside, its prebuilt core unusable).
+  argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp"});
   for (const auto& r : policy.readable) {
     std::error_code ec;
     if (!fs::exists(r, ec)) continue;
