@@ -133,8 +133,13 @@ void expect_loss_equals_unsharded(const Case& c, float low, float high, const st
                   lab08_cases::loss_bound(loss_ref, c.rows()))
           << who << ": the loss expected " << show(loss_ref) << " within "
           << show(lab08_cases::loss_bound(loss_ref, c.rows())) << ", got " << show(got.loss)
-          << ". Revisit the stabiliser (the GLOBAL row max, all-reduced with Max) and the sum of "
-             "exp (all-reduced with Sum)";
+          << (r > 0 && got.loss != ranks[0].loss
+                  ? " (and rank 0 got " + show(ranks[0].loss) +
+                        ": the ranks disagree, so one per-row number is still a local one)"
+                  : std::string())
+          << ". Revisit each of the three per-row numbers every rank must share: the GLOBAL row "
+             "max (all-reduced with Max), the label's logit (only its owner holds it) and the sum "
+             "of exp over the whole row";
       const Slice cols = tp_slice(kVocab, r, k, "vocabulary");
       const std::vector<float> want = lab08_cases::columns(d_ref, cols.begin, cols.end).to_vector();
       std::vector<double> bound(want.size());
