@@ -938,6 +938,11 @@ std::string agree_found_inf() {
   Recorded seeded("AgreeFoundInf.SeededWorldsAndOverflowingRanks");
   for (const lab06_cases::InfCase& c : lab06_cases::seeded_inf_cases())
     expect_decision(seeded, c.world, c.overflow, c.numel);
+  Recorded two_steps("AgreeFoundInf.AnOverflowThenACleanStepEveryRankStepsAgain");
+  for (int n : {3, 5}) {
+    expect_decision(two_steps, n, n - 1, 37);  // step 1: the last rank overflowed
+    expect_decision(two_steps, n, -1, 37);     // step 2: nothing did
+  }
   return "every rank skips exactly when some shard overflowed";
 }
 

@@ -170,6 +170,68 @@ TEST(AgreeFoundInf, EveryRankSkipsTheStepWhenOneShardOverflowed) {
   }
 }
 
+// Two steps of one training run: rank n-1's shard overflows in the first, nothing in the second.
+// The agreement must not outlive its step (a flag kept from step 1 would skip step 2 too), and
+// the ranks' scales stay equal (all halved once). Returns each rank's two decisions, step 1's
+// first, then its scale after step 2.
+struct TwoSteps {
+  std::vector<bool> first, second;
+  std::vector<float> scale;
+};
+TwoSteps overflow_then_clean(int n, int64_t numel) {
+  TwoSteps out{std::vector<bool>(std::size_t(n)), std::vector<bool>(std::size_t(n)),
+               std::vector<float>(std::size_t(n))};
+  std::mutex mutex;
+  gtl::dist::run_ranks(
+      n,
+      [&](Communicator& comm) {
+        std::vector<ParamRef> mine = shard_of(numel, n, comm.rank());
+        const std::vector<float> finite =
+            mine.empty() ? std::vector<float>{} : mine[0].grad.to_vector();
+        gtl::optim::LossScaler scaler;
+        gtl::optim::AdamW optimizer(mine);
+        bool did[2] = {false, false};
+        for (int step = 0; step < 2; ++step) {
+          if (!mine.empty()) {
+            std::vector<float> g = finite;
+            if (step == 0 && comm.rank() == n - 1) g[0] = std::numeric_limits<float>::infinity();
+            mine[0].grad.copy_(Tensor::from_vector(g, mine[0].grad.shape()));
+          }
+          scaler.unscale_(mine);
+          agree_found_inf(comm, scaler);
+          did[step] = scaler.step(optimizer);
+          scaler.update();
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        out.first[std::size_t(comm.rank())] = did[0];
+        out.second[std::size_t(comm.rank())] = did[1];
+        out.scale[std::size_t(comm.rank())] = scaler.scale();
+      },
+      testing::fast());
+  return out;
+}
+
+TEST(AgreeFoundInf, AnOverflowThenACleanStepEveryRankStepsAgain) {
+  gtl::judge::Outputs out("AgreeFoundInf.AnOverflowThenACleanStepEveryRankStepsAgain");
+  for (int n : {3, 5}) {
+    const TwoSteps got = overflow_then_clean(n, 37);
+    out.record_all(got.first);
+    out.record_all(got.second);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_FALSE(got.first[std::size_t(r)])
+          << "N " << n << ", step 1: rank " << n - 1 << "'s shard overflowed, and rank " << r
+          << " stepped anyway";
+      EXPECT_TRUE(got.second[std::size_t(r)])
+          << "N " << n << ", step 2: no shard overflowed, and rank " << r
+          << " skipped: the agreement belongs to one step; nothing of step 1's overflow may "
+             "reach step 2 (a flag kept across calls, a maximum never reset)";
+      EXPECT_EQ(got.scale[std::size_t(r)], got.scale[0])
+          << "N " << n << ": rank " << r << "'s loss scale after two steps differs from rank "
+          << "0's: every rank must take the same decisions, so their scales stay equal";
+    }
+  }
+}
+
 TEST(AgreeFoundInf, ARankWithoutGradientsCountsAsFinite) {
   // 3 elements on 5 ranks: ranks 3 and 4 unscale nothing, their flag is undefined.
   const std::vector<bool> finite = steps_taken(5, -1, 3);
