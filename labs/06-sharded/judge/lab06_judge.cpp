@@ -13,7 +13,8 @@
 //                      the judge measures with its own DDP run
 //   traffic            calls and bytes from the padded sizes (a ring moves N - 1 shards per
 //                      collective)
-//   orders             the hooks' held units and the collectives' order from the unit list
+//   orders             the hooks' held units and the collectives' order from the unit list, for
+//                      every recorded step (TODO 5's record two steps on one Fsdp, each alike)
 //   prefetch alone     per unit one asynchronous gather with its Work kept, 4 bytes per padded
 //                      element, the initialised unit's full values
 //   checkpoints        each rank's value shards cut from DDP's weights, its optimizer state's size
@@ -289,6 +290,9 @@ std::string zero2_traffic() {
   return moves(Stage::Zero2, "Zero2");
 }
 
+// TODO 5's order, holding and memory tests record two steps on one Fsdp (prefetch_test.cpp).
+constexpr int kPrefetchSteps = 2;
+
 // ---- TODOs 4 and 5: FSDP -----------------------------------------------------------------------
 std::string fsdp_equivalence() {
   return trains_like_ddp("Fsdp");
@@ -333,20 +337,21 @@ std::string set_text(const std::set<int64_t>& s) {
   return t + "}";
 }
 
-// The hooks rank 0 saw (record_seen), in the order a forward and a backward fire them, with the
-// units that hold full values (`values(hook, u)`) and a full gradient (only the unit whose
-// backward runs).
-void expect_seen(const std::string& test, int64_t units,
-                 const std::function<std::set<int64_t>(const std::string&, int64_t)>& values) {
-  Recorded r(test);
-  expect_equal(r.next<int64_t>("the hooks seen"), 4 * units, test + ": the hooks seen");
+// The hooks rank 0 saw in step k of `steps` (one record_seen), in the order a forward and a
+// backward fire them, with the units that hold full values (`values(hook, u)`) and a full
+// gradient (only the unit whose backward runs).
+void expect_seen_step(Recorded& r, int k, int steps, int64_t units,
+                      const std::function<std::set<int64_t>(const std::string&, int64_t)>& values) {
+  const std::string step =
+      steps > 1 ? ", step " + std::to_string(k + 1) + " of " + std::to_string(steps) : "";
+  expect_equal(r.next<int64_t>("the hooks seen"), 4 * units, r.test() + step + ": the hooks seen");
   std::vector<std::pair<std::string, int64_t>> order;
   for (int64_t u = 0; u < units; ++u)
     order.insert(order.end(), {{"before_forward", u}, {"after_forward", u}});
   for (int64_t u = units - 1; u >= 0; --u)
     order.insert(order.end(), {{"before_backward", u}, {"after_backward", u}});
   for (const auto& [hook, u] : order) {
-    const std::string at = test + ": at " + hook + " of unit " + std::to_string(u);
+    const std::string at = r.test() + step + ": at " + hook + " of unit " + std::to_string(u);
     expect_equal(r.line("the hook"), hook, at + ": the hook");
     expect_equal(r.next<int64_t>("the unit"), u, at + ": the unit");
     const std::set<int64_t> want_values = values(hook, u);
@@ -361,6 +366,13 @@ void expect_seen(const std::string& test, int64_t units,
     expect_equal(set_text({got_grads.begin(), got_grads.end()}), set_text(want_grads),
                  at + ": the units with a full gradient");
   }
+}
+// `steps` steps recorded one after another (TODO 5's tests: two on one Fsdp), each alike.
+void expect_seen(const std::string& test, int64_t units,
+                 const std::function<std::set<int64_t>(const std::string&, int64_t)>& values,
+                 int steps = 1) {
+  Recorded r(test);
+  for (int k = 0; k < steps; ++k) expect_seen_step(r, k, steps, units, values);
 }
 std::set<int64_t> just_in_time(const std::string& hook, int64_t u) {
   return hook.rfind("before", 0) == 0 ? std::set<int64_t>{u} : std::set<int64_t>{};
@@ -388,14 +400,22 @@ std::vector<std::string> expected_timeline(const gtl::nn::ModelConfig& model, in
   }
   return want;
 }
+// `steps` timelines recorded one after another (TODO 5's tests: two steps on one Fsdp), each alike.
 void expect_timeline(const std::string& test, const gtl::nn::ModelConfig& model, int n,
-                     int prefetch) {
+                     int prefetch, int steps = 1) {
   const std::vector<std::string> want = expected_timeline(model, n, prefetch);
   Recorded r(test);
-  expect_equal(r.next<std::size_t>("the timeline's length"), want.size(),
-               test + ": the number of collectives and unit computations");
-  for (std::size_t i = 0; i < want.size(); ++i)
-    expect_equal(r.line("an event"), want[i], test + ": event " + std::to_string(i));
+  for (int k = 0; k < steps; ++k) {
+    const std::string at =
+        test +
+        (steps > 1 ? ", step " + std::to_string(k + 1) + " of " + std::to_string(steps)
+                   : std::string()) +
+        ": ";
+    expect_equal(r.next<std::size_t>("the timeline's length"), want.size(),
+                 at + "the number of collectives and unit computations");
+    for (std::size_t i = 0; i < want.size(); ++i)
+      expect_equal(r.line("an event"), want[i], at + "event " + std::to_string(i));
+  }
 }
 
 std::string fsdp_gather_free_order() {
@@ -415,20 +435,22 @@ std::string fsdp_traffic() {
 std::string prefetch_order() {
   trains_like_ddp("Prefetch");
   expect_timeline("Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes",
-                  lab06::lab_model(), 2, 1);
+                  lab06::lab_model(), 2, 1, kPrefetchSteps);
   const std::string seeded =
       "Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededModel";
   const lab06_cases::RunCase c = lab06_cases::seeded_run(seeded);
-  expect_timeline(seeded, c.config.model, c.world, 1);
+  expect_timeline(seeded, c.config.model, c.world, 1, kPrefetchSteps);
   const int64_t units = int64_t(lab06::testing::unit_numels(lab06::lab_model()).size());
-  expect_seen("Prefetch.HoldsTheComputingUnitAndTheNextOne", units,
-              [&](const std::string& hook, int64_t u) -> std::set<int64_t> {
-                if (hook == "before_forward") return {u, std::min(u + 1, units - 1)};
-                if (hook == "before_backward") return {u, std::max<int64_t>(u - 1, 0)};
-                if (hook == "after_forward" && u + 1 < units) return {u + 1};
-                if (hook == "after_backward" && u > 0) return {u - 1};
-                return {};
-              });
+  expect_seen(
+      "Prefetch.HoldsTheComputingUnitAndTheNextOne", units,
+      [&](const std::string& hook, int64_t u) -> std::set<int64_t> {
+        if (hook == "before_forward") return {u, std::min(u + 1, units - 1)};
+        if (hook == "before_backward") return {u, std::max<int64_t>(u - 1, 0)};
+        if (hook == "after_forward" && u + 1 < units) return {u + 1};
+        if (hook == "after_backward" && u > 0) return {u - 1};
+        return {};
+      },
+      kPrefetchSteps);
   return "training is DDP's, the next unit's gather is issued before each unit computes";
 }
 
@@ -440,12 +462,15 @@ std::string prefetch_memory() {
   const auto extra = [&](int64_t next) {
     return next >= 0 && next < units ? 4 * padded_of(numels[std::size_t(next)], n) : 0;
   };
-  for (int64_t u = 0; u < units; ++u)
-    expect_equal(r.next<int64_t>("the extra bytes"), extra(u + 1),
-                 r.test() + ": the extra bytes at before_forward of unit " + std::to_string(u));
-  for (int64_t u = units - 1; u >= 0; --u)
-    expect_equal(r.next<int64_t>("the extra bytes"), extra(u - 1),
-                 r.test() + ": the extra bytes at before_backward of unit " + std::to_string(u));
+  for (int k = 0; k < kPrefetchSteps; ++k) {
+    const std::string at = r.test() + ", step " + std::to_string(k + 1) + ": the extra bytes at ";
+    for (int64_t u = 0; u < units; ++u)
+      expect_equal(r.next<int64_t>("the extra bytes"), extra(u + 1),
+                   at + "before_forward of unit " + std::to_string(u));
+    for (int64_t u = units - 1; u >= 0; --u)
+      expect_equal(r.next<int64_t>("the extra bytes"), extra(u - 1),
+                   at + "before_backward of unit " + std::to_string(u));
+  }
   expect_peaks("Prefetch.PeakIsTheShardsPlusTwoUnitsPlusActivations", 2, true);
   return "exactly the next unit's full values more; the peak within two units";
 }
@@ -526,8 +551,9 @@ double hidden_gathers(const gtl::dist::Timeline& timeline, int rank) {
   return busy > 0 ? hidden / busy : 1.0;
 }
 
-// Two ranks' traces of one step with `prefetch`: each must hold the reference step's work and the
-// collectives in the order the unit list gives; returns the judge's simulated timeline of them.
+// Two ranks' traces of one step with `prefetch` (the second of two on one Fsdp): each must hold the
+// reference step's work and the collectives in the order the unit list gives; returns the judge's
+// simulated timeline of them.
 gtl::dist::Timeline judged_timeline(Recorded& r, int prefetch) {
   const std::string what = prefetch ? "prefetch 1" : "just in time";
   if (r.next<std::size_t>(what + ": the number of ranks") != 2)

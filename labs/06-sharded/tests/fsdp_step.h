@@ -1,6 +1,7 @@
-// One forward and backward of a model under Fsdp, on every rank of an in-process world, with the
-// module trace recorded and an observer that sees which units hold full values and gradients at
-// each of their hooks (installed after Fsdp's, so it sees the state Fsdp's hook left).
+// Forward and backward steps of a model under Fsdp (one, or several on the same model and Fsdp:
+// fsdp_steps), on every rank of an in-process world, with each step's module trace recorded and an
+// observer that sees which units hold full values and gradients at each of their hooks (installed
+// after Fsdp's, so it sees the state Fsdp's hook left).
 #pragma once
 
 #include <functional>
@@ -30,11 +31,14 @@ struct FsdpStep {
   std::vector<int64_t> padded;                             // each unit's padded_numel
 };
 
-inline FsdpStep fsdp_step(int world, const gtl::nn::ModelConfig& config, int64_t batch,
-                          int prefetch) {
+// `steps` forward and backward passes on the same model and Fsdp, one FsdpStep each (its traces
+// and hooks seen only its own). The second step is where state kept from the first shows: a
+// prefetch that happens only once gathers the second step just in time.
+inline std::vector<FsdpStep> fsdp_steps(int world, const gtl::nn::ModelConfig& config,
+                                        int64_t batch, int prefetch, int steps) {
   namespace nn = gtl::nn;
-  FsdpStep out;
-  out.traces.resize(static_cast<std::size_t>(world));
+  std::vector<FsdpStep> out(static_cast<std::size_t>(steps));
+  for (FsdpStep& step : out) step.traces.resize(static_cast<std::size_t>(world));
   std::mutex mutex;
   gtl::dist::run_ranks(
       world,
@@ -67,23 +71,43 @@ inline FsdpStep fsdp_step(int world, const gtl::nn::ModelConfig& config, int64_t
         hooks.after_backward = observe("after_backward");
         nn::HookHandle observer = model->add_hooks(std::move(hooks));
         nn::HookHandle traced = gtl::dist::trace_modules(*model, comm.trace());
-        nn::Context ctx;
-        Tensor y = model->forward(Tensor::full({batch, 1, 28, 28}, 0.5), ctx);
-        model->backward(ctx, Tensor::ones(y.shape()));
-        comm.synchronize();
+        std::vector<std::vector<gtl::dist::TraceEvent>> traces;  // per step
+        std::vector<std::vector<Seen>> seen_by_step;
+        std::size_t begin = 0;  // the first event of this step in the rank's trace
+        for (int k = 0; k < steps; ++k) {
+          seen.clear();
+          nn::Context ctx;
+          Tensor y = model->forward(Tensor::full({batch, 1, 28, 28}, 0.5), ctx);
+          model->backward(ctx, Tensor::ones(y.shape()));
+          comm.synchronize();
+          const std::vector<gtl::dist::TraceEvent> events = comm.trace()->events();
+          traces.emplace_back(events.begin() + static_cast<std::ptrdiff_t>(begin), events.end());
+          begin = events.size();
+          seen_by_step.push_back(seen);
+        }
         std::lock_guard<std::mutex> lock(mutex);
-        out.traces[static_cast<std::size_t>(comm.rank())] = comm.trace()->events();
+        for (std::size_t k = 0; k < out.size(); ++k) {
+          out[k].traces[static_cast<std::size_t>(comm.rank())] = traces[k];
+        }
         if (comm.rank() != 0) return;
-        out.seen = seen;
-        for (const Unit& u : units) {
-          for (std::size_t i = 0; i < model->size(); ++i) {
-            if (&(*model)[i] == u.module) out.unit_paths.push_back(std::to_string(i));
+        for (std::size_t k = 0; k < out.size(); ++k) {
+          out[k].seen = seen_by_step[k];
+          for (const Unit& u : units) {
+            for (std::size_t i = 0; i < model->size(); ++i) {
+              if (&(*model)[i] == u.module) out[k].unit_paths.push_back(std::to_string(i));
+            }
+            out[k].padded.push_back(u.flat->padded_numel());
           }
-          out.padded.push_back(u.flat->padded_numel());
         }
       },
       fast(false));
   return out;
+}
+
+// One forward and backward.
+inline FsdpStep fsdp_step(int world, const gtl::nn::ModelConfig& config, int64_t batch,
+                          int prefetch) {
+  return fsdp_steps(world, config, batch, prefetch, 1).front();
 }
 
 // Rank 0's gathers and reduce-scatters (named by their size: "gather 33664 B") and the

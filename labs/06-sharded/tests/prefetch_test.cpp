@@ -1,7 +1,10 @@
 // TODO 5: prefetch. With a prefetch distance of 1 the next unit's all-gather is issued, async,
 // before the current unit computes (forward: u + 1, backward: u - 1), it costs exactly one extra
 // unit of memory, training stays bit for bit DDP's, and on the reference cluster the simulated
-// timeline hides most of the gathers behind compute (none without prefetch).
+// timeline hides most of the gathers behind compute (none without prefetch). The order, holding,
+// memory and timeline checks run two steps on the same model and Fsdp and check each step: a
+// prefetch that happens in the first step only (state kept across steps) gathers the second step
+// just in time, right weights and no overlap.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -57,66 +60,94 @@ std::vector<std::string> prefetch_timeline(const testing::FsdpStep& step) {
   return expected;
 }
 
-// The step's timeline against prefetch_timeline, recorded for the judge; a mismatch names the
-// first line that differs.
-void expect_prefetch_order(const std::string& test, const testing::FsdpStep& step,
+// The steps the order, holding, memory and timeline checks run on one model and Fsdp: the second
+// shows prefetch state kept from the first.
+constexpr int kSteps = 2;
+
+// What to revisit when step k (0-based) of a run breaks the rule every step must keep.
+std::string step_hint(std::size_t k) {
+  return k == 0 ? std::string()
+                : ". Every step must prefetch as the first does: what a step leaves behind (a unit "
+                  "marked prefetched, a Work in flight) must not stop step " +
+                      std::to_string(k + 1) +
+                      "'s prefetches, so the prefetch state must be reset for every step";
+}
+
+// Each step's timeline against prefetch_timeline, recorded for the judge (step after step); a
+// mismatch names the step and the first line that differs.
+void expect_prefetch_order(const std::string& test, const std::vector<testing::FsdpStep>& steps,
                            const std::string& input) {
-  const std::vector<std::string> got = testing::timeline_of(step);
-  const std::vector<std::string> expected = prefetch_timeline(step);
   gtl::judge::Outputs out(test);
-  lab06_cases::record_lines(out, got);
-  std::size_t i = 0;
-  while (i < got.size() && i < expected.size() && got[i] == expected[i]) ++i;
-  const auto line = [](const std::vector<std::string>& v, std::size_t k) {
-    return k < v.size() ? "'" + v[k] + "'" : std::string("(the end)");
-  };
-  EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
-      << input << ": rank 0's gathers, reduce-scatters and unit computations, in order; the "
-      << "first difference is line " << i << ": expected " << line(expected, i) << ", got "
-      << line(got, i) << ". With prefetch 1 the unit that computes next is gathered while u "
-      << "computes, and a prefetched unit is never gathered a second time";
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const std::vector<std::string> got = testing::timeline_of(steps[k]);
+    const std::vector<std::string> expected = prefetch_timeline(steps[k]);
+    lab06_cases::record_lines(out, got);
+    std::size_t i = 0;
+    while (i < got.size() && i < expected.size() && got[i] == expected[i]) ++i;
+    const auto line = [](const std::vector<std::string>& v, std::size_t j) {
+      return j < v.size() ? "'" + v[j] + "'" : std::string("(the end)");
+    };
+    EXPECT_EQ(::testing::PrintToString(got), ::testing::PrintToString(expected))
+        << input << ", step " << k + 1 << " of " << steps.size() << " on one Fsdp: rank 0's "
+        << "gathers, reduce-scatters and unit computations, in order; the first difference is "
+        << "line " << i << ": expected " << line(expected, i) << ", got " << line(got, i)
+        << ". With prefetch 1 the unit that computes next is gathered while u computes, and a "
+        << "prefetched unit is never gathered a second time" << step_hint(k);
+  }
 }
 
 TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes) {
   expect_prefetch_order("Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputes",
-                        testing::fsdp_step(2, lab_model(), 4, /*prefetch=*/1),
+                        testing::fsdp_steps(2, lab_model(), 4, /*prefetch=*/1, kSteps),
                         "N 2, the lab model");
 }
 
 TEST(Prefetch, HoldsTheComputingUnitAndTheNextOne) {
-  const testing::FsdpStep step = testing::fsdp_step(3, lab_model(), 4, /*prefetch=*/1);
+  const std::vector<testing::FsdpStep> steps =
+      testing::fsdp_steps(3, lab_model(), 4, /*prefetch=*/1, kSteps);
   gtl::judge::Outputs out("Prefetch.HoldsTheComputingUnitAndTheNextOne");
-  lab06_cases::record_seen(out, step.seen);
-  const int64_t units = static_cast<int64_t>(step.padded.size());
-  for (const testing::Seen& s : step.seen) {
-    std::set<int64_t> expected;
-    if (s.hook == "before_forward") expected = {s.unit, std::min(s.unit + 1, units - 1)};
-    if (s.hook == "before_backward") expected = {s.unit, std::max<int64_t>(s.unit - 1, 0)};
-    if (s.hook == "after_forward" && s.unit + 1 < units) expected = {s.unit + 1};
-    if (s.hook == "after_backward" && s.unit > 0) expected = {s.unit - 1};
-    EXPECT_EQ(::testing::PrintToString(s.with_values), ::testing::PrintToString(expected))
-        << "at " << s.hook << " of unit " << s.unit << ": the units with full values. Prefetch "
-        << "distance 1 holds the computing unit and the next one in its direction, no more";
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    lab06_cases::record_seen(out, steps[k].seen);
+    const int64_t units = static_cast<int64_t>(steps[k].padded.size());
+    for (const testing::Seen& s : steps[k].seen) {
+      std::set<int64_t> expected;
+      if (s.hook == "before_forward") expected = {s.unit, std::min(s.unit + 1, units - 1)};
+      if (s.hook == "before_backward") expected = {s.unit, std::max<int64_t>(s.unit - 1, 0)};
+      if (s.hook == "after_forward" && s.unit + 1 < units) expected = {s.unit + 1};
+      if (s.hook == "after_backward" && s.unit > 0) expected = {s.unit - 1};
+      EXPECT_EQ(::testing::PrintToString(s.with_values), ::testing::PrintToString(expected))
+          << "step " << k + 1 << " of " << steps.size() << " on one Fsdp, at " << s.hook
+          << " of unit " << s.unit << ": the units with full values. Prefetch distance 1 holds "
+          << "the computing unit and the next one in its direction, no more" << step_hint(k);
+    }
   }
 }
 
 TEST(Prefetch, CostsExactlyOneExtraUnitOfMemory) {
   const int n = 3;
-  const testing::FsdpStep jit = testing::fsdp_step(n, lab_model(), 4, /*prefetch=*/0);
-  const testing::FsdpStep pre = testing::fsdp_step(n, lab_model(), 4, /*prefetch=*/1);
-  ASSERT_EQ(pre.seen.size(), jit.seen.size()) << "the same hooks fire with and without prefetch";
+  const std::vector<testing::FsdpStep> jits =
+      testing::fsdp_steps(n, lab_model(), 4, /*prefetch=*/0, kSteps);
+  const std::vector<testing::FsdpStep> pres =
+      testing::fsdp_steps(n, lab_model(), 4, /*prefetch=*/1, kSteps);
   gtl::judge::Outputs out("Prefetch.CostsExactlyOneExtraUnitOfMemory");
-  const int64_t units = static_cast<int64_t>(pre.padded.size());
-  for (std::size_t i = 0; i < pre.seen.size(); ++i) {
-    const testing::Seen& s = pre.seen[i];
-    if (s.hook != "before_forward" && s.hook != "before_backward") continue;
-    const int64_t next = s.hook == "before_forward" ? s.unit + 1 : s.unit - 1;
-    const int64_t expected =
-        next >= 0 && next < units ? 4 * pre.padded[static_cast<std::size_t>(next)] : 0;
-    out.record(s.allocated - jit.seen[i].allocated);
-    EXPECT_EQ(s.allocated - jit.seen[i].allocated, expected)
-        << "rank 0 at " << s.hook << " of unit " << s.unit << ": prefetch 1 must hold exactly "
-        << "the next unit's full values (" << expected << " B) more than gathering just in time";
+  for (std::size_t k = 0; k < pres.size(); ++k) {
+    const testing::FsdpStep &jit = jits[k], &pre = pres[k];
+    ASSERT_EQ(pre.seen.size(), jit.seen.size())
+        << "step " << k + 1 << ": the same hooks fire with and without prefetch";
+    const int64_t units = static_cast<int64_t>(pre.padded.size());
+    for (std::size_t i = 0; i < pre.seen.size(); ++i) {
+      const testing::Seen& s = pre.seen[i];
+      if (s.hook != "before_forward" && s.hook != "before_backward") continue;
+      const int64_t next = s.hook == "before_forward" ? s.unit + 1 : s.unit - 1;
+      const int64_t expected =
+          next >= 0 && next < units ? 4 * pre.padded[static_cast<std::size_t>(next)] : 0;
+      out.record(s.allocated - jit.seen[i].allocated);
+      EXPECT_EQ(s.allocated - jit.seen[i].allocated, expected)
+          << "step " << k + 1 << " of " << pres.size() << " on one Fsdp, rank 0 at " << s.hook
+          << " of unit " << s.unit << ": prefetch 1 must hold exactly the next unit's full "
+          << "values (" << expected << " B) more than gathering just in time, got "
+          << s.allocated - jit.seen[i].allocated << " B" << step_hint(k);
+    }
   }
 }
 
@@ -170,9 +201,13 @@ constexpr double kJustInTimeHiddenMax = 0.05;
 
 TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
   gtl::judge::Outputs out("Prefetch.HidesGathersBehindComputeOnTheReferenceCluster");
+  // The second of two steps on one Fsdp: the steady state, where a prefetch kept from the first
+  // step would show as gathers just in time.
   const auto timeline = [&out](int prefetch) {
     const auto traces =
-        testing::fsdp_step(2, reference_model(), kReferenceBatchPerRank, prefetch).traces;
+        testing::fsdp_steps(2, reference_model(), kReferenceBatchPerRank, prefetch, kSteps)
+            .back()
+            .traces;
     lab06_cases::record_traces(out, traces);
     return gtl::dist::simulate_timeline(traces, reference_cluster());
   };
@@ -198,8 +233,10 @@ TEST(Prefetch, HidesGathersBehindComputeOnTheReferenceCluster) {
             << pre.step_time() * 1e6 << " us, just in time " << jit.step_time() * 1e6 << " us\n";
   EXPECT_GE(hidden, kPrefetchHiddenBar)
       << "FSDP with prefetch 1 on the reference cluster must hide at least " << kPrefetchHiddenBar
-      << " of its all-gather time behind compute, got " << hidden << ": issue the next unit's "
-      << "all_gather_async before the current unit computes and wait for it only in gather()";
+      << " of its all-gather time behind compute in the second of two steps on one Fsdp, got "
+      << hidden << ": issue the next unit's all_gather_async before the current unit computes "
+      << "and wait for it only in gather(), in every step (the prefetch state must be reset for "
+      << "every step)";
   EXPECT_LE(jit_hidden, kJustInTimeHiddenMax) << "synchronous gathers hide nothing";
   EXPECT_LT(pre.step_time(), jit.step_time()) << "prefetching must shorten the simulated step";
   if (const char* dir = std::getenv("LAB06_FIGURES_DIR")) {  // regenerates the handout's figures
@@ -230,7 +267,8 @@ TEST(Prefetch, IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededMode
       "Prefetch.IssuesTheNextUnitsGatherBeforeTheCurrentUnitComputesOnASeededModel";
   const lab06_cases::RunCase c = lab06_cases::seeded_run(test);
   expect_prefetch_order(
-      test, testing::fsdp_step(c.world, c.config.model, lab06_cases::seeded_batch(test), 1),
+      test,
+      testing::fsdp_steps(c.world, c.config.model, lab06_cases::seeded_batch(test), 1, kSteps),
       lab06_cases::describe(c));
 }
 
