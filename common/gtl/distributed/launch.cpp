@@ -29,6 +29,12 @@ int local_rank(int rank) {
   return rank % std::max(1, cuda_device_count());
 }
 
+// GTL_DIST_BACKEND is set (and not empty): the backend was asked for, not picked.
+bool backend_requested() {
+  const char* s = std::getenv("GTL_DIST_BACKEND");
+  return s && *s;
+}
+
 }  // namespace
 
 const char* backend_name(Backend b) {
@@ -48,11 +54,6 @@ Backend parse_backend(const std::string& name) {
   if (name == "mpi") return Backend::Mpi;
   if (name == "nccl") return Backend::Nccl;
   throw Error("GTL_DIST_BACKEND: expected in-process, mpi or nccl, got '" + name + "'");
-}
-
-bool backend_requested() {
-  const char* s = std::getenv("GTL_DIST_BACKEND");
-  return s && *s;
 }
 
 Backend pick_backend() {

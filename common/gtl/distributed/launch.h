@@ -23,7 +23,6 @@ Backend parse_backend(const std::string& name);
 // GTL_DIST_BACKEND if set; else NCCL when this build has NCCL and a GPU is visible; else MPI
 // when the process was started by mpirun/srun; else in-process.
 Backend pick_backend();
-bool backend_requested();  // GTL_DIST_BACKEND is set (and not empty)
 
 // This process's communicator:
 //   started by mpirun/srun: MPI world (CPU tensors), or NCCL on GPU LOCAL_RANK (or
