@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <iomanip>
 #include <list>
 #include <map>
@@ -230,28 +231,16 @@ class InProcessCommunicator : public RingCommunicator {
                   const std::string& op) override {
     note_peer(peer);
     Message m = take(peer, op);
+    std::exception_ptr failure;
+    std::string error;
     try {
-      check_message(m, dst, peer, op);
-      count_bytes(op, 0, static_cast<int64_t>(m.data.nbytes()));
-      const Tensor src = m.data.reshape(dst.shape());
-      if (m.ready) current_stream().wait(*m.ready);
-      if (reduce) {
-        reduce_into(dst, src, *reduce);
-      } else {
-        Tensor(dst).copy_async_(src, current_stream());
-      }
-      if (dst.is_cuda() && m.handoff) {
-        m.handoff->done = std::make_shared<Event>();  // the sender's stream waits for our copy
-        m.handoff->done->record(current_stream());
-      } else if (dst.is_cuda() && src.storage()) {
-        // The buffer came from the sender's allocator and is now read on our stream.
-        src.storage()->allocator().record_stream(src.storage()->data(), current_stream());
-      }
+      consume(m, dst, peer, reduce, op);
     } catch (const std::exception& e) {
-      release(m, e.what());
-      throw;
+      failure = std::current_exception();
+      error = e.what();
     }
-    release(m, "");
+    release(m, error);
+    if (failure) std::rethrow_exception(failure);
   }
 
   // MPI_Comm_split in miniature: all-gather (color, key), then the first member of each new
@@ -316,9 +305,35 @@ class InProcessCommunicator : public RingCommunicator {
     check_same_device(op.c_str(), {&dst, &m.data});
   }
 
-  // Rendezvous: tells the sender we are done with its tensor (or why we rejected it).
-  void release(const Message& m, const std::string& error) {
+  // Copies or reduces the message into dst.
+  void consume(const Message& m, const Tensor& dst, int peer, const ReduceOp* reduce,
+               const std::string& op) {
+    check_message(m, dst, peer, op);
+    count_bytes(op, 0, static_cast<int64_t>(m.data.nbytes()));
+    const Tensor src = m.data.reshape(dst.shape());
+    if (m.ready) current_stream().wait(*m.ready);
+    if (reduce) {
+      reduce_into(dst, src, *reduce);
+    } else {
+      Tensor(dst).copy_async_(src, current_stream());
+    }
+    if (dst.is_cuda() && m.handoff) {
+      m.handoff->done = std::make_shared<Event>();  // the sender's stream waits for our copy
+      m.handoff->done->record(current_stream());
+    } else if (dst.is_cuda() && src.storage()) {
+      // The buffer came from the sender's allocator and is now read on our stream.
+      src.storage()->allocator().record_stream(src.storage()->data(), current_stream());
+    }
+  }
+
+  // Rendezvous: tells the sender we are done with its tensor (or why we rejected it). Our
+  // reference to that tensor goes first: once its send completes the sender must hold the only
+  // ones, or its memory would be freed whenever this thread got round to it, and the sender's
+  // peak would depend on thread timing.
+  void release(Message& m, const std::string& error) {
     if (!m.handoff) return;
+    m.data = Tensor();
+    m.ready.reset();
     Shared& s = *group_->shared;
     {
       std::lock_guard<std::mutex> lock(s.mutex);

@@ -63,6 +63,38 @@ TEST(DistMemory, RendezvousCollectivesAllocateNothingAndStatsOutliveTheRun) {
   }
 }
 
+// A pipeline stage sends an activation, drops it and allocates the next: its peak is exact only
+// if the receiver holds no reference to the sent tensor once the send has completed. Otherwise
+// the bytes are freed whenever the receiving thread gets round to it, and the sender's peak
+// depends on thread timing. Many rounds make a late release all but certain to show.
+TEST(DistMemory, ACompletedRendezvousSendLeavesTheSenderItsOwnMemory) {
+  constexpr int rounds = 4000;
+  constexpr int64_t n = 256;
+  RunOptions options = testing::fast_options();
+  options.allocators = cpu_allocators(2);
+  int late = 0;
+  run_ranks(
+      2,
+      [&](Communicator& comm) {
+        const auto& mine = options.allocators[static_cast<std::size_t>(comm.rank())];
+        for (int i = 0; i < rounds; ++i) {
+          Tensor t = Tensor::zeros({n});
+          if (comm.rank() == 0) {
+            comm.send(t, 1);
+            t = Tensor();
+            if (mine->stats().allocated_bytes != 0) ++late;
+          } else {
+            comm.recv(t, 0);
+          }
+        }
+      },
+      options);
+  EXPECT_EQ(late, 0) << "in " << late << " of " << rounds
+                     << " rounds the sender's tensor was still allocated after its send "
+                        "completed and the sender dropped it: the receiver must release the "
+                        "sender's tensor before it lets the send complete";
+}
+
 TEST(DistMemory, DeterministicAllReduceNeedsOneChunkOfScratchOffRankZero) {
   for (int world : {2, 3, 5}) {
     RunOptions options = testing::fast_options();
