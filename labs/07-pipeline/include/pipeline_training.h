@@ -71,6 +71,12 @@ struct StageResult {
   int64_t step_peak_bytes = 0;
 };
 
+// Stage s's StageStep of `config` around `layers` (the stage's layers, already built): the
+// harness's micro-batches and loss weights, the batch's images on stage 0 and labels on the last,
+// the boundary shapes. pipeline_step runs one; a test may run the same one twice.
+StageStep harness_stage_step(const PipelineConfig& config, int s, const StageSchedule& actions,
+                             gtl::nn::Sequential& layers);
+
 // Rank comm.rank()'s stage of one pipelined step (call it on every rank, comm.world_size() ==
 // boundaries.size() - 1), running `actions` with your run_stage.
 StageResult pipeline_step(Communicator& comm, const PipelineConfig& config,

@@ -84,6 +84,25 @@ std::map<std::string, std::vector<float>> grads_by_name(const nn::Module& model)
 
 }  // namespace
 
+StageStep harness_stage_step(const PipelineConfig& config, int s, const StageSchedule& actions,
+                             nn::Sequential& layers) {
+  const int p = static_cast<int>(config.boundaries.size()) - 1;
+  const int64_t begin = config.boundaries[static_cast<std::size_t>(s)];
+  const int64_t end = config.boundaries[static_cast<std::size_t>(s) + 1];
+  const Batch batch = lab_batch(config.batch, config.data_seed);
+  StageStep step;
+  step.layers = &layers;
+  step.actions = actions;
+  step.micro_batches = harness_micro_batches(config.batch, config.micro_batches);
+  step.loss_weights = harness_loss_weights(step.micro_batches, config.batch);
+  step.device = config.device;
+  if (s == 0) step.images = batch.images.to(config.device);
+  if (s == p - 1) step.labels = batch.labels.to(config.device);
+  if (s > 0) step.input_sample = boundary_sample_shape(config.model, begin);
+  if (s < p - 1) step.output_sample = boundary_sample_shape(config.model, end);
+  return step;
+}
+
 StageResult pipeline_step(Communicator& comm, const PipelineConfig& config,
                           const StageSchedule& actions) {
   const int s = comm.rank(), p = comm.world_size();
@@ -93,17 +112,7 @@ StageResult pipeline_step(Communicator& comm, const PipelineConfig& config,
   const int64_t end = config.boundaries[static_cast<std::size_t>(s) + 1];
   std::unique_ptr<nn::Sequential> layers = nn::make_stage(config.model, begin, end);
   nn::ParameterBuffer buffer(*layers, config.device);
-  const Batch batch = lab_batch(config.batch, config.data_seed);
-  StageStep step;
-  step.layers = layers.get();
-  step.actions = actions;
-  step.micro_batches = harness_micro_batches(config.batch, config.micro_batches);
-  step.loss_weights = harness_loss_weights(step.micro_batches, config.batch);
-  step.device = config.device;
-  if (s == 0) step.images = batch.images.to(config.device);
-  if (s == p - 1) step.labels = batch.labels.to(config.device);
-  if (s > 0) step.input_sample = boundary_sample_shape(config.model, begin);
-  if (s < p - 1) step.output_sample = boundary_sample_shape(config.model, end);
+  const StageStep step = harness_stage_step(config, s, actions, *layers);
   StageResult result;
   const std::shared_ptr<gtl::Allocator> allocator = gtl::current_allocator(config.device);
   allocator->reset_peak_stats();

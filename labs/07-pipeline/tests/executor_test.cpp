@@ -82,24 +82,13 @@ constexpr float kStaleGradient = 1e3f;
 std::vector<StageResult> two_steps_from_stale_gradients(
     Communicator& comm, const PipelineConfig& config, const StageSchedule& actions,
     std::vector<std::pair<int64_t, int64_t>>& bytes) {
-  const int s = comm.rank(), p = comm.world_size();
-  const int64_t begin = config.boundaries[static_cast<std::size_t>(s)];
-  const int64_t end = config.boundaries[static_cast<std::size_t>(s) + 1];
-  std::unique_ptr<nn::Sequential> layers = nn::make_stage(config.model, begin, end);
+  const auto s = static_cast<std::size_t>(comm.rank());
+  std::unique_ptr<nn::Sequential> layers =
+      nn::make_stage(config.model, config.boundaries[s], config.boundaries[s + 1]);
   nn::ParameterBuffer buffer(*layers, config.device);
   Tensor grads = buffer.grads();  // a view of the buffer's flat gradient
   grads.fill_(kStaleGradient);
-  const Batch batch = lab_batch(config.batch, config.data_seed);
-  StageStep step;
-  step.layers = layers.get();
-  step.actions = actions;
-  step.micro_batches = harness_micro_batches(config.batch, config.micro_batches);
-  step.loss_weights = harness_loss_weights(step.micro_batches, config.batch);
-  step.device = config.device;
-  if (s == 0) step.images = batch.images.to(config.device);
-  if (s == p - 1) step.labels = batch.labels.to(config.device);
-  if (s > 0) step.input_sample = boundary_sample_shape(config.model, begin);
-  if (s < p - 1) step.output_sample = boundary_sample_shape(config.model, end);
+  const StageStep step = harness_stage_step(config, comm.rank(), actions, *layers);
   std::vector<StageResult> results(2);
   for (StageResult& result : results) {
     comm.reset_counters();
