@@ -24,6 +24,7 @@
 #include "gtl/nn/parameter_buffer.h"
 #include "gtl/optim/adamw.h"
 #include "gtl_judge.h"
+#include "lab04_allocator_model.h"
 #include "lab04_cases.h"
 #include "memory_lab.h"
 
@@ -212,6 +213,19 @@ void expect_values(Recorded& r, const std::vector<int64_t>& want, const std::str
     throw Rejection(r.test() + ": " + what + " break the allocator's rules");
 }
 
+// The test's record of a seeded trace, call by call, against the rules' model.
+void expect_trace(const std::string& test, int calls, int64_t limit) {
+  Recorded r(test);
+  const auto trace = lab04_model::seeded_trace(test, calls, limit);
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const std::vector<int64_t> want = lab04_model::record_of(trace[i].place, trace[i].state);
+    if (r.sequence<int64_t>("call " + std::to_string(i + 1) + "'s block and state", want.size()) !=
+        want)
+      throw Rejection(test + ": call " + std::to_string(i + 1) + " (" + trace[i].call.describe() +
+                      ") breaks the allocator's rules");
+  }
+}
+
 std::string allocator_rules() {
   const int64_t segment = int64_t(LabCachingAllocator::kSegment);
   Recorded rounds("CachingAllocator.RoundsEveryRequestTo512Bytes");
@@ -231,14 +245,17 @@ std::string allocator_rules() {
   const auto f = frag.sequence<double>("the fragmentation", 3);
   if (!(f[0] == 2 && f[1] == double(1 << 20) && f[2] == 1.0 - double(1 << 19) / double(1 << 20)))
     throw Rejection("the fragmentation of two 512 KiB holes is not 1 - 512 KiB / 1 MiB");
-  return "every rule holds on the tests' scenarios";
+  expect_trace("CachingAllocator.FollowsTheRulesOnASeededTrace", lab04_model::kTraceCalls, 0);
+  return "every rule holds on the tests' scenarios and on the seeded trace";
 }
 
 std::string allocator_oom() {
   const int64_t segment = int64_t(LabCachingAllocator::kSegment);
   Recorded r("CachingAllocator.OutOfMemoryReleasesTheCacheAndChangesNothing");
   expect_values(r, {1, 1000, segment, 3 * segment}, "the statistics around the OOM");
-  return "the OOM is counted, changes nothing and frees the cache";
+  expect_trace("CachingAllocator.OutOfMemoryOnASeededTraceUnderALimit", lab04_model::kTraceCalls,
+               lab04_model::kTraceLimit);
+  return "the OOM is counted, changes nothing and frees the cache, also on the seeded trace";
 }
 
 std::string allocator_steady_state() {

@@ -1,7 +1,10 @@
 // Lab 04, TODO 2: the caching allocator's rules, each checked on exact bytes and pointers.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "gtl_judge_output.h"
+#include "lab04_allocator_model.h"
 #include "lab04_student_call.h"
 #include "memory_lab.h"
 
@@ -190,6 +193,103 @@ TEST(CachingAllocator, SteadyStateTrainingMakesNoSystemAllocation) {
       << "TODO 2: after one warm-up step, training steps are served from the cache";
   EXPECT_GT(s.num_allocs - warm.num_allocs, 0) << "the steps ran through your allocator";
   EXPECT_EQ(s.allocated_bytes, warm.allocated_bytes) << "TODO 2: every step frees what it took";
+}
+
+// Replays a seeded trace of calls on your allocator and compares, after every call, where the
+// block landed and the statistics and cache with the rules' model (lab04_allocator_model.h).
+// Stops at the first call that differs, and says which.
+void expect_trace_follows_the_rules(const std::string& test, int calls, int64_t limit) {
+  const auto trace = lab04_model::seeded_trace(test, calls, limit);
+  auto a = std::make_shared<LabCachingAllocator>();
+  if (limit > 0) a->set_memory_limit(limit);
+  gtl::judge::Outputs recorded(test);
+  std::map<int64_t, std::pair<char*, int64_t>> segments;  // model id -> (start, bytes)
+  std::vector<void*> live;
+  int64_t next_segment = 0;
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const lab04_model::Expected& want = trace[i];
+    lab04_model::Place got;
+    if (want.call.kind == lab04_model::Call::Allocate) {
+      try {
+        char* p = static_cast<char*>(a->allocate(static_cast<std::size_t>(want.call.bytes)));
+        live.push_back(p);
+        for (const auto& [id, segment] : segments) {
+          if (p >= segment.first && p < segment.first + segment.second) {
+            got = {id, p - segment.first, false};
+          }
+        }
+        if (got.segment < 0) {  // in no segment held so far: a new one
+          const int64_t bytes = std::max<int64_t>(
+              int64_t(LabCachingAllocator::round_size(want.call.bytes)), kSegment);
+          got = {next_segment, 0, true};
+          segments[next_segment] = {p, bytes};
+        }
+      } catch (const gtl::OutOfMemoryError&) {
+      }
+    } else if (want.call.kind == lab04_model::Call::Free) {
+      a->deallocate(live[static_cast<std::size_t>(want.call.victim)]);
+      live.erase(live.begin() + want.call.victim);
+    } else {
+      a->empty_cache();
+    }
+    if (want.place.new_segment) ++next_segment;
+    for (auto it = segments.begin(); it != segments.end();) {  // forget the released ones
+      const bool held = std::count(want.segments.begin(), want.segments.end(), it->first) > 0;
+      it = held ? std::next(it) : segments.erase(it);
+    }
+    const LabCachingAllocator::CacheInfo info = a->cache_info();
+    const gtl::MemoryStats s = a->stats();
+    lab04_model::State state;
+    state.allocated = s.allocated_bytes;
+    state.peak_allocated = s.peak_allocated_bytes;
+    state.reserved = s.reserved_bytes;
+    state.system_allocs = s.num_system_allocs;
+    state.system_frees = s.num_system_frees;
+    state.ooms = s.num_ooms;
+    state.segments = info.segments;
+    state.free_blocks = info.free_blocks;
+    state.free_bytes = info.free_bytes;
+    state.largest_free_block = info.largest_free_block;
+    recorded.record_all(lab04_model::record_of(got, state));
+    std::ostringstream why;
+    if (got.segment != want.place.segment || got.offset != want.place.offset) {
+      auto where = [](const lab04_model::Place& p) {
+        if (p.segment < 0) return std::string("OutOfMemoryError");
+        return (p.new_segment ? "a new segment ("
+                              : "offset " + std::to_string(p.offset) + " of the segment taken ") +
+               std::to_string(p.segment) + (p.new_segment ? "-th)" : "-th");
+      };
+      why << " the block went to " << where(got) << ", the rules put it at " << where(want.place)
+          << " (best fit, splitting, new segments, the limit);";
+    }
+    const std::vector<int64_t> w = want.state.values(), g = state.values();
+    const std::vector<std::string> names = lab04_model::State::names();
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      if (w[k] != g[k]) why << " " << names[k] << " " << g[k] << ", expected " << w[k] << ";";
+    }
+    if (!why.str().empty()) {
+      ADD_FAILURE() << "TODO 2: call " << i + 1 << " of " << trace.size() << ", "
+                    << want.call.describe() << ":" << why.str()
+                    << " (the calls before it matched the rules: revisit the rule this call "
+                       "exercises, among rounding, best fit, splitting, coalescing, a new "
+                       "segment's size and releasing the cache under a limit; "
+                    << gtl::test_seed::describe() << ")";
+      return;
+    }
+  }
+  for (void* p : live) a->deallocate(p);
+}
+
+TEST(CachingAllocator, FollowsTheRulesOnASeededTrace) {
+  const auto call = lab04_student_call::todo2();  // no core caching allocator inside
+  expect_trace_follows_the_rules("CachingAllocator.FollowsTheRulesOnASeededTrace",
+                                 lab04_model::kTraceCalls, 0);
+}
+
+TEST(CachingAllocator, OutOfMemoryOnASeededTraceUnderALimit) {
+  const auto call = lab04_student_call::todo2();  // no core caching allocator inside
+  expect_trace_follows_the_rules("CachingAllocator.OutOfMemoryOnASeededTraceUnderALimit",
+                                 lab04_model::kTraceCalls, lab04_model::kTraceLimit);
 }
 
 }  // namespace
