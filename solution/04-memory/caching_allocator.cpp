@@ -1,25 +1,57 @@
 // Lab 04, TODO 2: a caching allocator for host memory (the rules are in memory_lab.h).
-#include <algorithm>
-#include <new>
-
 #include "memory_lab.h"
+
+// SOLUTION(lab04) step 2: rounding, best fit, splitting, coalescing, release-all, the limit.
+#include <algorithm>
+#include <map>
+#include <new>
+#include <set>
+#include <unordered_map>
 
 namespace lab04 {
 
+// One block of a segment: the blocks of a segment tile it, linked in address order, so a freed
+// block finds its neighbours in O(1); the free ones also sit in a set ordered by (size, address),
+// so the best fit is one lower_bound.
+struct Block {
+  char* ptr = nullptr;
+  std::size_t size = 0;       // rounded bytes
+  std::size_t requested = 0;  // bytes asked for (0 while free)
+  bool free = true;
+  Block* prev = nullptr;  // neighbours in the same segment
+  Block* next = nullptr;
+  char* segment = nullptr;  // start of its segment
+};
+struct BySizeThenAddress {
+  bool operator()(const Block* a, const Block* b) const {
+    return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+  }
+};
+
+struct LabCachingAllocator::State {
+  std::set<Block*, BySizeThenAddress> free;
+  std::unordered_map<void*, Block*> live;  // allocated blocks by pointer
+  std::map<char*, std::size_t> segments;   // segment start -> bytes
+};
+
+LabCachingAllocator::LabCachingAllocator()
+    : gtl::Allocator(gtl::Device::cpu()), state_(std::make_unique<State>()) {}
+
 LabCachingAllocator::~LabCachingAllocator() {
-  for (auto& [ptr, block] : live_) delete block;
-  for (Block* block : free_) delete block;
-  for (auto& [start, bytes] : segments_) ::operator delete(start, std::align_val_t(kRound));
+  for (auto& [ptr, block] : state_->live) delete block;
+  for (Block* block : state_->free) delete block;
+  for (auto& [start, bytes] : state_->segments) {
+    ::operator delete(start, std::align_val_t(kRound));
+  }
 }
 
 std::size_t LabCachingAllocator::block_size(void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = live_.find(ptr);
-  GTL_CHECK(it != live_.end(), name() << ": block_size of a pointer it did not allocate");
+  auto it = state_->live.find(ptr);
+  GTL_CHECK(it != state_->live.end(), name() << ": block_size of a pointer it did not allocate");
   return it->second->size;
 }
 
-// SOLUTION(lab04) step 2: rounding, best fit, splitting, coalescing, release-all, the limit.
 std::size_t LabCachingAllocator::round_size(std::size_t bytes) {
   return std::max<std::size_t>(1, (bytes + kRound - 1) / kRound) * kRound;
 }
@@ -30,11 +62,12 @@ void* LabCachingAllocator::allocate(std::size_t bytes, const gtl::Stream&) {
   std::lock_guard<std::mutex> lock(mutex_);
   Block probe;
   probe.size = size;
-  auto fit = free_.lower_bound(&probe);  // smallest block >= size, lowest address among equals
+  auto fit =
+      state_->free.lower_bound(&probe);  // smallest block >= size, lowest address among equals
   Block* block = nullptr;
-  if (fit != free_.end()) {
+  if (fit != state_->free.end()) {
     block = *fit;
-    free_.erase(fit);
+    state_->free.erase(fit);
   } else {
     const std::size_t segment = std::max(size, kSegment);
     if (would_exceed_limit(static_cast<int64_t>(segment))) {
@@ -44,7 +77,7 @@ void* LabCachingAllocator::allocate(std::size_t bytes, const gtl::Stream&) {
       }
     }
     char* start = static_cast<char*>(::operator new(segment, std::align_val_t(kRound)));
-    segments_[start] = segment;
+    state_->segments[start] = segment;
     note_system_alloc(static_cast<int64_t>(segment));
     block = new Block{start, segment, 0, true, nullptr, nullptr, start};
   }
@@ -54,40 +87,40 @@ void* LabCachingAllocator::allocate(std::size_t bytes, const gtl::Stream&) {
     if (block->next) block->next->prev = rest;
     block->next = rest;
     block->size = size;
-    free_.insert(rest);
+    state_->free.insert(rest);
   }
   block->free = false;
   block->requested = bytes;
-  live_[block->ptr] = block;
+  state_->live[block->ptr] = block;
   note_alloc(static_cast<int64_t>(bytes));
   return block->ptr;
 }
 void LabCachingAllocator::deallocate(void* ptr) {
   if (!ptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = live_.find(ptr);
-  GTL_CHECK(it != live_.end(), name() << ": deallocate of a pointer it did not allocate");
+  auto it = state_->live.find(ptr);
+  GTL_CHECK(it != state_->live.end(), name() << ": deallocate of a pointer it did not allocate");
   Block* block = it->second;
-  live_.erase(it);
+  state_->live.erase(it);
   note_free(static_cast<int64_t>(block->requested));
   block->free = true;
   block->requested = 0;
   if (Block* next = block->next; next && next->free) {
-    free_.erase(next);
+    state_->free.erase(next);
     block->size += next->size;
     block->next = next->next;
     if (next->next) next->next->prev = block;
     delete next;
   }
   if (Block* prev = block->prev; prev && prev->free) {
-    free_.erase(prev);
+    state_->free.erase(prev);
     prev->size += block->size;
     prev->next = block->next;
     if (block->next) block->next->prev = prev;
     delete block;
     block = prev;
   }
-  free_.insert(block);
+  state_->free.insert(block);
 }
 void LabCachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -95,16 +128,16 @@ void LabCachingAllocator::empty_cache() {
 }
 
 void LabCachingAllocator::release_free_segments() {
-  for (auto it = free_.begin(); it != free_.end();) {
+  for (auto it = state_->free.begin(); it != state_->free.end();) {
     Block* block = *it;
     if (block->prev || block->next) {  // part of a segment still in use
       ++it;
       continue;
     }
-    it = free_.erase(it);
+    it = state_->free.erase(it);
     ::operator delete(block->ptr, std::align_val_t(kRound));
     note_system_free(static_cast<int64_t>(block->size));
-    segments_.erase(block->ptr);
+    state_->segments.erase(block->ptr);
     delete block;
   }
 }
@@ -112,14 +145,14 @@ void LabCachingAllocator::release_free_segments() {
 LabCachingAllocator::CacheInfo LabCachingAllocator::cache_info() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CacheInfo info;
-  info.segments = static_cast<int64_t>(segments_.size());
-  for (const Block* block : free_) {
+  info.segments = static_cast<int64_t>(state_->segments.size());
+  for (const Block* block : state_->free) {
     info.free_blocks += 1;
     info.free_bytes += static_cast<int64_t>(block->size);
     info.largest_free_block = std::max(info.largest_free_block, static_cast<int64_t>(block->size));
   }
   return info;
 }
-// END SOLUTION(lab04)
 
 }  // namespace lab04
+// END SOLUTION(lab04)

@@ -14,10 +14,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -114,8 +112,8 @@ class LabCachingAllocator final : public gtl::Allocator {
   static constexpr std::size_t kRound = 512;
   static constexpr std::size_t kSegment = 2 << 20;
 
-  LabCachingAllocator() : gtl::Allocator(gtl::Device::cpu()) {}
-  ~LabCachingAllocator() override;
+  LabCachingAllocator();            // TODO 2
+  ~LabCachingAllocator() override;  // TODO 2
   std::string name() const override { return "lab04 caching (host)"; }
 
   void* allocate(std::size_t bytes, const gtl::Stream& stream = gtl::Stream()) override;  // TODO 2
@@ -124,7 +122,7 @@ class LabCachingAllocator final : public gtl::Allocator {
 
   static std::size_t round_size(std::size_t bytes);  // TODO 2
   // The rounded size of the live block at `ptr`.
-  std::size_t block_size(void* ptr) const;
+  std::size_t block_size(void* ptr) const;  // TODO 2
   struct CacheInfo {
     int64_t segments = 0;            // segments taken from the system
     int64_t free_blocks = 0;         // blocks ready for reuse
@@ -137,29 +135,13 @@ class LabCachingAllocator final : public gtl::Allocator {
   };
   CacheInfo cache_info() const;  // TODO 2
 
-  // One block of a segment: blocks of a segment tile it, linked in address order.
-  struct Block {
-    char* ptr = nullptr;
-    std::size_t size = 0;       // rounded bytes
-    std::size_t requested = 0;  // bytes asked for (0 while free)
-    bool free = true;
-    Block* prev = nullptr;  // neighbours in the same segment
-    Block* next = nullptr;
-    char* segment = nullptr;  // start of its segment
-  };
-
  private:
+  // The blocks, segments and whatever finds them fast: yours to design (caching_allocator.cpp
+  // defines State; TODO 2).
+  struct State;
   // Returns every fully free segment to the system (mutex_ held; TODO 2).
   void release_free_segments();
-  // Free blocks ordered by (size, address).
-  struct BySizeThenAddress {
-    bool operator()(const Block* a, const Block* b) const {
-      return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
-    }
-  };
-  std::set<Block*, BySizeThenAddress> free_;
-  std::unordered_map<void*, Block*> live_;  // allocated blocks by pointer
-  std::map<char*, std::size_t> segments_;   // segment start -> bytes
+  std::unique_ptr<State> state_;
   mutable std::mutex mutex_;
 };
 
