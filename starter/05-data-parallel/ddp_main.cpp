@@ -24,9 +24,9 @@ int ddp_main(int argc, char** argv) {
   }
   // TODO(lab05) step 7: the lab's training run (the default TrainConfig, the core's flat sync)
   // as this process's rank.
-  //   Spec: under `mpirun -np 2` rank 0's result file (write_result, ddp_training.h) equals the
-  //   in-process 2-rank run bit for bit; under NCCL each rank trains on its own GPU; with no
-  //   launcher the program trains as a world of one. Return 0 on success.
+  //   Spec: under `mpirun -np 2` and `-np 3` rank 0's result file (write_result, ddp_training.h)
+  //   equals the in-process run on as many ranks bit for bit; under NCCL each rank trains on its
+  //   own GPU; with no launcher the program trains as a world of one. Return 0 on success.
   //   Hint: gtl/distributed/launch.h and ddp_training.h hold every call you need; which
   //   backend cannot promise a deterministic sum? About 10 lines.
   std::cerr << "lab05_ddp_train: TODO 7 is not done (ddp_main.cpp)\n";

@@ -25,7 +25,9 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor) {
   //   elements [i*c, (i+1)*c). A chunk inside the tensor is a VIEW of it, no copy; only the
   //   ragged tail (a chunk that runs past n, or lies wholly past it) is a zero-padded tensor of c
   //   elements of its own, copied back into the tensor at the end. Every step is ONE
-  //   comm.send_recv of one chunk to r+1 and from r-1: 2(N-1) calls, no other.
+  //   comm.send_recv of one chunk to r+1 and from r-1: 2(N-1) calls, no other. Memory: the padded
+  //   chunks and ONE receive chunk of c elements, each allocated once; nothing per step, no
+  //   full-size temporary (RingCost.* reads your rank's allocator).
   //   Yours to decide: which chunk each rank sends, and which it receives into, at each step of
   //   each phase, so that after the reduce-scatter rank r holds chunk r+1 summed over all ranks.
   //   Hint: draw N = 3 on paper, one row per rank, one column per step. Chunk indices can go

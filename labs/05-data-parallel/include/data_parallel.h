@@ -36,7 +36,10 @@ using gtl::optim::ParamRef;
 // A reduce-scatter of N-1 steps, then an all-gather of N-1 steps. Every step is ONE
 // comm.send_recv of one chunk (c elements) to rank r+1 and from rank r-1, so each rank sends
 // exactly 2 (N-1) c * 4 bytes = 2(N-1)/N * S_padded, and nothing deadlocks on NCCL or MPI. Which
-// chunk travels in which step is yours to work out.
+// chunk travels in which step is yours to work out. Memory: besides the caller's tensor the call
+// allocates only the padded chunks and one receive chunk of c elements (the reduce-scatter adds an
+// arriving chunk into one it holds), each once, all freed on return: a peak of
+// (1 + padded chunks) * c * 4 bytes. No buffer per step, no temporary as large as the tensor.
 void ring_all_reduce(Communicator& comm, const Tensor& tensor);
 
 // ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp) -----------------

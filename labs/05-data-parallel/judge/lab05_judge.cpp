@@ -42,6 +42,36 @@ std::string ring_all_reduce() {
   return "every rank of every seeded case holds the exact sum";
 }
 
+// Every rank's memory at the seeded sizes, with its traffic and sum: the budget lab05_cases.h
+// derives from c.
+std::string ring_cost() {
+  Recorded r("RingCost.SeededSizesAllocateOneReceiveChunkAndThePaddedTailOnce");
+  for (const auto& c : lab05_cases::seeded_ring_cost_cases()) {
+    const lab05_cases::RingCost want = lab05_cases::ring_cost(c.world, c.n);
+    for (int rank = 0; rank < c.world; ++rank) {
+      const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(c.world) +
+                              ", n = " + std::to_string(c.n);
+      const std::string at = r.test() + ": " + who;
+      r.expect_digest(lab05_cases::ring_sum(c), who + ": the sum");
+      gtl::judge::expect_equal(r.next<int64_t>(at + ": calls"), want.messages,
+                               at + ": communicator calls");
+      gtl::judge::expect_equal(r.next<int64_t>(at + ": bytes sent"),
+                               want.messages * want.message_bytes, at + ": bytes sent");
+      gtl::judge::expect_equal(r.next<int64_t>(at + ": bytes received"),
+                               want.messages * want.message_bytes, at + ": bytes received");
+      gtl::judge::expect_equal(r.next<int64_t>(at + ": peak"), want.scratch_bytes,
+                               at + ": peak bytes above the tensor");
+      const auto allocations = r.next<int64_t>(at + ": allocations");
+      if (allocations > want.max_allocations)
+        throw Rejection(at + ": " + std::to_string(allocations) + " allocations, the budget is " +
+                        std::to_string(want.max_allocations));
+      gtl::judge::expect_equal(r.next<int64_t>(at + ": bytes left"), int64_t{0},
+                               at + ": bytes left allocated");
+    }
+  }
+  return "every rank's sum, traffic and memory are the ring's at every seeded size";
+}
+
 std::string distributed_sampler() {
   Recorded r("DistributedSampler.SeededShardsInterleaveTheSharedOrder");
   for (const auto& c : lab05_cases::seeded_sampler_cases()) {
@@ -242,13 +272,14 @@ TrainResult in_process(int world) {
 std::string real_processes() {
   for (auto [world, test] :
        {std::pair{1, "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank"},
-        {2, "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks"}}) {
+        {2, "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks"},
+        {3, "RealProcesses.MpirunThreeProcessesMatchThreeInProcessRanks"}}) {
     Recorded r(test);
     const TrainResult want = in_process(world);
     r.expect_digest(want.weights, "the final weights on " + std::to_string(world) + " processes");
     r.expect_digest(want.losses, "rank 0's losses on " + std::to_string(world) + " processes");
   }
-  return "both runs equal the in-process training";
+  return "every run equals the in-process training";
 }
 
 std::string ddp_gpu() {
@@ -289,6 +320,7 @@ std::string real_processes_nccl() {
 int main(int argc, char** argv) {
   return gtl::judge::run(argc, argv,
                          {{"ring-all-reduce", ring_all_reduce},
+                          {"ring-cost", ring_cost},
                           {"distributed-sampler", distributed_sampler},
                           {"broadcast-weights", broadcast_weights},
                           {"naive-ddp", naive_ddp},

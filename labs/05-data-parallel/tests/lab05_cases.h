@@ -52,6 +52,54 @@ inline std::vector<float> ring_sum(const RingCase& c) {
   return out;
 }
 
+// ---- TODO 1: what the ring costs (RingCost.*) ---------------------------------------------------
+// N = 3 and N = 5, each size drawn from the grading seed and made not divisible by N (so the tail
+// is ragged); the last size is below 20, where a chunk can lie wholly past n (N = 5, n = 11:
+// c = 3, chunk 3 is [9, 11) padded, chunk 4 starts at 12).
+inline std::vector<RingCase> seeded_ring_cost_cases() {
+  std::mt19937_64 g = gtl::test_seed::generator("RingCost.SeededCases");
+  std::vector<RingCase> cases(3);
+  const int worlds[] = {3, 5, 5};
+  const int64_t largest[] = {4000, 4000, 19};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    RingCase& c = cases[i];
+    c.world = worlds[i];
+    c.n = gtl::test_seed::draw(g, c.world + 1, largest[i]);
+    if (c.n % c.world == 0) ++c.n;
+    c.shift = gtl::test_seed::draw(g, 0, 1000);
+  }
+  return cases;
+}
+
+// What the spec in data_parallel.h costs one rank, derived from c = ceil(n/N):
+// - messages: 2(N-1) send_recv calls, each sending c floats to r+1 and receiving c from r-1;
+// - memory: chunk i is a view when it lies wholly inside the tensor ((i+1) c <= n: floor(n/c) of
+//   them), so the rest, N - floor(n/c) chunks, are zero-padded tensors of c floats; the
+//   reduce-scatter adds an arriving chunk into one it holds, so it needs one receive buffer of c
+//   floats more. The core's ring allocates 0 (docs/distributed.md, "Memory of the collectives": it
+//   reduces straight out of the peer's tensor), which send_recv cannot do. All of these buffers
+//   are alive together, so the peak is exactly (1 + padded) c * 4 bytes above the caller's
+//   tensors; each is allocated once, so at most 1 + padded allocations (fewer if the padded
+//   chunks share one allocation), and nothing is left allocated when the call returns.
+struct RingCost {
+  int64_t chunk = 0;            // c, floats
+  int64_t messages = 0;         // send_recv calls per rank
+  int64_t message_bytes = 0;    // each way, per message
+  int64_t padded_chunks = 0;    // chunks not wholly inside the tensor
+  int64_t scratch_bytes = 0;    // peak allocated above the caller's tensors
+  int64_t max_allocations = 0;  // allocations during the call
+};
+inline RingCost ring_cost(int world, int64_t n) {
+  RingCost k;
+  k.chunk = (n + world - 1) / world;
+  k.messages = 2 * (world - 1);
+  k.message_bytes = k.chunk * 4;
+  k.padded_chunks = world - n / k.chunk;
+  k.scratch_bytes = (1 + k.padded_chunks) * k.chunk * 4;
+  k.max_allocations = 1 + k.padded_chunks;
+  return k;
+}
+
 // ---- TODO 2: the sampler and the broadcast ------------------------------------------------------
 struct SamplerCase {
   int64_t size = 1;
