@@ -69,12 +69,12 @@ void Fsdp::after_forward(int64_t u) {
 
 void Fsdp::before_backward(int64_t u) {
   // TODO(lab06) step 4d: unit u's backward, over before_backward and after_backward. Spec: in
-  //   use as in 4c; u's backward reads u's values and ADDS into u's grads(). When
+  //   use as in 4c; u's backward reads u's values and writes into its views of u's grads(). When
   //   after_backward returns, the gradient u's optimizer reads (shard_param()) holds this step's
   //   gradient averaged over ranks, as DDP's, and the rank holds only u's shards again. Every
   //   rank issues the same collectives in unit order, and the step sends 1.5x DDP's bytes with
-  //   no all-reduce: account for every byte before you write. Hint: in after_backward the order
-  //   of your lines matters, for the result and for the peak. With prefetch_ > 0, TODO 5 adds a
+  //   no all-reduce: account for every byte before you write. Hint: this backward is u's last use
+  //   in the step: what of it must survive, and in which buffer? With prefetch_ > 0, TODO 5 adds a
   //   line here. About 6 lines over the two functions.
   (void)u;
   // END TODO(lab06)

@@ -21,13 +21,13 @@ Zero2::Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamW
 
 void Zero2::before_backward() {
   // TODO(lab06) step 3b: one ZeRO-2 step, over before_backward, after_backward and step().
-  //   Spec: backward runs right after this returns and ADDS each layer's gradient into
-  //   flat_.grads(). When after_backward returns, the gradient the optimizer reads holds this
-  //   step's gradient averaged over ranks, and no full gradient exists again until the next
-  //   before_backward. When step() returns, flat_.values() are the whole updated model. The step
-  //   moves exactly DDP's bytes, without an all-reduce. Hint: in TODO 2 the optimizer's gradient
-  //   was a slice of the full one; find where it lives now (shard_param(), flat_parameter.h),
-  //   and mind the order of your lines. About 5 lines over the three functions.
+  //   Spec: backward runs right after this returns and writes each parameter's gradient into its
+  //   view of flat_.grads() (GradMode::Overwrite). When after_backward returns, the gradient the
+  //   optimizer reads holds this step's gradient averaged over ranks, and no full gradient exists
+  //   again until the next before_backward. When step() returns, flat_.values() are the whole
+  //   updated model. The step moves exactly DDP's bytes, without an all-reduce. Hint: in TODO 2 the
+  //   optimizer's gradient was a slice of the full one; find where it lives now (shard_param(),
+  //   flat_parameter.h), and mind the order of your lines. About 5 lines over the three functions.
   // END TODO(lab06)
 }
 

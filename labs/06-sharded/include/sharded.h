@@ -79,7 +79,8 @@ class Zero2 {
   // As Zero1's. From construction to the first backward, and between steps, a rank holds only
   // its shard of the gradients (flat.shard_grads()), never the full gradient.
   Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options);
-  // Called just before backward, which ACCUMULATES into flat.grads().
+  // Called just before backward, which writes each parameter's gradient into its view of
+  // flat.grads() (GradMode::Overwrite).
   void before_backward();
   // Called just after backward: the gradient the optimizer reads becomes the AVERAGE over ranks.
   void after_backward();

@@ -47,7 +47,7 @@ TEST(Fsdp, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
       EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
           << "N " << n << ", rank " << r << ": FSDP's weights after 3 steps differ from DDP's. "
           << "Revisit the contract of steps 4c and 4d (handout, TODO 4): the values a unit's "
-             "forward and backward read, what its backward adds into, and what the optimizer's "
+             "forward and backward read, what its backward writes into, and what the optimizer's "
              "gradient must hold once the backward is done";
       EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "") << "N " << n << ", rank " << r;
       EXPECT_EQ(fsdp_traffic_problem(zero[r], lab_model(), n, r), "");

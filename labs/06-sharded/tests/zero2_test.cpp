@@ -12,8 +12,8 @@ namespace {
 const testing::ZeroStage kZero2{
     Stage::Zero2,
     "ZeRO-2",
-    "Revisit the step's contract (handout, TODO 3): what backward adds into and what that must "
-    "hold when it starts, where the optimizer of a FlatParameter built with shard_grads reads its "
+    "Revisit the step's contract (handout, TODO 3): when the buffer backward writes into must "
+    "exist, where the optimizer of a FlatParameter built with shard_grads reads its "
     "gradient, and what every rank needs before the next forward",
     "4P (values) + 4P/N (the values' shard) + 4P/N (the gradients' shard) + 8 bytes (m, v) per "
     "REAL element of the rank's shard",
