@@ -87,8 +87,8 @@ TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffers) {
   const std::string constructor =
       step.seen.front().with_values.size() == std::size_t(units) ||
               step.seen.front().with_grads.size() == std::size_t(units)
-          ? " (every unit holds them at the very first hook: did the constructor release every "
-            "unit's full values and gradients, step 4a?)"
+          ? " (every unit holds them at the very first hook: what does a freshly built "
+            "FlatParameter hold, and what may a unit hold between uses? step 4a)"
           : "";
   for (const testing::Seen& s : step.seen) {
     const bool before = s.hook.rfind("before", 0) == 0;
