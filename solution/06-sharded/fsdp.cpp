@@ -66,13 +66,13 @@ void Fsdp::before_forward(int64_t u) {
 }
 
 void Fsdp::after_forward(int64_t u) {
-  // SOLUTION(lab06) step 4d: free the full values
+  // SOLUTION(lab06) step 4c (forward done): free the full values
   units_[static_cast<std::size_t>(u)].flat->release_values();
   // END SOLUTION(lab06)
 }
 
 void Fsdp::before_backward(int64_t u) {
-  // SOLUTION(lab06) step 4e: gather again, a zeroed full gradient, prefetch u - 1
+  // SOLUTION(lab06) step 4d: gather again, a zeroed full gradient, prefetch u - 1
   gather(u);
   units_[static_cast<std::size_t>(u)].flat->materialize_grads();
   if (prefetch_ > 0) prefetch(u - 1);
@@ -80,7 +80,7 @@ void Fsdp::before_backward(int64_t u) {
 }
 
 void Fsdp::after_backward(int64_t u) {
-  // SOLUTION(lab06) step 4f: free the values, keep only the averaged gradient shard
+  // SOLUTION(lab06) step 4d (backward done): free the values, keep only the averaged gradient shard
   gtl::nn::FlatParameter& flat = *units_[static_cast<std::size_t>(u)].flat;
   flat.release_values();
   comm_.reduce_scatter(flat.grads(), flat.shard_grads(), ReduceOp::Avg);

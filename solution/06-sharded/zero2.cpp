@@ -25,14 +25,14 @@ void Zero2::before_backward() {
 }
 
 void Zero2::after_backward() {
-  // SOLUTION(lab06) step 3c: keep only the averaged shard
+  // SOLUTION(lab06) step 3b (backward done): keep only the averaged shard
   comm_.reduce_scatter(flat_.grads(), flat_.shard_grads(), ReduceOp::Avg);
   flat_.release_grads();
   // END SOLUTION(lab06)
 }
 
 void Zero2::step() {
-  // SOLUTION(lab06) step 3d: update the shard, then gather every rank's shard
+  // SOLUTION(lab06) step 3b (the update): update the shard, then gather every rank's shard
   if (optimizer_) optimizer_->step();
   comm_.all_gather(flat_.shard_values(), flat_.values());
   // END SOLUTION(lab06)

@@ -50,29 +50,38 @@ void Fsdp::gather(int64_t u) {
 }
 
 void Fsdp::before_forward(int64_t u) {
-  // TODO(lab06) step 4c: unit u's forward runs right after this returns (TODO 4 in the
-  //   handout: what must u hold now? With prefetch_ > 0, TODO 5 too). About 2 lines.
+  // TODO(lab06) step 4c: unit u's forward, over before_forward and after_forward. Spec: unit u
+  //   is in use from the moment this returns until after_forward is called; while in use its
+  //   layers read its full values, which must be the current weights of every rank's shard; out
+  //   of use, the rank holds u's shards and nothing else of u (the holding check looks at every
+  //   hook, the memory checks count every byte). Hint: sketch one unit's bytes over a whole
+  //   step (its forward, the other units', its backward) before you write. With prefetch_ > 0,
+  //   TODO 5 adds a line here. About 2 lines over the two functions.
   (void)u;
   // END TODO(lab06)
 }
 
 void Fsdp::after_forward(int64_t u) {
-  // TODO(lab06) step 4d: unit u's forward has just returned. About 1 line.
+  // TODO(lab06) step 4c (forward done): the spec is in before_forward.
   (void)u;
   // END TODO(lab06)
 }
 
 void Fsdp::before_backward(int64_t u) {
-  // TODO(lab06) step 4e: unit u's backward runs right after this returns; it reads u's values
-  //   and ACCUMULATES into u's grads(). With prefetch_ > 0, TODO 5 too. About 3 lines.
+  // TODO(lab06) step 4d: unit u's backward, over before_backward and after_backward. Spec: in
+  //   use as in 4c; u's backward reads u's values and writes into its views of u's grads(). When
+  //   after_backward returns, the gradient u's optimizer reads (shard_param()) holds this step's
+  //   gradient averaged over ranks, as DDP's, and the rank holds only u's shards again. Every
+  //   rank issues the same collectives in unit order, and the step sends 1.5x DDP's bytes with
+  //   no all-reduce: account for every byte before you write. Hint: this backward is u's last use
+  //   in the step: what of it must survive, and in which buffer? With prefetch_ > 0, TODO 5 adds a
+  //   line here. About 6 lines over the two functions.
   (void)u;
   // END TODO(lab06)
 }
 
 void Fsdp::after_backward(int64_t u) {
-  // TODO(lab06) step 4f: unit u's backward has just returned. Its optimizer's gradient must
-  //   hold the average over ranks (as DDP's), and nothing full of u may outlive this hook.
-  //   About 4 lines.
+  // TODO(lab06) step 4d (backward done): the spec is in before_backward.
   (void)u;
   // END TODO(lab06)
 }

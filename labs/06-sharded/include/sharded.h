@@ -79,7 +79,8 @@ class Zero2 {
   // As Zero1's. From construction to the first backward, and between steps, a rank holds only
   // its shard of the gradients (flat.shard_grads()), never the full gradient.
   Zero2(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options);
-  // Called just before backward, which ACCUMULATES into flat.grads().
+  // Called just before backward, which writes each parameter's gradient into its view of
+  // flat.grads() (GradMode::Overwrite).
   void before_backward();
   // Called just after backward: the gradient the optimizer reads becomes the AVERAGE over ranks.
   void after_backward();
@@ -182,7 +183,7 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
                               float max_norm);
 
 // ---- 8. bf16 compute copies under FSDP (fsdp_mixed_precision.cpp) -------------------------------
-// FSDP's all-gathers are its largest traffic: two per unit per step. Mixed precision gathers a
+// FSDP's all-gathers are its largest traffic (TODO 4 counts them). Mixed precision gathers a
 // bf16 COMPUTE copy instead of the fp32 values (round to nearest even, as Tensor::to rounds), and
 // the unit computes on the bf16 copy: half the bytes on the wire and half the memory of a
 // gathered unit. What persists stays fp32: the value shards (the master weights AdamW updates),

@@ -12,13 +12,15 @@ namespace {
 const testing::ZeroStage kZero1{
     Stage::Zero1,
     "ZeRO-1",
-    "Reduce-scatter (Avg) the gradient into chunk r, step AdamW on shard_param(), then all-gather "
-    "shard_values() into values()",
+    "Revisit the step (handout, TODO 2): which collective hands each rank one averaged chunk, "
+    "where shard_param()'s gradient reads it, and what every rank needs before the next forward",
+
     "4P (values) + 4P (gradients) + 4P/N (the values' shard) + 8 bytes (m, v) per REAL element of "
     "the rank's shard",
     "An optimizer over the whole model holds 8P; one over the padding too holds 8 bytes per "
     "padding element",
-    "needs only its chunk of the averaged gradient: a reduce-scatter, not an all-reduce",
+    "needs only its chunk of the averaged gradient, and an all-reduce hands every rank all of "
+    "it (lab 05: which half of the ring does ZeRO-1 need after backward?)",
 };
 
 TEST(Zero1, TrainsBitForBitLikeDdpOnOneToFiveRanks) {

@@ -12,13 +12,15 @@ namespace {
 const testing::ZeroStage kZero2{
     Stage::Zero2,
     "ZeRO-2",
-    "Reduce-scatter (Avg) the full gradient into shard_grads(), step AdamW on shard_param(), then "
-    "all-gather shard_values() into values()",
+    "Revisit the step's contract (handout, TODO 3): when the buffer backward writes into must "
+    "exist, where the optimizer of a FlatParameter built with shard_grads reads its "
+    "gradient, and what every rank needs before the next forward",
     "4P (values) + 4P/N (the values' shard) + 4P/N (the gradients' shard) + 8 bytes (m, v) per "
     "REAL element of the rank's shard",
-    "A full gradient kept between steps holds 4P more: release it after the reduce-scatter; an "
-    "optimizer over the padding holds 8 bytes per padding element",
-    "keeps only its shard of the averaged gradient: a reduce-scatter, not an all-reduce",
+    "4 Pp more is one full buffer that ZeRO-2 does not keep between steps; 8 bytes per padding "
+    "element more is an optimizer over the padding",
+    "keeps only its shard of the averaged gradient, and an all-reduce hands every rank all of it",
+
 };
 
 TEST(Zero2, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
@@ -66,12 +68,15 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientsOnceBuilt) {
       out.record(full[static_cast<std::size_t>(r)]);
       out.record(held[static_cast<std::size_t>(r)]);
       EXPECT_EQ(full[static_cast<std::size_t>(r)], 0)
-          << "N " << n << ", rank " << r << ": right after Zero2's constructor the FlatParameter "
-          << "still has its full gradient: no full gradient may exist between steps, the first "
-          << "step included (step 3a)";
+          << "N " << n << ", rank " << r << ": right after Zero2's constructor, expected "
+          << "flat.has_grads() false, got true. ZeRO-2 keeps only the gradient's shard between "
+          << "steps, and the time before the first backward is between steps too (step 3a: "
+          << "what does a FlatParameter hold once built?)";
       EXPECT_EQ(held[static_cast<std::size_t>(r)], expected)
           << "N " << n << ", rank " << r << ": bytes held once Zero2 is built, expected the "
-          << "ZeRO-2 formula's " << expected << "; 4 Pp more is the full gradient still held";
+          << "ZeRO-2 formula's " << expected << ", got " << held[static_cast<std::size_t>(r)]
+          << " (a full buffer of this model is 4 Pp = "
+          << 4 * gtl::nn::ShardLayout(p, n).padded_numel() << " bytes; step 3a)";
     }
   }
 }

@@ -26,8 +26,8 @@ namespace lab06::testing {
 struct ZeroStage {
   Stage stage;
   std::string name;  // "ZeRO-1", the subject of every message
-  // How to step, in the message of a run that does not match DDP's.
-  std::string how_to_step;
+  // What to revisit when a run does not match DDP's: the concepts, never the code.
+  std::string revisit;
   // What a rank keeps between steps, "4P (values) + ...": "<name> keeps <keeps> (P = ...)".
   std::string keeps;
   // The usual mistakes behind wrong persistent bytes, after the bytes got.
@@ -69,7 +69,7 @@ inline std::string stage_traffic_problem(const TrainResult& zero, int64_t p, int
   if (sent == expected) return "";
   return "N " + std::to_string(n) + ", rank " + std::to_string(r) + ": " + name + " sent " +
          std::to_string(sent) + " bytes in a step, expected " + std::to_string(expected) +
-         " (a reduce-scatter and an all-gather of the padded buffer, 2 (N-1) shards). Revisit "
+         " (what DDP's ring all-reduce of the padded buffer sends: 2 (N-1) shards). Revisit "
          "the step: gradients and weights must travel through the communicator, not through "
          "memory another rank can read";
 }
@@ -83,7 +83,7 @@ inline void expect_trains_like_ddp_on_one_to_five_ranks(const ZeroStage& z) {
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
           << "N " << n << ", rank " << r << ": " << z.name
-          << "'s weights after 3 steps differ from DDP's. " << z.how_to_step;
+          << "'s weights after 3 steps differ from DDP's. " << z.revisit;
       EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "") << "N " << n << ", rank " << r;
       EXPECT_EQ(stage_traffic_problem(zero[r], model_numel(lab_model()), n, r, z.name), "");
     }
@@ -123,8 +123,8 @@ inline void expect_ddp_traffic_on_two_three_five_ranks(const ZeroStage& z) {
       EXPECT_EQ(calls("all_gather"), 1) << "N " << n << ", rank " << r << ": one per step";
       const int64_t sent = lab06_cases::bytes_sent(zero[r]);
       EXPECT_EQ(sent, testing::ddp_bytes_sent({p}, n))
-          << "N " << n << ", rank " << r << ": reduce-scatter + all-gather of the padded buffer "
-          << "is what DDP's all-reduce moves, 2 (N-1) shards";
+          << "N " << n << ", rank " << r << ": bytes sent in a step, expected what DDP's ring "
+          << "all-reduce of the padded buffer sends, 2 (N-1) shards (lab 05's two halves)";
     }
   }
 }
@@ -168,7 +168,7 @@ inline void expect_ddp_traffic_on_a_seeded_run(const ZeroStage& z) {
     EXPECT_EQ(lab06_cases::calls(zero[r], "all_gather"), 1) << lab06_cases::describe(s.c);
     EXPECT_EQ(lab06_cases::bytes_sent(zero[r]), testing::ddp_bytes_sent({p}, s.c.world))
         << lab06_cases::describe(s.c) << ", rank " << r << " (P = " << p
-        << "): one reduce-scatter + one all-gather of the padded buffer, 2 (N-1) shards";
+        << "): bytes sent in a step, expected DDP's, 2 (N-1) shards of the padded buffer";
   }
 }
 
