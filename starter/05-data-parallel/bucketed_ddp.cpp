@@ -7,14 +7,22 @@
 // from the last parameter down become full one after another while earlier layers still compute.
 // Why launch in bucket order: every rank must issue the same collectives in the same order (a
 // collective is a rendezvous); gradients may become ready in another order on another rank.
+#include <map>
+
 #include "data_parallel.h"
 #include "gtl/runtime/error.h"
 
 namespace lab05 {
 
+// TODO(lab05) step 5a: the state the hook and finish() share.
+//   Yours to design: what on_grad_ready needs to find a gradient's bucket and to know which
+//   buckets may go, and what finish() must wait for and reset. About 6 lines.
+struct BucketedDdp::State {};
+// END TODO(lab05)
+
 BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
                          const gtl::nn::ParameterBuffer& buffer, int64_t bucket_bytes)
-    : comm_(comm), grads_(buffer.grads()) {
+    : comm_(comm), grads_(buffer.grads()), state_(std::make_unique<State>()) {
   GTL_CHECK(bucket_bytes > 0, "BucketedDdp: bucket_bytes must be positive");
   const std::vector<ParamRef> params = model.parameters();
   const std::vector<gtl::nn::ParameterBuffer::Slot>& slots = buffer.slots();
@@ -22,13 +30,14 @@ BucketedDdp::BucketedDdp(Communicator& comm, gtl::nn::Module& model,
   // TODO(lab05) step 5a: the buckets, and the hook that drives them.
   //   Spec (data_parallel.h): buckets_ as the header's constructor comment and struct Bucket
   //   define them (BucketsFollow... checks them exactly for 5 sizes); then a grad_ready hook
-  //   (gtl::nn::Hooks, model.add_hooks) that calls on_grad_ready, kept alive in hooks_.
-  //   Yours to decide: what state 5b needs to find a gradient's bucket and know when a bucket
-  //   may go, and how to build it here. Hint: is a slot's offset + numel the next slot's offset?
-  //   About 25 lines.
+  //   (gtl::nn::Hooks, model.add_hooks) that calls on_grad_ready, kept alive in hooks_, and
+  //   your State built for the first backward. Hint: is a slot's offset + numel the next slot's
+  //   offset? About 25 lines.
   (void)params, (void)slots;
   // END TODO(lab05)
 }
+
+BucketedDdp::~BucketedDdp() = default;
 
 void BucketedDdp::on_grad_ready(const ParamRef& param) {
   // TODO(lab05) step 5b: launch every bucket that may go.
