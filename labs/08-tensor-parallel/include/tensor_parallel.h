@@ -20,12 +20,15 @@
 //   2     ParallelAttention (heads split)        its heads' qkv rows, proj's columns
 //   3     VocabParallelEmbedding                 rows tp_slice(V) of the token table
 //         VocabParallelCrossEntropy              its vocabulary slice of the logits
+//   4     gather_sequence, scatter_sequence      positions tp_slice(T) of every sequence
+//         SequenceParallelMLP                    the MLP's shards as in 1; LayerNorm, fc2's bias
+//                                                replicated; x and y on its positions only
 // clang-format on
 // Where the ranks must exchange data, in which direction and how much, is what the steps ask you
 // to work out from the contracts below; the traffic checks count it (handout, "How you are
 // graded").
-// Later steps (sequence parallelism, DP x TP on the process grid, the timeline study) add their
-// own declarations below the last section; nothing here changes for them.
+// Later steps (DP x TP on the process grid, the timeline study) add their own declarations below
+// the last section; nothing here changes for them.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,7 @@
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/module.h"
+#include "gtl/nn/residual_mlp.h"
 #include "gtl/nn/token_embedding.h"
 #include "gtl/tensor/tensor.h"
 
@@ -173,6 +177,50 @@ class VocabParallelCrossEntropy {
 
  private:
   Communicator& tp_;
+};
+
+// ---- 4. Sequence parallelism (sequence_parallel.cpp) -------------------------------------------
+// Outside the column/row pairs (LayerNorm, biases added after a sum, the residual adds) every
+// rank of the group above computes the same thing on the same [B, T, D] tensor. Sequence
+// parallelism cuts those regions along the SEQUENCE: rank r holds positions tp_slice(T) of every
+// sequence, x_r [B, T/k, D] (all B sequences, its T/k positions of each, in order), and the
+// group's all-reduce becomes an all-gather entering the column/row pair and a reduce-scatter
+// leaving it. T must be divisible by k: this lab refuses otherwise, as Megatron-LM does.
+
+// [B, T/k, D] float32 on every rank, rank r's positions -> [B, T, D], the whole sequence, the
+// same on every rank, each position exactly the bits its owner sent. One all-gather of B*T*D
+// floats.
+Tensor gather_sequence(const Tensor& shard, Communicator& tp);
+// [B, T, D] float32 on every rank, each rank's partial sum of the same tensor -> [B, T/k, D], the
+// sum over ranks (in rank order, as the deterministic all-reduce adds) of positions tp_slice(T).
+// One reduce-scatter of B*T*D floats. Throws gtl::Error naming T and k, before communicating,
+// unless k divides T.
+Tensor scatter_sequence(const Tensor& partial, Communicator& tp);
+
+// The core's nn::ResidualMLP, y = x + fc2(gelu(fc1(ln(x)))), D -> 4D -> D, with fc1
+// column-parallel and fc2 row-parallel as in step 1, and the LayerNorm, fc2's bias and the
+// residual add on this rank's positions only. Forward: x_r [B, T/k, D] float32 -> y_r
+// [B, T/k, D], rank r's positions of y. Backward: dy_r [B, T/k, D] -> dx_r [B, T/k, D], this
+// rank's shard gradients of fc1 and fc2, and the gradients of the replicated parameters
+// (ln.weight, ln.bias, fc2.bias): the same on every rank, the gradient of the whole batch.
+// Parameters "ln.weight" [D], "ln.bias" [D], "fc1.weight" [4D/k, D], "fc1.bias" [4D/k],
+// "fc2.weight" [D, 4D/k], "fc2.bias" [D] (src/sequence_parallel_mlp.cpp cuts them). Saved, and
+// nothing else: the LayerNorm's mean and rstd [B*T/k] each, x_r (the caller's tensor), fc1's
+// input [B*T, D], fc1's output and GELU's output [B*T, 4D/k] each; the activation-memory check
+// counts every byte a rank still holds after forward (handout, TODO 4). The group's traffic:
+// forward, one all-gather and one reduce-scatter of B*T*D floats; backward, the same two and one
+// all-reduce of D floats per replicated gradient.
+class SequenceParallelMLP final : public nn::Module {
+ public:
+  SequenceParallelMLP(const nn::ResidualMLP& full, Communicator& tp);
+
+ protected:
+  Tensor forward_impl(const Tensor& x, nn::Context& ctx) override;
+  Tensor backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) override;
+
+ private:
+  Communicator& tp_;
+  int64_t dim_;
 };
 
 }  // namespace lab08

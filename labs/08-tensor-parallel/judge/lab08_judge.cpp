@@ -10,6 +10,13 @@
 //   vocab-parallel-embedding  the core's TokenEmbedding, bit for bit
 //   vocab-parallel-loss       ops::cross_entropy on the full logits, within the loss bound
 //   vocab-parallel-memory     every rank's peak within one [N, V/k] buffer plus row vectors
+//   sequence-parallel-pair    the gathered sequence and every rank's reduce-scattered positions,
+//                             bit for bit; half the ring's bytes each; the refusals
+//   sequence-parallel-mlp     the step-1 computation (lab08_cases.h, tp_reference) bit for bit
+//                             at every rank's positions (the core's ResidualMLP at TP = 1); the
+//                             replicated gradients within their bound
+//   sequence-parallel-traffic the collectives in order, the ring all-reduce's bytes each pass
+//   sequence-parallel-memory  every rank's bytes after forward, exactly
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -203,6 +210,150 @@ std::string vocab_parallel_memory() {
   return "every rank's peak within one [N, V/k] buffer and row vectors";
 }
 
+// ---- TODO 4
+// ---------------------------------------------------------------------------------------
+
+std::string who_at(int k, int rank, const Case& c) {
+  return "TP = " + std::to_string(k) + ", rank " + std::to_string(rank) + " (" + c.str() + ")";
+}
+
+void judge_pair(const std::string& test, const Case& c) {
+  Recorded r(test);
+  gtl::Generator gen(c.seed + 9);
+  const Tensor whole = Tensor::normal({c.batch, c.time, lab08_cases::kSpDim}, gen);
+  auto partial = [&](int rank) {
+    gtl::Generator g(c.seed + 10 + static_cast<uint64_t>(rank));
+    return Tensor::normal({c.batch, c.time, lab08_cases::kSpDim}, g);
+  };
+  const int64_t bytes = c.rows() * lab08_cases::kSpDim * 4;
+  for (int k : lab08_cases::kSpTpSizes) {
+    Tensor sum = partial(0);
+    for (int q = 1; q < k; ++q) gtl::dist::reduce_into(sum, partial(q), gtl::dist::ReduceOp::Sum);
+    expect_bits(r, whole.to_vector(), "the gathered sequence at TP = " + std::to_string(k));
+    const int64_t part = c.time / k;
+    for (int rank = 0; rank < k; ++rank) {
+      const std::string who = who_at(k, rank, c);
+      expect_bits(r, lab08_cases::positions(sum, rank * part, (rank + 1) * part).to_vector(),
+                  "the reduce-scattered positions, " + who);
+      if (!r.next<bool>(who + " all-gather") || !r.next<bool>(who + " reduce-scatter"))
+        throw Rejection(r.test() + ": " + who + " did not issue one collective per function");
+      const auto g = r.next<int64_t>(who + " gather bytes"), s = r.next<int64_t>(who + " bytes");
+      if (g != (k - 1) * bytes / k || s != (k - 1) * bytes / k)
+        throw Rejection(r.test() + ": " + who + " sent " + std::to_string(g) + " and " +
+                        std::to_string(s) + " bytes, the judge computes " +
+                        std::to_string((k - 1) * bytes / k) + " each");
+    }
+  }
+}
+
+std::string sequence_parallel_pair() {
+  judge_pair("SequenceParallel.PairKeepsTheSequenceLayoutAtAFixedShape", Case{2, 12, 3});
+  const std::string seeded = "SequenceParallel.PairKeepsTheSequenceLayoutAtSeededShapes";
+  judge_pair(seeded, lab08_cases::seeded_sp_case(seeded));
+  Recorded r("SequenceParallel.PairRefusesASequenceTheGroupCannotSplit");
+  for (int i = 0; i < 4 + 2 + 3; ++i)  // T = 6 on 4 ranks, 7 on 2, 10 on 3: every rank refuses
+    if (!r.next<bool>("a rank's refusal"))
+      throw Rejection(r.test() + ": a rank did not refuse a sequence its group cannot split");
+  return "the pair's results bit for bit, half the ring's bytes each; T not divisible refused";
+}
+
+void judge_sp_mlp(const std::string& test, const Case& c) {
+  Recorded r(test);
+  gtl::ops::ScopedRowInvariant row_invariant(true);
+  const lab08_cases::SpCase m = lab08_cases::make_sp_case(c);
+  const int64_t n = c.rows(), d = lab08_cases::kSpDim;
+  nn::Context ctx;
+  const Tensor y1 = m.full->forward(m.x.reshape({n, d}), ctx);
+  const Tensor dx1 = m.full->backward(ctx, m.dy.reshape({n, d}));
+  const auto p = m.full->parameters();
+  const char* names[] = {"ln.weight", "ln.bias", "fc2.bias"};
+  for (int k : lab08_cases::kSpTpSizes) {
+    const lab08_cases::TpReference tp = lab08_cases::tp_reference(m, k);
+    const Tensor y = k == 1 ? y1 : tp.y, dx = k == 1 ? dx1 : tp.dx;
+    const std::vector<std::vector<float>> grads = {tp.ln_w.to_vector(), tp.ln_b.to_vector(),
+                                                   tp.fc2_b.to_vector()};
+    const std::vector<std::vector<double>> bounds = {
+        lab08_cases::replicated_bound(tp.dln, tp.xhat, k),
+        lab08_cases::replicated_bound(tp.dln, Tensor(), k),
+        lab08_cases::replicated_bound(m.dy.reshape({n, d}), Tensor(), k)};
+    const int64_t part = c.time / k;
+    for (int rank = 0; rank < k; ++rank) {
+      const std::string who = who_at(k, rank, c);
+      auto rows = [&](const Tensor& t) {
+        return lab08_cases::positions(t.reshape({c.batch, c.time, d}), rank * part,
+                                      (rank + 1) * part)
+            .to_vector();
+      };
+      expect_bits(r, rows(y), "y, " + who);
+      expect_bits(r, rows(dx), "dx, " + who);
+      for (int i = 0; i < 3; ++i) {
+        const std::string what = std::string(names[i]) + "'s gradient, " + who;
+        if (k == 1)
+          expect_bits(r, p[std::size_t(i == 2 ? 5 : i)].grad.to_vector(), what);
+        else
+          expect_within(r, grads[std::size_t(i)], bounds[std::size_t(i)], what);
+      }
+    }
+  }
+}
+
+std::string sequence_parallel_mlp() {
+  judge_sp_mlp("SequenceParallel.MlpEqualsTheTpMlpAtAFixedShape", Case{2, 12, 11});
+  const std::string seeded = "SequenceParallel.MlpEqualsTheTpMlpAtSeededShapes";
+  judge_sp_mlp(seeded, lab08_cases::seeded_sp_case(seeded));
+  Recorded r("SequenceParallel.MlpAccumulatesEveryGradientOnce");
+  for (int i = 0; i < 4 * (2 + 3); ++i)  // four gradients on every rank of TP = 2 and 3
+    if (!r.next<bool>("a gradient accumulated once"))
+      throw Rejection(r.test() +
+                      ": a gradient after two passes (the second accumulating) is not "
+                      "its single-pass value doubled");
+  return "every rank's y and dx the step-1 computation's bits; the replicated gradients within "
+         "their bound";
+}
+
+std::string sequence_parallel_traffic() {
+  const std::string test = "SequenceParallel.TrafficIsTheAllReducesBytesInTwoHalves";
+  Recorded r(test);
+  const Case c = lab08_cases::seeded_sp_case(test);
+  const int64_t bytes = c.rows() * lab08_cases::kSpDim * 4;
+  for (int k : {2, 3, 4}) {
+    const int64_t ring = 2 * (k - 1) * bytes / k;
+    for (int rank = 0; rank < k; ++rank) {
+      const std::string who = who_at(k, rank, c);
+      if (!r.next<bool>(who + " collectives"))
+        throw Rejection(r.test() + ": " + who +
+                        " did not issue the all-gather, reduce-scatter "
+                        "pair each way and three [D] all-reduces");
+      const auto fwd = r.next<int64_t>(who + " forward bytes");
+      const auto pair = r.next<int64_t>(who + " the pair's bytes");
+      if (fwd != ring || pair != 2 * ring)
+        throw Rejection(r.test() + ": " + who + " sent " + std::to_string(fwd) +
+                        " bytes forward and " + std::to_string(pair) +
+                        " in the pair's four calls, the judge computes " + std::to_string(ring) +
+                        " and " + std::to_string(2 * ring));
+    }
+  }
+  return "an all-gather and a reduce-scatter each way, the ring all-reduce's bytes per pass";
+}
+
+std::string sequence_parallel_memory() {
+  const std::string test = "SequenceParallel.ActivationMemoryOfTheLayerNormAndResidualFallsByK";
+  Recorded r(test);
+  const Case c = lab08_cases::seeded_sp_case(test);
+  const int64_t n = c.rows(), d = lab08_cases::kSpDim;
+  for (int k : lab08_cases::kSpTpSizes) {
+    const int64_t want =
+        4 * (2 * n * d + 2 * n) / k + 4 * (n * d + 2 * n * lab08_cases::kSpHidden / k);
+    for (int rank = 0; rank < k; ++rank) {
+      const auto got = r.next<int64_t>("a rank's bytes after forward");
+      if (got != want)
+        throw Rejection(r.test() + ": " + who_at(k, rank, c) + " held " + std::to_string(got) +
+                        " bytes after forward, the judge computes " + std::to_string(want));
+    }
+  }
+  return "every rank's activations after forward exactly: the LayerNorm/residual region 1/k";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -212,5 +363,9 @@ int main(int argc, char** argv) {
                           {"parallel-attention", parallel_attention},
                           {"vocab-parallel-embedding", vocab_parallel_embedding},
                           {"vocab-parallel-loss", vocab_parallel_loss},
-                          {"vocab-parallel-memory", vocab_parallel_memory}});
+                          {"vocab-parallel-memory", vocab_parallel_memory},
+                          {"sequence-parallel-pair", sequence_parallel_pair},
+                          {"sequence-parallel-mlp", sequence_parallel_mlp},
+                          {"sequence-parallel-traffic", sequence_parallel_traffic},
+                          {"sequence-parallel-memory", sequence_parallel_memory}});
 }

@@ -20,10 +20,17 @@
 #include <string>
 #include <vector>
 
+#include "gtl/distributed/communicator.h"
 #include "gtl/nn/activation.h"
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/linear.h"
+#include "gtl/nn/residual_mlp.h"
 #include "gtl/nn/token_embedding.h"
+#include "gtl/ops/activations.h"
+#include "gtl/ops/elementwise.h"
+#include "gtl/ops/layernorm.h"
+#include "gtl/ops/matmul.h"
+#include "gtl/ops/reduce.h"
 #include "gtl/tensor/tensor.h"
 #include "gtl_test_seed.h"
 
@@ -150,6 +157,122 @@ inline double dlogit_bound(double reference, bool is_label, int64_t rows) {
   const double p = reference * double(rows) + (is_label ? 1.0 : 0.0);
   return 2.0 * double(2 * kVocab + 8) * kU * (std::fabs(p) + std::fabs(reference) * double(rows)) /
          double(rows);
+}
+
+// ---- Step 4: sequence parallelism -------------------------------------------------------------
+// clang-format off
+constexpr int64_t kSpDim = 48;      // D of the sequence-parallel MLP: 4D = 192 splits over 2, 3, 4
+constexpr int64_t kSpHidden = 4 * kSpDim;
+// clang-format on
+inline const std::vector<int> kSpTpSizes = {1, 2, 3, 4};
+
+// B in {2, 3} (a rank's positions are one block of [B, T, D] only when B = 1) and T a multiple
+// of 12, so that every TP size of kSpTpSizes divides it.
+inline Case seeded_sp_case(const std::string& test) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  Case c;
+  c.batch = gtl::test_seed::draw(g, 2, 3);
+  c.time = 12 * gtl::test_seed::draw(g, 1, 2);
+  c.seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1000000));
+  return c;
+}
+
+// The unsharded residual MLP (LayerNorm weight and bias drawn too: a LayerNorm at its initial
+// 1 and 0 would hide a gradient's scale), its input and output gradient [B, T, D].
+struct SpCase {
+  std::unique_ptr<gtl::nn::ResidualMLP> full;
+  Tensor x, dy;
+};
+inline SpCase make_sp_case(const Case& c) {
+  gtl::Generator gen(c.seed);
+  SpCase m;
+  m.full = std::make_unique<gtl::nn::ResidualMLP>(kSpDim, gen);
+  auto p = m.full->parameters();
+  Tensor(p[0].value).copy_(Tensor::uniform({kSpDim}, gen, 0.5f, 1.5f));
+  Tensor(p[1].value).copy_(Tensor::uniform({kSpDim}, gen, -0.5f, 0.5f));
+  m.x = Tensor::normal({c.batch, c.time, kSpDim}, gen);
+  m.dy = Tensor::normal({c.batch, c.time, kSpDim}, gen);
+  return m;
+}
+
+// Positions [begin, end) of every sequence of a [B, T, D] tensor, [B, end - begin, D].
+inline Tensor positions(const Tensor& t, int64_t begin, int64_t end) {
+  const int64_t b = t.size(0), time = t.size(1), d = t.size(2), part = end - begin;
+  Tensor out = Tensor::empty({b, part, d});
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < part; ++j)
+      for (int64_t e = 0; e < d; ++e)
+        out.data<float>()[(i * part + j) * d + e] = t.data<float>()[(i * time + begin + j) * d + e];
+  return out;
+}
+
+// Step 1's tensor parallelism WITHOUT sequence parallelism on k ranks, emulated in one thread:
+// every rank holds the whole sequence, the LayerNorm and the residual on all of it, and the
+// partial sums of fc2 (forward) and of fc1's dx (backward) are added in rank order, as the
+// deterministic all-reduce (and reduce-scatter) adds them: acc = p_0; acc += p_1; ... So in the
+// core's deterministic mode a sequence-parallel rank's output and dx are, bit for bit, its
+// positions of these. The replicated gradients here are the LayerNorm's and the bias's over all
+// rows at once (a double sum rounded once); `dln` is the LayerNorm's output gradient.
+struct TpReference {
+  Tensor y, dx;              // [N, D]
+  Tensor ln_w, ln_b, fc2_b;  // replicated gradients [D]
+  Tensor dln, xhat;          // [N, D]: what the LayerNorm's weight gradient sums
+};
+inline TpReference tp_reference(const SpCase& m, int k) {
+  namespace ops = gtl::ops;
+  const auto p = m.full->parameters();
+  const int64_t n = m.x.size(0) * m.x.size(1), part = kSpHidden / k;
+  const Tensor x = m.x.reshape({n, kSpDim}), dy = m.dy.reshape({n, kSpDim});
+  const ops::LayerNormForward ln = ops::layernorm_forward(x, p[0].value, p[1].value);
+  std::vector<Tensor> hs;
+  Tensor sum, dsum;
+  for (int r = 0; r < k; ++r) {
+    const Tensor w1 = p[2].value.slice(r * part, (r + 1) * part).clone();
+    const Tensor b1 = p[3].value.slice(r * part, (r + 1) * part).clone();
+    const Tensor w2 = columns(p[4].value, r * part, (r + 1) * part);
+    Tensor h = ops::matmul(ln.out, w1, false, true);
+    ops::bias_add_(h, b1);
+    const Tensor y = ops::matmul(ops::gelu(h), w2, false, true);
+    const Tensor dh = ops::gelu_backward(h, ops::matmul(dy, w2));
+    const Tensor dx = ops::matmul(dh, w1);
+    if (r == 0) {
+      sum = y, dsum = dx;
+    } else {
+      gtl::dist::reduce_into(sum, y, gtl::dist::ReduceOp::Sum);
+      gtl::dist::reduce_into(dsum, dx, gtl::dist::ReduceOp::Sum);
+    }
+  }
+  ops::bias_add_(sum, p[5].value);
+  TpReference ref;
+  ref.y = ops::add(x, sum);
+  const ops::LayerNormBackward lb = ops::layernorm_backward(dsum, x, p[0].value, ln.mean, ln.rstd);
+  ref.dx = ops::add(dy, lb.dx);
+  ref.ln_w = lb.dweight, ref.ln_b = lb.dbias, ref.fc2_b = ops::sum_rows(dy);
+  ref.dln = dsum;
+  ref.xhat = Tensor::empty({n, kSpDim});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < kSpDim; ++c)
+      ref.xhat.data<float>()[i * kSpDim + c] =
+          (x.data<float>()[i * kSpDim + c] - ln.mean.data<float>()[i]) * ln.rstd.data<float>()[i];
+  return ref;
+}
+
+// A replicated gradient sum_i t_i over N rows (t_i = dy_i, or dln_i * xhat_i for the LayerNorm's
+// weight): the unsharded layer sums all N rows in double and rounds once; a sequence-parallel
+// rank sums its N/k rows in double, rounds, and the all-reduce adds the k float partials in rank
+// order (k - 1 more roundings). Each result is within k u sum_i |t_i| of the exact sum (plus the
+// double sums' N 2^-53, far below u), so the two differ by at most 2 (k + 1) u sum_i |t_i|.
+// `a` and `b` [N, C] (b undefined: t_i = a_i) -> the bound per column [C].
+inline std::vector<double> replicated_bound(const Tensor& a, const Tensor& b, int k) {
+  const int64_t n = a.size(0), cols = a.size(1);
+  std::vector<double> bound(static_cast<std::size_t>(cols), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < cols; ++c)
+      bound[static_cast<std::size_t>(c)] +=
+          std::fabs(double(a.data<float>()[i * cols + c]) *
+                    (b.defined() ? double(b.data<float>()[i * cols + c]) : 1.0));
+  for (double& v : bound) v *= 2.0 * double(k + 1) * kU;
+  return bound;
 }
 
 }  // namespace lab08_cases
