@@ -25,6 +25,7 @@
 #include "gtl/nn/models.h"
 #include "gtl_judge.h"
 #include "lab05_cases.h"
+#include "ring_processes.h"
 
 namespace {
 
@@ -70,6 +71,29 @@ std::string ring_cost() {
     }
   }
   return "every rank's sum, traffic and memory are the ring's at every seeded size";
+}
+
+// Three processes: each rank's sum and traffic at the seeded sizes.
+std::string ring_processes() {
+  Recorded r("RingProcesses.ThreeProcessesHoldTheExactSumAndMoveEveryChunk");
+  const int world = lab05_cases::kRingProcesses;
+  const std::vector<int64_t> sizes = lab05_cases::seeded_ring_process_sizes();
+  for (int rank = 0; rank < world; ++rank) {
+    for (const int64_t n : sizes) {
+      std::vector<double> sum(static_cast<std::size_t>(n), 0.0);
+      for (int q = 0; q < world; ++q) {
+        const std::vector<float> in = lab05::ring_process_input(gtl::test_seed::seed(), q, n);
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += in[i];
+      }
+      const std::string who = "rank " + std::to_string(rank) + ", n = " + std::to_string(n);
+      r.expect_digest(std::vector<float>(sum.begin(), sum.end()), who + ": the sum");
+      const int64_t bytes = 2 * (world - 1) * ((n + world - 1) / world) * 4;
+      gtl::judge::expect_equal(r.next<int64_t>(who + ": bytes sent"), bytes, who + ": bytes sent");
+      gtl::judge::expect_equal(r.next<int64_t>(who + ": bytes received"), bytes,
+                               who + ": bytes received");
+    }
+  }
+  return "every process holds the exact sum and moved every chunk";
 }
 
 std::string distributed_sampler() {
@@ -321,6 +345,7 @@ int main(int argc, char** argv) {
   return gtl::judge::run(argc, argv,
                          {{"ring-all-reduce", ring_all_reduce},
                           {"ring-cost", ring_cost},
+                          {"ring-processes", ring_processes},
                           {"distributed-sampler", distributed_sampler},
                           {"broadcast-weights", broadcast_weights},
                           {"naive-ddp", naive_ddp},

@@ -1,8 +1,9 @@
 // TODO 7: the DDP run as two and as three real processes under mpirun (MPI backend, CPU) gives bit
-// for bit the in-process result. The tests start `mpirun -np 2` and `mpirun -np 3 lab05_ddp_train`
-// themselves, so they run under the grader like any other test; skipped, with the reason, in a
-// build without OpenMPI. Each launch ends within kJobTimeoutS + 10 s (launched_job.h), and the
-// three launches of this program together within its CTest timeout (CMakeLists.txt).
+// for bit the in-process result. TODO 1: the ring across three real processes (RingProcesses.*).
+// The tests start `mpirun -np 2` and `mpirun -np 3 lab05_ddp_train` themselves, so they run under
+// the grader like any other test; skipped, with the reason, in a build without OpenMPI. Each launch
+// ends within kJobTimeoutS + 10 s (launched_job.h), and the three launches of this program together
+// within its CTest timeout (CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -15,8 +16,11 @@
 #include "ddp_training.h"
 #include "gtl/distributed/in_process.h"
 #include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
+#include "lab05_cases.h"
 #include "lab05_test_util.h"
 #include "launched_job.h"
+#include "ring_processes.h"
 
 namespace lab05 {
 namespace {
@@ -92,6 +96,73 @@ TEST(RealProcesses, MpirunThreeProcessesMatchThreeInProcessRanks) {
   const std::string out = temp_path();
   expect_matches(gtl::testing::mpirun(mpiexec, 3) + " " + LAB05_DDP_TRAIN + " --out " + out, out, 3,
                  "mpi", "RealProcesses.MpirunThreeProcessesMatchThreeInProcessRanks");
+}
+
+// TODO 1 across real processes. In-process ranks are threads: a ring could read its neighbours'
+// tensors through a global, make the expected send_recv calls and pass every in-process check.
+// Three processes share no memory, so here only what the ring sends arrives. Each rank must hold
+// the exact sum (the inputs are small integers: any order gives the same bits) and must have sent
+// and received 2(N-1) chunks of ceil(n/N) floats, at sizes from the grading seed.
+TEST(RingProcesses, ThreeProcessesHoldTheExactSumAndMoveEveryChunk) {
+  const std::string mpiexec = LAB05_MPIEXEC;
+  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const int world = lab05_cases::kRingProcesses;
+  const std::vector<int64_t> sizes = lab05_cases::seeded_ring_process_sizes();
+  const uint64_t seed = gtl::test_seed::seed();
+  std::string list;
+  for (const int64_t n : sizes) list += (list.empty() ? "" : ",") + std::to_string(n);
+  const std::string prefix = "/tmp/lab05_ring_" + std::to_string(::getpid());
+  const std::string command = gtl::testing::mpirun(mpiexec, world) + " " + LAB05_RING_PROCESSES +
+                              " --seed " + std::to_string(seed) + " --sizes " + list + " --out " +
+                              prefix;
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  // Every rank's file, read and removed before any assertion can return.
+  std::vector<std::vector<RingRun>> files(static_cast<std::size_t>(world));
+  std::vector<int> file_world(static_cast<std::size_t>(world), 0);
+  std::vector<std::string> unreadable(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const std::string path = prefix + "." + std::to_string(r);
+    const auto i = static_cast<std::size_t>(r);
+    if (job.status == 0) {
+      try {
+        files[i] = read_ring_runs(path, &file_world[i]);
+      } catch (const std::exception& e) {
+        unreadable[i] = e.what();
+      }
+    }
+    std::remove(path.c_str());
+  }
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
+  gtl::judge::Outputs recorded("RingProcesses.ThreeProcessesHoldTheExactSumAndMoveEveryChunk");
+  for (int r = 0; r < world; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const std::vector<RingRun>& runs = files[i];
+    ASSERT_EQ(unreadable[i], "") << "rank " << r << "'s result file";
+    ASSERT_EQ(file_world[i], world) << "rank " << r << " saw another world size";
+    ASSERT_EQ(runs.size(), sizes.size()) << "rank " << r << " wrote " << runs.size() << " runs";
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const int64_t n = sizes[k], c = (n + world - 1) / world;
+      std::vector<double> sum(static_cast<std::size_t>(n), 0.0);
+      for (int q = 0; q < world; ++q) {
+        const std::vector<float> in = ring_process_input(seed, q, n);
+        for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += in[e];
+      }
+      const std::vector<float> want(sum.begin(), sum.end());
+      const RingRun& run = runs[k];
+      recorded.record_digest(run.values.data(), run.values.size());
+      recorded.record_all(std::vector<int64_t>{run.bytes_sent, run.bytes_received});
+      EXPECT_EQ(testing::bitwise_diff(run.values, want), "")
+          << "rank " << r << " of " << world << " processes, n = " << n
+          << ": after your ring every rank must hold the element-wise sum of all ranks' inputs. "
+          << "Processes share no memory: what a rank did not receive through the communicator "
+          << "cannot be in its sum (" << gtl::test_seed::describe() << ")";
+      EXPECT_TRUE(run.bytes_sent == 2 * (world - 1) * c * 4 &&
+                  run.bytes_received == 2 * (world - 1) * c * 4)
+          << "rank " << r << ", n = " << n << ": expected " << 2 * (world - 1) * c * 4
+          << " bytes sent and received (2(N-1) chunks of c = " << c << " floats), got "
+          << run.bytes_sent << " sent and " << run.bytes_received << " received";
+    }
+  }
 }
 
 }  // namespace

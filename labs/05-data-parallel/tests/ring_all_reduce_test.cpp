@@ -48,9 +48,10 @@ TEST(RingAllReduce, EveryRankGetsTheExactSumForAnyRankCountAndSize) {
     for (int r = 0; r < c.world; ++r) {
       EXPECT_EQ(testing::bitwise_diff(got[r], expected), "")
           << "ring_all_reduce, N = " << c.world << " ranks, n = " << c.n << " elements, rank " << r
-          << ": every rank must end with the element-wise sum of all ranks' inputs. Revisit the "
-          << "chunk indices of the two phases (reduce-scatter: send r-s, add into r-s-1; "
-          << "all-gather: send r+1-s, receive r-s) and the zero padding when N does not divide n";
+          << ": every rank must end with the element-wise sum of all ranks' inputs. Revisit your "
+          << "table of which chunk each rank sends and receives at each step of the two phases "
+          << "(does every chunk pass through every rank once per phase?) and the zero padding "
+          << "when N does not divide n";
     }
   }
 }
