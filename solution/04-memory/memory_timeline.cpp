@@ -6,31 +6,44 @@
 
 namespace lab04 {
 
+// SOLUTION(lab04) step 3: what the timeline keeps besides its events.
+struct MemoryTimeline::State {
+  std::unordered_map<const void*, std::pair<int64_t, Category>> live;  // bytes, category
+  std::array<int64_t, kNumCategories> live_by_category{};
+  std::array<int64_t, kNumCategories> peak_by_category{};
+};
+// END SOLUTION(lab04)
+
+MemoryTimeline::MemoryTimeline() : state_(std::make_unique<State>()) {}
+MemoryTimeline::~MemoryTimeline() = default;
+MemoryTimeline::MemoryTimeline(MemoryTimeline&&) noexcept = default;
+MemoryTimeline& MemoryTimeline::operator=(MemoryTimeline&&) noexcept = default;
+
 // SOLUTION(lab04) step 3: record, replay, export.
 void MemoryTimeline::on_alloc(const void* ptr, int64_t bytes, Category category) {
   if (ptr == nullptr || bytes <= 0) return;
   const auto c = static_cast<std::size_t>(category);
-  live_[ptr] = {bytes, category};
-  live_by_category_[c] += bytes;
-  peak_by_category_[c] = std::max(peak_by_category_[c], live_by_category_[c]);
+  state_->live[ptr] = {bytes, category};
+  state_->live_by_category[c] += bytes;
+  state_->peak_by_category[c] = std::max(state_->peak_by_category[c], state_->live_by_category[c]);
   events_.push_back({category, bytes, live_bytes()});
 }
 void MemoryTimeline::on_free(const void* ptr) {
-  const auto it = live_.find(ptr);
-  if (it == live_.end())
+  const auto it = state_->live.find(ptr);
+  if (it == state_->live.end())
     throw gtl::Error("memory timeline: free of a pointer that is not live (double free?)");
   const auto [bytes, category] = it->second;
-  live_.erase(it);
-  live_by_category_[static_cast<std::size_t>(category)] -= bytes;
+  state_->live.erase(it);
+  state_->live_by_category[static_cast<std::size_t>(category)] -= bytes;
   events_.push_back({category, -bytes, live_bytes()});
 }
 int64_t MemoryTimeline::live_bytes() const {
   int64_t total = 0;
-  for (int64_t b : live_by_category_) total += b;
+  for (int64_t b : state_->live_by_category) total += b;
   return total;
 }
 int64_t MemoryTimeline::live_bytes(Category c) const {
-  return live_by_category_[static_cast<std::size_t>(c)];
+  return state_->live_by_category[static_cast<std::size_t>(c)];
 }
 int64_t MemoryTimeline::peak_event() const {
   int64_t best = -1;
@@ -51,7 +64,7 @@ int64_t MemoryTimeline::bytes_at_peak(Category c) const {
   return live;
 }
 int64_t MemoryTimeline::peak_bytes(Category c) const {
-  return peak_by_category_[static_cast<std::size_t>(c)];
+  return state_->peak_by_category[static_cast<std::size_t>(c)];
 }
 nlohmann::json MemoryTimeline::to_json() const {
   nlohmann::json j;
@@ -73,8 +86,9 @@ MemoryTimeline MemoryTimeline::from_json(const nlohmann::json& j) {
     if (c == kNumCategories) throw gtl::Error("memory timeline: unknown category in the JSON");
     const auto k = static_cast<std::size_t>(c);
     t.events_.push_back({Category(c), e.at("bytes").get<int64_t>(), e.at("live").get<int64_t>()});
-    t.live_by_category_[k] += t.events_.back().bytes;
-    t.peak_by_category_[k] = std::max(t.peak_by_category_[k], t.live_by_category_[k]);
+    t.state_->live_by_category[k] += t.events_.back().bytes;
+    t.state_->peak_by_category[k] =
+        std::max(t.state_->peak_by_category[k], t.state_->live_by_category[k]);
   }
   return t;
 }

@@ -190,6 +190,11 @@ struct TimelineEvent {
 
 class MemoryTimeline {
  public:
+  MemoryTimeline();
+  ~MemoryTimeline();
+  MemoryTimeline(MemoryTimeline&&) noexcept;
+  MemoryTimeline& operator=(MemoryTimeline&&) noexcept;
+
   // Called by TimelineAllocator after each successful allocation / before each free.
   // (An allocator never hands out a live pointer twice: on_alloc need not check for it.)
   void on_alloc(const void* ptr, int64_t bytes, Category category);  // TODO 3
@@ -213,10 +218,9 @@ class MemoryTimeline {
 
  private:
   std::vector<TimelineEvent> events_;
-  // Yours to use as you like (the pointer's bytes and category, the live bytes per category):
-  std::unordered_map<const void*, std::pair<int64_t, Category>> live_;
-  std::array<int64_t, kNumCategories> live_by_category_{};
-  std::array<int64_t, kNumCategories> peak_by_category_{};
+  // Whatever else the queries need: yours to design (memory_timeline.cpp defines it; TODO 3).
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Provided: an Allocator that forwards to `inner` and tells `timeline` about every allocation

@@ -716,23 +716,31 @@ std::string fixed_loop() {
 // the judge derives everything else from the events itself (derive above), never from code a
 // student wrote.
 namespace lab04 {
+struct MemoryTimeline::State {
+  std::unordered_map<const void*, std::pair<int64_t, Category>> live;  // bytes, category
+  std::array<int64_t, kNumCategories> live_by_category{};
+  int64_t total() const {
+    int64_t live_bytes = 0;
+    for (int64_t b : live_by_category) live_bytes += b;
+    return live_bytes;
+  }
+};
+MemoryTimeline::MemoryTimeline() : state_(std::make_unique<State>()) {}
+MemoryTimeline::~MemoryTimeline() = default;
 void MemoryTimeline::on_alloc(const void* ptr, int64_t bytes, Category category) {
   if (ptr == nullptr || bytes <= 0) return;
-  live_[ptr] = {bytes, category};
-  live_by_category_[static_cast<std::size_t>(category)] += bytes;
-  int64_t live = 0;
-  for (int64_t b : live_by_category_) live += b;
-  events_.push_back({category, bytes, live});
+  state_->live[ptr] = {bytes, category};
+  state_->live_by_category[static_cast<std::size_t>(category)] += bytes;
+  events_.push_back({category, bytes, state_->total()});
 }
 void MemoryTimeline::on_free(const void* ptr) {
-  const auto it = live_.find(ptr);
-  if (it == live_.end()) throw gtl::Error("the judge's recorder: free of a pointer not live");
+  const auto it = state_->live.find(ptr);
+  if (it == state_->live.end())
+    throw gtl::Error("the judge's recorder: free of a pointer not live");
   const auto [bytes, category] = it->second;
-  live_.erase(it);
-  live_by_category_[static_cast<std::size_t>(category)] -= bytes;
-  int64_t live = 0;
-  for (int64_t b : live_by_category_) live += b;
-  events_.push_back({category, -bytes, live});
+  state_->live.erase(it);
+  state_->live_by_category[static_cast<std::size_t>(category)] -= bytes;
+  events_.push_back({category, -bytes, state_->total()});
 }
 }  // namespace lab04
 

@@ -57,8 +57,10 @@ TEST(GradAccumulation, GradientsEqualTheWholeBatchWithinTheDerivedTolerance) {
     for (std::size_t i = 0; i < expected[t].size(); ++i) {
       ASSERT_NEAR(got[t][i], expected[t][i], tolerance)
           << "TODO 4: parameter " << t << " element " << i
-          << ": accumulated gradient differs from the whole batch's. Scale each micro-batch's "
-             "loss by 1/k, OVERWRITE on the first micro-batch and ACCUMULATE on the others.";
+          << ": accumulated gradient differs from the whole batch's. Revisit what the whole "
+             "batch's mean loss is in terms of the k micro-batch means, and what each "
+             "micro-batch's "
+             "backward must do to the gradients already there.";
     }
   }
 }

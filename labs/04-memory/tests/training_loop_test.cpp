@@ -26,9 +26,8 @@ TEST(TrainingLoop, PeakStaysWithinOneStep) {
       << " bytes above the model, AdamW and batches; one step needs " << one_step
       << " (bound). Over by " << (loop - one_step)
       << " bytes = " << double(loop - one_step) / logits << " x one batch's logits (" << logits
-      << " B). A multiple of the logits: outputs kept (in a "
-      << "list, or alive while backward runs); more: gradients copied and kept. Log each step "
-         "as it happens and keep nothing across steps.";
+      << " B). Revisit which tensors of a step are still referenced when the next step "
+         "allocates, and which are alive longer than the line that needs them.";
 }
 
 TEST(TrainingLoop, ResultsAreBitwiseTheHungryLoops) {
