@@ -131,9 +131,9 @@ class NoSyncAccumulator {
 };
 
 // ---- 7. Real processes (ddp_main.cpp: the program lab05_ddp_train) -----------------------------
-// The program's body: this process's communicator from the launcher's environment
-// (gtl::dist::init_from_environment), deterministic reductions where the backend has them, the
-// lab's training run (ddp_training.h: train_lab_model), and rank 0 writes the result file.
+// The program's body: this process is one rank of the lab's training (ddp_training.h) in the job
+// the launcher started (a world of one without a launcher), and rank 0's result file must equal
+// the in-process run on as many ranks bit for bit.
 int ddp_main(int argc, char** argv);
 
 }  // namespace lab05
