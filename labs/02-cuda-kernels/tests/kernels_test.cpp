@@ -144,7 +144,7 @@ TEST(Sgemm, SmallIntegersGiveTheExactProduct) {
       EXPECT_EQ(got, expected)
           << name << ", M N K = " << m << " " << n << " " << k
           << ": integer products are exact in float32; a difference means a wrong index, a "
-             "missing edge, or a tile loaded before __syncthreads";
+             "missing edge, or a race on a shared tile";
     }
   }
 }
