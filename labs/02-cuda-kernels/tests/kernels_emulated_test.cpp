@@ -72,13 +72,13 @@ TEST(EmulatedReduce, BlockReduceTwiceInARow) {
     for (int t = 0; t < threads; ++t) {
       const float got_max = out[2 * t], got_sum = out[2 * t + 1];
       if (got_max != want_max || !reduce_close(got_sum, want_sum, magnitude)) {
-        ADD_FAILURE() << "TODO 1b block_reduce called twice in a row (a max, then a sum), "
-                      << threads << " threads, " << n << " values: thread " << t << " got max "
-                      << got_max << " and sum " << got_sum << ", expected " << want_max << " and "
-                      << want_sum
-                      << " (a warp that runs ahead overwrote scratch before the others read "
-                         "it: the __syncthreads at the start of block_reduce; or not every "
-                         "thread gets the result)";
+        ADD_FAILURE()
+            << "TODO 1b block_reduce called twice in a row (a max, then a sum), " << threads
+            << " threads, " << n << " values: thread " << t << " got max " << got_max << " and sum "
+            << got_sum << ", expected " << want_max << " and " << want_sum
+            << " (a warp that ran ahead into the second call overwrote scratch before the "
+               "others had read it in the first: revisit what orders one call's reads of "
+               "scratch before the next call's writes; or not every thread gets the result)";
         break;
       }
     }
