@@ -4,11 +4,10 @@
 // y = (x - mean) * rstd * weight + bias. mean and rstd are saved for the backward pass.
 //
 //   naive  (provided) one thread per row: uncoalesced, as in the naive softmax; sums in double.
-//   block  (5) one block per row: coalesced strided loops, block reductions (warp shuffles, then
-//          shared memory) for the two sums. The variance is computed from (x - mean), not as
-//          E[x^2] - mean^2, which loses every digit when |mean| >> std (large magnitudes).
-//          Each thread loads 4 elements before using any (4 requests in flight, as in the
-//          softmax); the second and third reads of the row come from L1/L2, not HBM.
+//   block  (5) one block per row: coalesced loads, several in flight per thread (as in the
+//          softmax), the row's statistics through block reductions, and a variance that stays
+//          accurate in float32 when |mean| >> std. A read of the row after the first comes from
+//          L1/L2, not HBM.
 //   backward (5b) dx, derived from the forward by hand: one block per row as in the forward.
 //          dweight and dbias are sums over the rows, one per column: the kernel that computes
 //          them must read memory coalesced and give the same bits on every run (no atomics).

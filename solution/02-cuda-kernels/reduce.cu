@@ -2,8 +2,9 @@
 //
 //   naive   (provided) every thread atomicAdds its element into *out: correct, but all the
 //           additions queue on one address, so it runs at the speed of one atomic unit.
-//   shared  (1a) each block sums blockDim.x elements in shared memory with a tree (halving the
-//           active threads each step), then one atomicAdd per block.
+//   shared  (1a) each block sums its blockDim.x elements as a tree of pairwise additions in
+//           shared memory (log2(blockDim.x) levels, the additions of a level in parallel), then
+//           one atomicAdd per block.
 //   warp    (1b) the first levels of the tree inside a warp need neither shared memory nor
 //           __syncthreads: __shfl_xor_sync passes registers between the 32 lanes directly
 //           (block_reduce.cuh, also used by the softmax and layernorm kernels).

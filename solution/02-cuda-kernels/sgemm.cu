@@ -4,15 +4,15 @@
 //                   the rows. A warp's 32 threads then read 32 different rows of A and write 32
 //                   rows of C: no load or store is coalesced, and every A and B value is fetched
 //                   from memory once per use (2 M N K loads in all).
-//   tiled           (3a) a block computes a 32x32 tile of C with threadIdx.x walking the columns,
-//                   so a warp reads and writes consecutive addresses (coalesced). A and B tiles of
-//                   32x32 are staged in shared memory and each loaded value is used 32 times.
+//   tiled           (3a) a block computes a 32x32 tile of C from 32x32 tiles of A and B staged in
+//                   shared memory: each value loaded from global memory is used 32 times, and
+//                   every global load and store of a warp is coalesced.
 //   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8 block
 //                   held in registers. Per k step a thread reads 8 values of A and 8 of B from
 //                   shared memory and does 64 multiply-adds: 4x the arithmetic per shared-memory
 //                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace,
 //                   provided the layout keeps shared memory free of bank conflicts (3b's decision).
-// Every version handles any M, N, K (edges are zero-filled on load and masked on store).
+// Every version handles any M, N, K, and reads and writes nothing outside the three matrices.
 #include <cuda_runtime.h>
 
 #include "kernels.h"

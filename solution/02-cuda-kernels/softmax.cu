@@ -5,14 +5,11 @@
 //
 //   naive   (provided) one thread per row, three passes over the row (max, sum, write): a warp's
 //           32 threads read 32 different rows, so no load is coalesced.
-//   online  (4) one block per row. Each thread walks its strided part of the row once, keeping a
-//           running max m and a running sum s of exp(x - m); when m grows, s is rescaled by
-//           exp(m_old - m_new) (the "online softmax" of Milakov & Gimelshein). The block then
-//           combines the (m, s) pairs, and a second pass writes exp(x - m) / s. Consecutive threads
-//           touch consecutive elements: every load is coalesced. Each thread loads 4 elements
-//           before using any, so 4 requests per thread are in flight: with one, the SMs cannot
-//           keep enough bytes on the way to fill HBM's bandwidth (Little's law, see the handout).
-//           The second read of the row comes from L2, not HBM.
+//   online  (4) one block per row: one pass over the row gathers its max and its sum of
+//           exponentials together (the "online softmax" of Milakov & Gimelshein, see the
+//           handout), a second pass writes y, reading the row from L2 rather than HBM. Loads are
+//           coalesced, and each thread keeps several in flight: with one, the SMs cannot keep
+//           enough bytes on the way to fill HBM's bandwidth (Little's law, see the handout).
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"

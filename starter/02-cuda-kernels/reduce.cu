@@ -2,8 +2,9 @@
 //
 //   naive   (provided) every thread atomicAdds its element into *out: correct, but all the
 //           additions queue on one address, so it runs at the speed of one atomic unit.
-//   shared  (1a) each block sums blockDim.x elements in shared memory with a tree (halving the
-//           active threads each step), then one atomicAdd per block.
+//   shared  (1a) each block sums its blockDim.x elements as a tree of pairwise additions in
+//           shared memory (log2(blockDim.x) levels, the additions of a level in parallel), then
+//           one atomicAdd per block.
 //   warp    (1b) the first levels of the tree inside a warp need neither shared memory nor
 //           __syncthreads: __shfl_xor_sync passes registers between the 32 lanes directly
 //           (block_reduce.cuh, also used by the softmax and layernorm kernels).
@@ -41,10 +42,12 @@ __global__ void reduce_naive_kernel(const float* x, float* out, int64_t n) {
 }
 
 __global__ void reduce_shared_kernel(const float* x, float* out, int64_t n) {
-  // TODO(lab02) step 1a: add this block's kBlock elements of x (0 past n) to *out through a
-  // shared-memory tree: at each step half of the threads still adding add a partner's partial to
-  // their own, until thread 0 holds the block's sum and atomicAdds it. Hint: each step reads what
-  // other threads wrote in the step before. About 9 lines.
+  // TODO(lab02) step 1a: *out gains the sum of this block's kBlock elements of x (those past n
+  // count as 0), added up as a tree in shared memory: each level adds pairs of partial sums in
+  // parallel until one holds the block's sum, then one atomicAdd for the whole block. Decide which
+  // thread adds which pair at each level, and what guarantees that a level never reads a partial
+  // sum before it is stored. Hint: for each level, look at which threads of a warp still work
+  // and which banks they touch (handout: Shared memory and bank conflicts). About 9 lines.
   (void)x, (void)out, (void)n;
   // END TODO(lab02)
 }

@@ -4,15 +4,15 @@
 //                   the rows. A warp's 32 threads then read 32 different rows of A and write 32
 //                   rows of C: no load or store is coalesced, and every A and B value is fetched
 //                   from memory once per use (2 M N K loads in all).
-//   tiled           (3a) a block computes a 32x32 tile of C with threadIdx.x walking the columns,
-//                   so a warp reads and writes consecutive addresses (coalesced). A and B tiles of
-//                   32x32 are staged in shared memory and each loaded value is used 32 times.
+//   tiled           (3a) a block computes a 32x32 tile of C from 32x32 tiles of A and B staged in
+//                   shared memory: each value loaded from global memory is used 32 times, and
+//                   every global load and store of a warp is coalesced.
 //   register tiled  (3b) a block computes 128x128 of C with 256 threads, each thread an 8x8 block
 //                   held in registers. Per k step a thread reads 8 values of A and 8 of B from
 //                   shared memory and does 64 multiply-adds: 4x the arithmetic per shared-memory
 //                   load of the tiled kernel, so the FP32 units, not shared memory, set the pace,
 //                   provided the layout keeps shared memory free of bank conflicts (3b's decision).
-// Every version handles any M, N, K (edges are zero-filled on load and masked on store).
+// Every version handles any M, N, K, and reads and writes nothing outside the three matrices.
 #include <cuda_runtime.h>
 
 #include "kernels.h"
@@ -34,11 +34,13 @@ __global__ void sgemm_naive_kernel(const float* a, const float* b, float* c, int
 constexpr int kTile = 32;
 
 __global__ void sgemm_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // TODO(lab02) step 3a: thread (ty, tx) computes C[blockIdx.y * kTile + ty][blockIdx.x * kTile +
-  // tx] (tx along the columns: a warp then reads B and writes C at consecutive addresses). Walk K
-  // in steps of kTile: the block stages a kTile x kTile tile of A and one of B in shared memory (0
-  // outside the matrices), and each thread takes its kTile products from there. Hint: no thread may
-  // read a tile before all have written it, nor overwrite it while others still read it.
+  // TODO(lab02) step 3a: the block owns the kTile x kTile tile of C that the launcher's grid
+  // (below) gives it and writes each of its elements once, for any M, N and K, nothing outside C.
+  // K is walked in kTile-wide slices staged in shared memory, so that each element of A and B the
+  // block needs comes from global memory once. Decide which thread computes which element of C
+  // and which thread loads which tile entry, so that every global load and store of a warp is
+  // coalesced (handout: Coalescing), and what a tile holds past the edges of the matrices.
+  // Hint: for one slice of K and the next, list who writes each tile entry and who reads it.
   // About 14 lines.
   (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
   // END TODO(lab02)

@@ -5,14 +5,11 @@
 //
 //   naive   (provided) one thread per row, three passes over the row (max, sum, write): a warp's
 //           32 threads read 32 different rows, so no load is coalesced.
-//   online  (4) one block per row. Each thread walks its strided part of the row once, keeping a
-//           running max m and a running sum s of exp(x - m); when m grows, s is rescaled by
-//           exp(m_old - m_new) (the "online softmax" of Milakov & Gimelshein). The block then
-//           combines the (m, s) pairs, and a second pass writes exp(x - m) / s. Consecutive threads
-//           touch consecutive elements: every load is coalesced. Each thread loads 4 elements
-//           before using any, so 4 requests per thread are in flight: with one, the SMs cannot
-//           keep enough bytes on the way to fill HBM's bandwidth (Little's law, see the handout).
-//           The second read of the row comes from L2, not HBM.
+//   online  (4) one block per row: one pass over the row gathers its max and its sum of
+//           exponentials together (the "online softmax" of Milakov & Gimelshein, see the
+//           handout), a second pass writes y, reading the row from L2 rather than HBM. Loads are
+//           coalesced, and each thread keeps several in flight: with one, the SMs cannot keep
+//           enough bytes on the way to fill HBM's bandwidth (Little's law, see the handout).
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -39,13 +36,13 @@ static_assert(kBlock % 32 == 0 && kUnroll >= 1, "block_reduce needs whole warps"
 
 __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
   // TODO(lab02) step 4: the softmax of row blockIdx.x, y[c] = exp(x[c] - max) / sum_j exp(x[j] -
-  // max), reading the row once for the statistics and once to write y (online softmax, handout).
-  // A row may hold -INFINITY (masked) logits: they give exactly 0, never NaN.
-  // Hints: each thread keeps a running max and a running sum of exponentials relative to it over
-  // its strided part of the row, rescaling the sum whenever the max grows; block_reduce (scratch of
-  // kBlock / 32 floats) then gives the row's max and, once every thread's sum is brought to that
-  // max, the row's sum. Keep kUnroll loads in flight per thread (handout: Little's law) to approach
-  // the memory bandwidth. About 35 lines.
+  // max), for any row length and logits up to 1e4, reading the row from global memory twice:
+  // once for its statistics (online softmax, handout), once to write y. A row may hold -INFINITY
+  // (masked) logits: they give exactly 0 and never turn the rest of the row into NaN. Loads
+  // coalesced, kUnroll of them in flight per thread (handout: Little's law). block_reduce (scratch
+  // of kBlock / 32 floats) gives a block's sum or max, nothing else: decide how the threads'
+  // partial statistics become the row's. Hint: run your update and your merge by hand on a
+  // thread that saw only masked logits, or none. About 35 lines.
   (void)x, (void)y, (void)cols;
   // END TODO(lab02)
 }

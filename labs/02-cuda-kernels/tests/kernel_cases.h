@@ -159,7 +159,8 @@ inline LayerNormReference layernorm_reference(const LayerNormInput& in, int rows
 }
 // At a mean of 1e4, float32 resolves x to 1e-3 and the mean rounded to float is off by up to half
 // of that: (x - mean) * rstd * w is off by ~2e-3 in any float32 kernel (rstd ~1.7 here), while
-// E[x^2] - mean^2 is off by O(1). The tolerance follows the offset.
+// a variance that cancels (two numbers near 1e8 subtracted) is off by O(1). The tolerance follows
+// the offset.
 inline double layernorm_tolerance(float offset) {
   return offset > 0 ? 5e-3 : 1e-4;
 }

@@ -45,7 +45,9 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 TEST(EmulatedReduce, SharedMemoryTree) {
   expect_reduces_every_case("EmulatedReduce.SharedMemoryTree", "TODO 1a shared-memory tree",
                             lab02::reduce_sum_shared,
-                            "a __syncthreads missing between tree levels");
+                            "a level that read a partial sum before its writer had stored it: "
+                            "revisit what orders one thread's shared-memory write before "
+                            "another's read");
 }
 
 TEST(EmulatedReduce, WarpShuffles) {
@@ -70,13 +72,13 @@ TEST(EmulatedReduce, BlockReduceTwiceInARow) {
     for (int t = 0; t < threads; ++t) {
       const float got_max = out[2 * t], got_sum = out[2 * t + 1];
       if (got_max != want_max || !reduce_close(got_sum, want_sum, magnitude)) {
-        ADD_FAILURE() << "TODO 1b block_reduce called twice in a row (a max, then a sum), "
-                      << threads << " threads, " << n << " values: thread " << t << " got max "
-                      << got_max << " and sum " << got_sum << ", expected " << want_max << " and "
-                      << want_sum
-                      << " (a warp that runs ahead overwrote scratch before the others read "
-                         "it: the __syncthreads at the start of block_reduce; or not every "
-                         "thread gets the result)";
+        ADD_FAILURE()
+            << "TODO 1b block_reduce called twice in a row (a max, then a sum), " << threads
+            << " threads, " << n << " values: thread " << t << " got max " << got_max << " and sum "
+            << got_sum << ", expected " << want_max << " and " << want_sum
+            << " (a warp that ran ahead into the second call overwrote scratch before the "
+               "others had read it in the first: revisit what orders one call's reads of "
+               "scratch before the next call's writes; or not every thread gets the result)";
         break;
       }
     }
@@ -129,9 +131,9 @@ TEST(EmulatedSgemm, EveryVersionOnEdgeShapes) {
           bad, ::testing::Message()
                    << name << ", M N K = " << m << " " << n << " " << k << " ("
                    << gtl::test_seed::describe() << ")"
-                   << ": a wrong index, a missing edge (zero-fill the tiles past M, N, K), "
-                   << "or a tile overwritten before every thread has used it (the "
-                   << "__syncthreads at the end of each k step)");
+                   << ": a wrong index, an edge (what may a tile entry past M, N or K add to "
+                   << "C?), or a race on a shared tile (revisit: who writes each tile entry and "
+                   << "who reads it, in one slice of K and the next)");
       if (!std::isnan(c.back()))
         ADD_FAILURE() << name << " wrote past the end of C (mask the stores)";
     }

@@ -80,13 +80,13 @@ TEST(Reduce, BlockReduceTwiceInARow) {
     for (int t = 0; t < threads; ++t) {
       if (got[2 * t] != want_max ||
           !lab02_cases::reduce_close(got[2 * t + 1], want_sum, magnitude)) {
-        ADD_FAILURE() << "TODO 1b block_reduce called twice in a row (a max, then a sum), "
-                      << threads << " threads, " << n << " values: thread " << t << " got max "
-                      << got[2 * t] << " and sum " << got[2 * t + 1] << ", expected " << want_max
-                      << " and " << want_sum
-                      << " (a warp that runs ahead overwrote scratch before the others read "
-                         "it: the __syncthreads at the start of block_reduce; or not every "
-                         "thread gets the result)";
+        ADD_FAILURE()
+            << "TODO 1b block_reduce called twice in a row (a max, then a sum), " << threads
+            << " threads, " << n << " values: thread " << t << " got max " << got[2 * t]
+            << " and sum " << got[2 * t + 1] << ", expected " << want_max << " and " << want_sum
+            << " (a warp that ran ahead into the second call overwrote scratch before the "
+               "others had read it in the first: revisit what orders one call's reads of "
+               "scratch before the next call's writes; or not every thread gets the result)";
         break;
       }
     }
@@ -144,7 +144,7 @@ TEST(Sgemm, SmallIntegersGiveTheExactProduct) {
       EXPECT_EQ(got, expected)
           << name << ", M N K = " << m << " " << n << " " << k
           << ": integer products are exact in float32; a difference means a wrong index, a "
-             "missing edge, or a tile loaded before __syncthreads";
+             "missing edge, or a race on a shared tile";
     }
   }
 }

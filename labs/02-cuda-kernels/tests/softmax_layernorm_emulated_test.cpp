@@ -41,10 +41,10 @@ TEST(EmulatedSoftmax, BothVersionsOnOddRowsLongRowsLargeAndMaskedLogits) {
           bad, ::testing::Message()
                    << (online ? "TODO 4 online softmax" : "naive softmax") << ", " << rows << "x"
                    << cols << ", logits up to " << scale << " with some -inf: inf "
-                   << "or NaN means exp of a large logit (subtract the running max) or "
-                   << "exp(-inf - (-inf)) (a -inf logit adds 0 to the sum); finite but "
-                   << "wrong means elements counted twice or missed (the loop step is "
-                   << "kUnroll * kBlock)");
+                   << "or NaN means an exponent that overflowed or a masked logit that became "
+                   << "NaN (revisit: the stable softmax, IEEE arithmetic on -inf); finite but "
+                   << "wrong means elements counted twice or missed, or partial statistics "
+                   << "merged wrongly (revisit: the online softmax, handout)");
     }
   }
 }
@@ -69,8 +69,8 @@ TEST(EmulatedLayerNorm, BothVersionsWithSavedStatistics) {
       expect_no_mismatch(
           first_mismatch(want.rstd, rstd.data(), tol, 1e-6),
           ::testing::Message()
-              << what << ": rstd (large offsets: compute the variance from x - mean, not E[x^2] - "
-              << "mean^2)");
+              << what << ": rstd (if wrong only at a large mean offset: a variance that cancels "
+              << "catastrophically in float32; revisit hint 5 of the handout)");
       expect_no_mismatch(first_mismatch(want.y, y.data(), tol, tol), ::testing::Message()
                                                                          << what << ": output");
     }

@@ -58,8 +58,9 @@ TEST(Softmax, BothVersionsOnOddRowsLongRowsLargeAndMaskedLogits) {
                    std::string(online ? "TODO 4 online softmax" : "naive softmax") + ", " +
                        std::to_string(rows) + "x" + std::to_string(cols) + ", logits up to " +
                        std::to_string(scale) +
-                       " with some -inf (inf or NaN: subtract the row max before exp; a -inf "
-                       "logit adds 0 to the sum, never exp(-inf - (-inf)))");
+                       " with some -inf (inf or NaN: an exponent that overflowed, or a masked "
+                       "logit that became NaN; revisit the stable softmax and IEEE arithmetic "
+                       "on -inf)");
     }
   }
 }
@@ -86,11 +87,14 @@ TEST(LayerNorm, BothVersionsMatchTheCpuWithSavedStatistics) {
                                ", mean offset " + std::to_string(offset);
       // At a mean of 1e4, float32 resolves x to 1e-3 and the mean rounded to float is off by up
       // to half of that: any float32 kernel's (x - mean) * rstd * w is off by ~1e-3 here, while
-      // E[x^2] - mean^2 is off by O(1). The output tolerance follows the offset.
+      // a variance that cancels (two numbers near 1e8 subtracted) is off by O(1). The output
+      // tolerance follows the offset.
       const double out_atol = offset > 0 ? 5e-3 : 1e-4;
       expect_close(mean, expected.mean, {1e-5, 1e-5}, what + ": saved mean");
       expect_close(rstd, expected.rstd, {1e-5, 1e-3},
-                   what + ": saved rstd (large offsets: compute the variance from x - mean)");
+                   what +
+                       ": saved rstd (if wrong only at a large mean offset: a variance that "
+                       "cancels catastrophically in float32; revisit hint 5 of the handout)");
       expect_close(y, expected.out, {out_atol, 1e-3}, what + ": output");
     }
   }
