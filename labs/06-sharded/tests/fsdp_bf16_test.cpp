@@ -142,7 +142,8 @@ TEST(FsdpBf16, KeepsTheFp32ShardsAndPersistentBytes) {
             << "unit " << u << ": the shard (master weights) stays fp32";
         EXPECT_EQ(bitwise_diff(flat.shard_values().to_vector(), shard), "")
             << "N " << n << ", rank " << comm.rank() << ", unit " << u
-            << ": the fp32 shard must be left untouched (round a copy, not the master weights)";
+            << ": the fp32 shard (the master weights) changed: the persistent values must come out "
+               "of a gather unchanged";
       }
     });
     for (const Held& h : ranks) {

@@ -66,8 +66,8 @@ std::string decision_traffic_problem(const Communicator& comm, const std::string
   if (ev[0].group != world || !bytes_ok) {
     s << "expected an all_reduce of one element (" << (norm ? "4 or 8" : "4") << " bytes) over all "
       << n << " ranks, got " << ev[0].bytes << " bytes over " << ev[0].group.size()
-      << " ranks. Revisit what each rank contributes: "
-      << (norm ? "one number, its shard's squared norm" : "one flag, float32 [1]");
+      << " ranks. Revisit what each rank must contribute so that one reduction over every rank "
+      << (norm ? "gives the whole model's norm" : "gives every rank the same decision");
     return s.str();
   }
   return "";

@@ -68,10 +68,10 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientsOnceBuilt) {
       out.record(full[static_cast<std::size_t>(r)]);
       out.record(held[static_cast<std::size_t>(r)]);
       EXPECT_EQ(full[static_cast<std::size_t>(r)], 0)
-          << "N " << n << ", rank " << r << ": right after Zero2's constructor, expected "
-          << "flat.has_grads() false, got true. ZeRO-2 keeps only the gradient's shard between "
-          << "steps, and the time before the first backward is between steps too (step 3a: "
-          << "what does a FlatParameter hold once built?)";
+          << "N " << n << ", rank " << r << ": right after Zero2's constructor the rank holds a "
+          << "full gradient buffer. ZeRO-2 keeps only the gradient's shard between steps, and "
+          << "the time before the first backward is between steps too (step 3a: what does a "
+          << "FlatParameter hold once built?)";
       EXPECT_EQ(held[static_cast<std::size_t>(r)], expected)
           << "N " << n << ", rank " << r << ": bytes held once Zero2 is built, expected the "
           << "ZeRO-2 formula's " << expected << ", got " << held[static_cast<std::size_t>(r)]
