@@ -228,13 +228,13 @@ void expect_sp_mlp(const Case& c, const std::string& test) {
       const Tensor& want_dx = k == 1 ? ref_dx : tp.dx;
       EXPECT_EQ(bitwise_problem(
                     got.y, rank_rows(want_y, c, mine), "y at this rank's positions, " + who,
-                    "the forward: LayerNorm on the shard, the all-gather into fc1, the "
-                    "reduce-scatter out of fc2 (not an all-reduce), fc2's bias once, the residual"),
+                    "the forward: which of its operations may run on this rank's positions alone, "
+                    "and which need every position (and where fc2's bias and the residual go)"),
                 "");
       EXPECT_EQ(bitwise_problem(
                     got.dx, rank_rows(want_dx, c, mine), "dx at this rank's positions, " + who,
-                    "the backward of each half: the reduce-scatter's backward is an "
-                    "all-gather of dy, the all-gather's is a reduce-scatter of fc1's dx"),
+                    "the backward of each collective of the forward: the gradient of a gathered "
+                    "tensor must go back to the ranks that owned its parts, summed"),
                 "");
       ASSERT_EQ(got.grads.size(), 6u) << who << ": the module's parameters";
       EXPECT_EQ(bitwise_problem(got.grads[2], ref_grads[2].slice(hid.begin, hid.end).to_vector(),
@@ -371,8 +371,8 @@ TEST(SequenceParallel, TrafficIsTheAllReducesBytesInTwoHalves) {
         (s.rfind("all_reduce ", 0) == 0 ? grads : pair).push_back(s);
       EXPECT_EQ(pair, fwd_want) << who << ": the backward's large collectives were " << joined(pair)
                                 << ", expected " << joined(fwd_want)
-                                << " (the reduce-scatter's backward gathers dy, the all-gather's "
-                                << "backward reduce-scatters fc1's dx)";
+                                << " (revisit: which collective is the backward of each of the "
+                                << "forward's two?)";
       const std::vector<std::string> grads_want = {grad, grad, grad};
       EXPECT_EQ(grads, grads_want)
           << who << ": the backward's all-reduces were " << joined(grads) << ", expected "
