@@ -87,8 +87,10 @@ TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
     EXPECT_EQ(loss, plain_loss) << "TODO 5a: the same initial weights as make_model(config)";
     // Recomputation runs the same deterministic ops on the same input: bitwise the same.
     EXPECT_EQ(gradients(*model), gradients(*plain))
-        << "TODO 5a: segments of " << every << ": recompute the forward from the SAVED INPUT, "
-        << "then run backward on the recomputed context";
+        << "TODO 5a: segments of " << every << ": the gradients differ from the plain model's. "
+        << "Recomputation runs the same deterministic ops on the same input, so the backward "
+        << "of some segment saw other values than the plain forward did: revisit what your "
+        << "forward keeps and what its backward runs on";
   }
 }
 
