@@ -404,7 +404,8 @@ void judge_dp_tp_gradients(const std::string& test, const Case& c) {
         const auto i = std::size_t(p);
         const std::vector<float> want = lab08_cases::shard_of(ref.grads[i], p, g, rank).to_vector();
         const std::string what = std::string(names[p]) + "'s gradient, " + g.str() +
-                                 ", world rank " + std::to_string(w) + " (" + c.str() + ")";
+                                 ", world rank " + std::to_string(w) + " (" +
+                                 lab08_cases::dp_tp_case_str(c) + ")";
         const auto values = r.sequence<float>(what, want.size());
         const auto bound = lab08_cases::bound_of(ref.bounds[i], p, g, rank);
         for (std::size_t e = 0; e < want.size(); ++e)
@@ -438,7 +439,8 @@ std::string dp_tp_traffic() {
   for (const lab08_cases::Grid& g : lab08_cases::kGrids) {
     const lab08_cases::GroupTotals t = lab08_cases::dp_tp_totals(g);
     for (int w = 0; w < g.world(); ++w) {
-      const std::string who = g.str() + ", world rank " + std::to_string(w) + " (" + c.str() + ")";
+      const std::string who = g.str() + ", world rank " + std::to_string(w) + " (" +
+                              lab08_cases::dp_tp_case_str(c) + ")";
       for (const std::string& want : lab08_cases::dp_tp_collectives(g, w)) {
         const std::string got = r.line(who + " collective");
         if (got != want)

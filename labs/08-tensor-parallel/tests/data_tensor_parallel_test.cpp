@@ -171,9 +171,7 @@ void expect_gradients(const Case& c, const std::string& test) {
       const Rank& got = ranks[std::size_t(w)];
       const std::string who = g.str() + ", world rank " + std::to_string(w) + " (dp_rank " +
                               std::to_string(w / g.tp) + ", tp_rank " + std::to_string(r) + "), " +
-                              "b = " + std::to_string(c.batch) +
-                              " sequences per replica, T = " + std::to_string(c.time) + ", seed " +
-                              std::to_string(c.seed) + ", " + gtl::test_seed::describe();
+                              lab08_cases::dp_tp_case_str(c);
       for (int p = 0; p < 6; ++p) {
         const auto i = std::size_t(p);
         out.record_all(got.grads[i]);
@@ -226,7 +224,8 @@ TEST(DataTensorParallel, TrafficRunsInTheRightGroups) {
     const std::vector<Rank> ranks = run_finalize(m, c, g);
     for (int w = 0; w < g.world(); ++w) {
       const Rank& got = ranks[std::size_t(w)];
-      const std::string who = g.str() + ", world rank " + std::to_string(w) + ", " + c.str();
+      const std::string who =
+          g.str() + ", world rank " + std::to_string(w) + ", " + lab08_cases::dp_tp_case_str(c);
       const std::vector<std::string> want = lab08_cases::dp_tp_collectives(g, w);
       std::vector<std::string> seen_tp, seen_dp, other;
       for (const auto& e : got.collectives) {

@@ -306,6 +306,11 @@ inline Case seeded_dp_tp_case(const std::string& test) {
   c.seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1000000));
   return c;
 }
+inline std::string dp_tp_case_str(const Case& c) {
+  return "b = " + std::to_string(c.batch) +
+         " sequences per replica, T = " + std::to_string(c.time) + ", weight seed " +
+         std::to_string(c.seed) + ", " + gtl::test_seed::describe();
+}
 // The model and the whole batch of grid g: make_sp_case's MLP, x and dy for dp * b sequences.
 // Sequences [d b, (d + 1) b) are replica d's; dy is each sequence's gradient of its replica's
 // loss (the mean over the replica's b sequences), so the whole batch's loss, the mean over all
