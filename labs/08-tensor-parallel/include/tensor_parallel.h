@@ -5,8 +5,8 @@
 // This header is part of the pristine lab (labs/08-tensor-parallel/include): do not edit it. Your
 // files are in starter/08-tensor-parallel/, one per TODO; the map from TODO to file, test and check
 // is in the handout, labs/08-tensor-parallel/README.md. Everything runs on in-process ranks
-// (gtl::dist::run_ranks) on the CPU; `tp` below is the communicator of the TP group (today the
-// whole world; the later steps take it from the core's ProcessGrid, tp_group()).
+// (gtl::dist::run_ranks) on the CPU; `tp` below is the communicator of the TP group (the whole
+// world in steps 1-4; in step 5, one of the groups of a dp x tp world).
 //
 // Every sharded layer is built FROM the core's unsharded layer (nn::Linear,
 // nn::CausalSelfAttention, nn::TokenEmbedding): rank r copies its slice of the full weights, so TP
