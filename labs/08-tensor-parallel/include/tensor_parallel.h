@@ -25,19 +25,23 @@
 //                                                replicated; x and y on its positions only
 //   5     make_dp_tp_groups                      its TP group and its DP group of the world
 //         finalize_gradients                     its parameters' gradients of the whole batch
+//   6     tp_step_figures, largest_tp_size       (nothing: a simulation of traced steps)
 // clang-format on
 // Where the ranks must exchange data, in which direction and how much, is what the steps ask you
 // to work out from the contracts below; the traffic checks count it (handout, "How you are
 // graded").
-// Step 5 (DP x TP on the process grid) takes `tp` from a 2-D grid of groups; a later step (the
-// timeline study) adds its own declarations below the last section.
+// Step 5 (DP x TP on the process grid) takes `tp` from a 2-D grid of groups; step 6 simulates
+// traced TP steps inside a node and across nodes.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "gtl/distributed/communicator.h"
+#include "gtl/distributed/timeline.h"
+#include "gtl/distributed/trace.h"
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/module.h"
@@ -258,5 +262,31 @@ DpTpGroups make_dp_tp_groups(Communicator& world, int tp_size);
 // (also on a group of one), each group's calls in parameter order.
 void finalize_gradients(const std::vector<nn::ParamRef>& params,
                         const std::vector<bool>& replicated, Communicator& tp, Communicator& dp);
+// ---- 6. Where TP belongs (tp_placement.cpp) -----------------------------------------------------
+// One training step of a TP group, simulated with the core's cost model (gtl/distributed/
+// timeline.h, CostModel) from the traces its k ranks recorded: every leaf module's pass (its
+// ModuleEnd's flops and mem_bytes) and every synchronous all-reduce of the whole group. Where the
+// group sits decides the link its all-reduces cross: inside one node (NVLink) or one rank per node
+// (InfiniBand). Nothing here runs on a GPU: the figures are simulated, not measured.
+enum class TpPlacement {
+  IntraNode,  // the k ranks on one node: model.intra_node (refused when k > model.ranks_per_node)
+  InterNode,  // each rank on its own node: model.inter_node (for k > 1)
+};
+struct TpStepFigures {
+  double step_time = 0;      // seconds: the group's simulated step, forward and backward
+  double comm_time = 0;      // seconds of that step spent in the group's all-reduces
+  double comm_fraction = 0;  // comm_time / step_time (0 when step_time is 0)
+};
+// traces[r]: TP rank r's events in seq order (world ranks 0 .. k-1, k = traces.size() >= 1), only
+// module events and synchronous all-reduces over all k ranks (the harness records nothing else).
+// Throws gtl::Error naming k and ranks_per_node for IntraNode with k > model.ranks_per_node.
+TpStepFigures tp_step_figures(const std::vector<std::vector<gtl::dist::TraceEvent>>& traces,
+                              const gtl::dist::CostModel& model, TpPlacement placement);
+// The largest TP size k among the keys of `traces_by_size` (the traces of the same block at TP
+// size k) whose step keeps comm_fraction <= max_fraction under `placement`; sizes the placement
+// refuses are not candidates. 0 when no size qualifies.
+int largest_tp_size(
+    const std::map<int, std::vector<std::vector<gtl::dist::TraceEvent>>>& traces_by_size,
+    const gtl::dist::CostModel& model, TpPlacement placement, double max_fraction);
 
 }  // namespace lab08

@@ -23,6 +23,9 @@
 //                             within its bound; the same bits wherever a parameter is held twice
 //   dp-tp-traffic             each group's all-reduces in parameter order, the ring's bytes, the
 //                             group each ran in; the counters' totals
+//   tp-placement-step         the core's simulate_timeline on the same traces, within the
+//                             relative bound of two summation orders; the refusal
+//   tp-placement-size         the largest TP size under the bar, from the simulator's figures
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -33,6 +36,7 @@
 #include "gtl/ops/math_mode.h"
 #include "gtl_judge.h"
 #include "lab08_cases.h"
+#include "lab08_placement_cases.h"
 
 namespace {
 
@@ -465,6 +469,60 @@ std::string dp_tp_traffic() {
          "must run in";
 }
 
+// ---- TODO 6
+// ---------------------------------------------------------------------------------------
+
+void expect_figure(Recorded& r, double want, double bound, const std::string& what) {
+  const auto got = r.next<double>(what);
+  if (!(std::fabs(got - want) <= bound * std::fabs(want)))
+    throw Rejection(r.test() + ": " + what + " is " + show(got) +
+                    " s, the core's simulator gives " + show(want) + " within a relative " +
+                    show(bound));
+}
+
+std::string tp_placement_step() {
+  namespace pc = lab08_placement;
+  const std::string test = "TpPlacement.StepFiguresAreTheSimulatorsAtSeededShapes";
+  Recorded r(test);
+  const int64_t rows = pc::seeded_rows(test);
+  for (int k : {1, 2, 4, 8}) {
+    const pc::Traces traces = pc::traced_tp_step(k, rows);
+    const double bound = pc::relative_bound(traces);
+    for (bool across : {false, true}) {
+      const pc::Simulated want = pc::simulate(traces, across);
+      const std::string who = "TP = " + std::to_string(k) +
+                              (across ? " one rank per node" : " inside one node") +
+                              ", N = " + std::to_string(rows);
+      expect_figure(r, want.step_time, bound, "step time, " + who);
+      expect_figure(r, want.comm_time, bound, "all-reduce time, " + who);
+      expect_figure(r, want.comm_fraction, 2 * bound, "communication fraction, " + who);
+    }
+  }
+  if (!r.next<bool>("the refusal"))
+    throw Rejection(r.test() + ": TP = 4 inside a node of 2 ranks was not refused naming both");
+  return "every figure the core's simulator's at TP = 1, 2, 4, 8 in both placements; the refusal";
+}
+
+std::string tp_placement_size() {
+  namespace pc = lab08_placement;
+  Recorded r("TpPlacement.LargestSizeUnderTheBarForEachPlacement");
+  for (bool across : {false, true}) {
+    int want = 0;
+    for (int k : pc::kStudySizes) {
+      if (!across && k > pc::cluster(false).ranks_per_node) continue;
+      if (pc::simulate(pc::traced_tp_step(k, pc::kReferenceRows), across).comm_fraction <=
+          pc::kMaxCommFraction)
+        want = k;
+    }
+    const auto got = r.next<int>("the largest size");
+    if (got != want)
+      throw Rejection(r.test() + ": the largest TP size " +
+                      (across ? "one rank per node" : "inside one node") + " is " +
+                      std::to_string(got) + ", the judge computes " + std::to_string(want));
+  }
+  return "the largest TP size under the bar in both placements";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -481,5 +539,7 @@ int main(int argc, char** argv) {
                           {"sequence-parallel-memory", sequence_parallel_memory},
                           {"dp-tp-groups", dp_tp_groups},
                           {"dp-tp-gradients", dp_tp_gradients},
-                          {"dp-tp-traffic", dp_tp_traffic}});
+                          {"dp-tp-traffic", dp_tp_traffic},
+                          {"tp-placement-step", tp_placement_step},
+                          {"tp-placement-size", tp_placement_size}});
 }
