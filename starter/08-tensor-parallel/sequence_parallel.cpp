@@ -71,9 +71,10 @@ Tensor SequenceParallelMLP::backward_impl(nn::Context& ctx, const Tensor& dy, nn
   // TODO(lab08) step 4b: backward on this rank's positions.
   //   Spec: from dy_r [B, T/k, D] return dx_r [B, T/k, D]; write fc1's and fc2's shard gradients
   //   and the replicated ln.weight, ln.bias and fc2.bias gradients, honouring `mode` as
-  //   nn::Linear does. What is the backward of each 4a function? A replicated parameter's
-  //   gradient is a sum over ALL B*T positions, the same on every rank: what does this rank's
-  //   backward see of that sum? About 22 lines.
+  //   nn::Linear does, with the ops the core's layers' backwards use (ops::layernorm_backward,
+  //   ops::gelu_backward, ops::matmul_out, ops::sum_rows, Module::write_grad). What is the backward
+  //   of each 4a function? A replicated parameter's gradient is a sum over ALL B*T positions,
+  //   the same on every rank: what does this rank's backward see of that sum? About 22 lines.
   (void)ctx, (void)dy, (void)mode;
   throw gtl::Error("TODO(lab08) step 4b: SequenceParallelMLP::backward is not implemented");
   // END TODO(lab08)

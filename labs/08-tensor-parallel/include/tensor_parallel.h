@@ -70,8 +70,7 @@ Slice tp_slice(int64_t n, int rank, int size, const char* what);
 // of b. Forward: the WHOLE input x [N, in], the same on every rank -> this rank's columns of y,
 // [N, out / k]. Backward: this rank's columns of dy, [N, out / k] -> the FULL dx [N, in], the same
 // on every rank (what the layer in front of it needs), and this rank's weight and bias
-// gradients. Megatron's f belongs to this layer. Parameters "weight" [out/k, in], "bias"
-// [out/k]; saved: x.
+// gradients. Parameters "weight" [out/k, in], "bias" [out/k]; saved: x.
 class ColumnParallelLinear final : public nn::Module {
  public:
   ColumnParallelLinear(const nn::Linear& full, Communicator& tp);
@@ -214,7 +213,8 @@ Tensor scatter_sequence(const Tensor& partial, Communicator& tp);
 // Parameters "ln.weight" [D], "ln.bias" [D], "fc1.weight" [4D/k, D], "fc1.bias" [4D/k],
 // "fc2.weight" [D, 4D/k], "fc2.bias" [D] (src/sequence_parallel_mlp.cpp cuts them). Saved, and
 // nothing else: the LayerNorm's mean and rstd [B*T/k] each, x_r (the caller's tensor), fc1's
-// input [B*T, D], fc1's output and GELU's output [B*T, 4D/k] each; the activation-memory check
+// input [B*T, D], fc1's output and GELU's output [B*T, 4D/k] each (not the LayerNorm's own output
+// shard once it is gathered, nor anything else a helper returned); the activation-memory check
 // counts every byte a rank still holds after forward (handout, TODO 4). The group's traffic:
 // forward, one all-gather and one reduce-scatter of B*T*D floats; backward, the same two and one
 // all-reduce of D floats per replicated gradient.

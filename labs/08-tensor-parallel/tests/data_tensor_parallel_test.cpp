@@ -241,7 +241,8 @@ TEST(DataTensorParallel, TrafficRunsInTheRightGroups) {
       for (const std::string& s : seen) out.record(s);
       out.record(std::string("end"));
       EXPECT_EQ(seen, want) << who << ": the synchronisation issued " << joined(seen)
-                            << " (TP group's calls, then the DP group's, each in order), expected "
+                            << " (listed as the TP group's calls, then the DP group's, each group "
+                               "in its order; how they interleave is yours), expected "
                             << joined(want)
                             << ". Revisit 5b: a replicated gradient's positions are summed in the "
                                "TP group, every gradient is averaged in the DP group";

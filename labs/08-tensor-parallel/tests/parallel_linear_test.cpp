@@ -93,12 +93,12 @@ void expect_mlp_equals_unsharded(const Case& c, const std::string& test) {
                   "");
       } else {
         EXPECT_EQ(bounded_problem(got.y, ref.y.to_vector(), y_bound, "the MLP's output, " + who,
-                                  "g (all-reduce in FORWARD after the row-parallel product) and "
-                                  "the bias, added once after the sum"),
+                                  "the row-parallel layer: how its ranks' partial products become "
+                                  "one y on every rank, and where the bias belongs"),
                   "");
         EXPECT_EQ(bounded_problem(got.dx, ref.dx.to_vector(), dx_bound, "the MLP's dx, " + who,
-                                  "f (identity forward, all-reduce of dx in BACKWARD in front of "
-                                  "the column-parallel layer)"),
+                                  "the column-parallel layer's backward: each rank's dx holds "
+                                  "only its output features' part of the full dx"),
                   "");
         EXPECT_EQ(bitwise_problem(got.y, ranks[0].y, "the output of " + who + " vs rank 0",
                                   "g: every rank must end with the same sum"),

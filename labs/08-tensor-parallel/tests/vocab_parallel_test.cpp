@@ -51,8 +51,8 @@ void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
           "TP = " + std::to_string(k) + ", rank " + std::to_string(r) + ", " + c.str();
       const Slice rows = tp_slice(kVocab, r, k, "vocabulary rows");
       EXPECT_EQ(bitwise_problem(ys[std::size_t(r)], y_ref, "the embedding's output, " + who,
-                                "the vocabulary-parallel lookup: own rows, zeros elsewhere, "
-                                "then one all-reduce"),
+                                "the vocabulary-parallel lookup: every id's row lives on exactly "
+                                "one rank, and every rank needs it"),
                 "");
       EXPECT_EQ(
           bitwise_problem(grads[std::size_t(r)], grad_ref.slice(rows.begin, rows.end).to_vector(),
