@@ -47,11 +47,12 @@ void run_stages(int p, const std::function<void(Communicator&)>& body,
   } catch (const dist::DistError& e) {
     if (std::string(e.what()).find("deadlock") == std::string::npos) throw;
     throw std::runtime_error(
-        "your executor deadlocked: a send followed by a recv from the same neighbour must be ONE "
-        "comm.send_recv (both neighbours send first in the 1F1B steady state; see "
-        "Executor.ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot). The communicator "
-        "said: " +
-        std::string(e.what()));
+        "your executor deadlocked. The communicator said: " + std::string(e.what()) +
+        "\nA rank stuck in a SEND: its neighbour was not receiving; two neighbours that both send "
+        "first wait for each other (revisit the 1F1B steady state, "
+        "Executor.ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot). A rank stuck in a "
+        "RECV: the message it waits for was never sent (revisit which outputs a stage passes on, "
+        "its last one included).");
   }
 }
 
