@@ -47,11 +47,13 @@ void run_stages(int p, const std::function<void(Communicator&)>& body,
   } catch (const dist::DistError& e) {
     if (std::string(e.what()).find("deadlock") == std::string::npos) throw;
     throw std::runtime_error(
-        "your executor deadlocked: a send followed by a recv from the same neighbour must be ONE "
-        "comm.send_recv (both neighbours send first in the 1F1B steady state; see "
-        "Executor.ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot). The communicator "
-        "said: " +
-        std::string(e.what()));
+        "your executor deadlocked. The communicator said: " + std::string(e.what()) +
+        "\nA rank stuck in a SEND: its neighbour was not receiving; two neighbours that both send "
+        "first wait for each other (revisit the 1F1B steady state, "
+        "Executor.ABlockingExecutorDeadlocksInTheSteadyStateYoursDoesNot). A rank stuck in a "
+        "RECV: the message it waits for is never sent, or only after its sender's own receive "
+        "(revisit which outputs a stage passes on, its last one included, and in what order two "
+        "neighbours post their halves).");
   }
 }
 
@@ -402,7 +404,8 @@ void expect_micro_batches_in_flight(int p, int64_t m, int64_t rows, gtl::judge::
         << "GPipe " << shape << ", stage " << s << ": a peak of " << peaks["GPipe"][at]
         << " bytes during the step is " << peaks["GPipe"][at] / per_micro_batch
         << " micro-batches of " << per_micro_batch << " bytes in flight, expected all m = " << m
-        << where;
+        << " (revisit what your executor keeps alive between actions: a micro-batch's context, "
+        << "input and messages, from its forward to its backward only)" << where;
     EXPECT_EQ(peaks["1F1B"][at] / per_micro_batch, bound)
         << "1F1B " << shape << ", stage " << s << ": a peak of " << peaks["1F1B"][at]
         << " bytes is " << peaks["1F1B"][at] / per_micro_batch << " micro-batches of "

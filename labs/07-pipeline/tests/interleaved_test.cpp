@@ -134,7 +134,12 @@ void expect_interleaved_formula(int p, int v, int64_t m, gtl::judge::Outputs& re
   lab07_cases::record_report(recorded, r);
   const double vm = static_cast<double>(v) * static_cast<double>(m);
   EXPECT_EQ(r.step_time, (vm + p - 1) * 3)
-      << "p = " << p << ", v = " << v << ", m = " << m << ": chunk forward 1, backward 2";
+      << "p = " << p << ", v = " << v << ", m = " << m
+      << ": chunk forward 1, backward 2: expected the step to last (v m + p - 1) chunk-times of "
+         "forward + backward, "
+      << (vm + p - 1) * 3 << ", got " << r.step_time
+      << " (revisit which virtual stage each rank's chunk is in the v p deep pipeline, and whose "
+         "output each action waits for)";
   ASSERT_EQ(r.bubble.size(), static_cast<std::size_t>(p));
   // busy and step_time are exact integers; 1e-12 absorbs the rounding of 1 - busy / step.
   for (int s = 0; s < p; ++s) {

@@ -92,9 +92,12 @@ TEST(OneFOneBSchedule, MatchesTheHandoutsTables) {
     ASSERT_EQ(got.size(), expected.size()) << "1F1B p = " << p << ", m = " << m;
     for (std::size_t s = 0; s < got.size(); ++s) {
       EXPECT_EQ(to_string(got[s]), to_string(expected[s]))
-          << "1F1B p = " << p << ", m = " << m << ", stage " << s
-          << ": warm-up min(p-s-1, m) = " << std::min<int64_t>(p - static_cast<int>(s) - 1, m)
-          << " forwards, then forward/backward pairs, then the cool-down backwards";
+          << "1F1B p = " << p << ", m = " << m << ", stage " << s << ": expected "
+          << forwards_before_first_backward(expected[s])
+          << " forwards before the first backward, got " << forwards_before_first_backward(got[s])
+          << " (revisit the warm-up: how many micro-batches stage s may hold in flight, and what "
+             "happens when m is smaller than that; then forward/backward pairs, then the "
+             "cool-down)";
     }
   }
 }
