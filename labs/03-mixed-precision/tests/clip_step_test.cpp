@@ -78,7 +78,8 @@ TEST(ClipByGlobalNorm, AccumulatesWithoutOverflow) {
   ParamRef p{Tensor::full({2}, 0.f), Tensor::full({2}, 1e20f), Tensor(), "p"};
   const float norm = lab03_student_call::clip_by_global_norm({p}, 1.f);
   EXPECT_FLOAT_EQ(norm, 1.41421356e20f)
-      << "TODO 5a: sum the squares in double (in float, 1e40 is inf)";
+      << "TODO 5a: gradients of 1e20 have a finite norm (1.4e20), but your sum of squares "
+         "did not survive: which precision holds (1e20)^2?";
 }
 
 TEST(AmpStep, ClipsAfterUnscaling) {
@@ -88,11 +89,12 @@ TEST(AmpStep, ClipsAfterUnscaling) {
   const lab03::StepOutcome out =
       lab03_student_call::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 1.f);
   EXPECT_TRUE(out.stepped);
-  EXPECT_EQ(out.grad_norm, 5.f) << "TODO 5b: the norm of the UNSCALED gradients is 5; 5120 means "
-                                   "you clipped before unscaling";
+  EXPECT_EQ(out.grad_norm, 5.f) << "TODO 5b: the norm of the true gradients is 5: which "
+                                   "gradients did your clip measure?";
   const float coef = 1.f / (5.f + 1e-6f);
   EXPECT_EQ(rig.a.value.to_vector()[0], -3.f * coef)
-      << "TODO 5b: unscale, then clip to norm 1, then step (SGD lr 1)";
+      << "TODO 5b: the update differs from one of the unscaled gradients clipped to norm 1 "
+         "(SGD lr 1): revisit the order of the step's three operations";
   EXPECT_EQ(rig.b.value.to_vector()[1], -4.f * coef);
   EXPECT_EQ(scaler.unscales, 1) << "TODO 5b: unscale exactly once per step";
   EXPECT_EQ(scaler.updates, 1) << "TODO 5b: update the scale once per step";
@@ -121,8 +123,8 @@ TEST(AmpStep, AnOverflowedStepIsSkippedCleanly) {
   EXPECT_EQ(rig.a.value.to_vector(), std::vector<float>(2, 0.f)) << "TODO 5b: no update";
   EXPECT_EQ(rig.b.value.to_vector(), std::vector<float>(2, 0.f)) << "TODO 5b: no update";
   EXPECT_EQ(rig.a.grad.to_vector()[0], 3.f)
-      << "TODO 5b: do not clip an overflowed step: the finite gradients keep their unscaled "
-         "value (clipping by an infinite norm zeroes them, a NaN norm poisons them)";
+      << "TODO 5b: after an overflowed step the finite gradients must keep their unscaled "
+         "value: what did your step do to them, and should a skipped step do anything?";
   EXPECT_EQ(rig.sgd.step_count(), 0) << "TODO 5b: the optimizer did not step";
   EXPECT_EQ(scaler.scale(), 512.f) << "TODO 5b: update() still runs: the scale halves";
 }

@@ -42,7 +42,9 @@ TEST(MasterWeights, MastersAreFloat32CopiesOfTheHalfWeights) {
     EXPECT_EQ(m.name, p.name) << "TODO 4a: masters keep the names (checkpoints use them)";
     EXPECT_EQ(m.value.to_vector(), p.value.to(DType::Float32).to_vector())
         << "TODO 4a: the master starts as the exact widening of the half weight";
-    EXPECT_FALSE(m.value.data_ptr() == p.value.data_ptr()) << "TODO 4a: a separate tensor";
+    EXPECT_FALSE(m.value.data_ptr() == p.value.data_ptr())
+        << "TODO 4a: the master shares memory with the half weight: can one buffer hold both "
+           "precisions?";
   }
 }
 

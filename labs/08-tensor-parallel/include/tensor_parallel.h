@@ -5,8 +5,8 @@
 // This header is part of the pristine lab (labs/08-tensor-parallel/include): do not edit it. Your
 // files are in starter/08-tensor-parallel/, one per TODO; the map from TODO to file, test and check
 // is in the handout, labs/08-tensor-parallel/README.md. Everything runs on in-process ranks
-// (gtl::dist::run_ranks) on the CPU; `tp` below is the communicator of the TP group (today the
-// whole world; the later steps take it from the core's ProcessGrid, tp_group()).
+// (gtl::dist::run_ranks) on the CPU; `tp` below is the communicator of the TP group (the whole
+// world in steps 1-4; in step 5, one of the groups of a dp x tp world).
 //
 // Every sharded layer is built FROM the core's unsharded layer (nn::Linear,
 // nn::CausalSelfAttention, nn::TokenEmbedding): rank r copies its slice of the full weights, so TP
@@ -23,17 +23,25 @@
 //   4     gather_sequence, scatter_sequence      positions tp_slice(T) of every sequence
 //         SequenceParallelMLP                    the MLP's shards as in 1; LayerNorm, fc2's bias
 //                                                replicated; x and y on its positions only
+//   5     make_dp_tp_groups                      its TP group and its DP group of the world
+//         finalize_gradients                     its parameters' gradients of the whole batch
+//   6     tp_step_figures, largest_tp_size       (nothing: a simulation of traced steps)
 // clang-format on
 // Where the ranks must exchange data, in which direction and how much, is what the steps ask you
 // to work out from the contracts below; the traffic checks count it (handout, "How you are
 // graded").
-// Later steps (DP x TP on the process grid, the timeline study) add their own declarations below
-// the last section; nothing here changes for them.
+// Step 5 (DP x TP on the process grid) takes `tp` from a 2-D grid of groups; step 6 simulates
+// traced TP steps inside a node and across nodes.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
 
 #include "gtl/distributed/communicator.h"
+#include "gtl/distributed/timeline.h"
+#include "gtl/distributed/trace.h"
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/module.h"
@@ -222,5 +230,63 @@ class SequenceParallelMLP final : public nn::Module {
   Communicator& tp_;
   int64_t dim_;
 };
+
+// ---- 5. Data x tensor parallelism on the process grid (data_tensor_parallel.cpp) ---------------
+// A world of dp * tp ranks runs dp replicas of one tp-way sharded model, each replica on its own
+// B/dp sequences of the batch. The ranks are laid out as the core's gtl::dist::ProcessGrid lays
+// them out with one pipeline stage: TP innermost, so the tp ranks of a replica are neighbours (one
+// node, NVLink) and a DP group takes one rank from each replica.
+//
+//   world rank = dp_rank * tp + tp_rank
+
+// 5a. Each rank's two groups, split from `world`: `tp`, the tp ranks of its replica (same
+// dp_rank), and `dp`, the dp ranks holding the same shard (same tp_rank); in both, the ranks are
+// ordered as in the world, so a rank's rank in `tp` is its tp_rank and in `dp` its dp_rank.
+// Collective over `world`: every rank calls it with the same tp_size. Throws gtl::Error naming
+// the world size and tp_size, before communicating, unless tp_size >= 1 divides the world size.
+struct DpTpGroups {
+  int tp_rank = 0, dp_rank = 0;
+  std::unique_ptr<Communicator> tp, dp;
+};
+DpTpGroups make_dp_tp_groups(Communicator& world, int tp_size);
+
+// 5b. The gradient synchronisation of one training step, after each rank's backward on its
+// replica's micro-batch and before the optimizer (Megatron-LM's finalize_model_grads). On entry,
+// params[i].grad holds the gradient of the replica's loss, the MEAN over its own B/dp sequences:
+// whole over the replica for a sharded parameter; for a TP-replicated one (replicated[i]: the
+// LayerNorm's weight and bias, fc2's bias of a sequence-parallel layer), only the contribution
+// of this rank's sequence positions. On return every params[i].grad is the gradient of the mean
+// over ALL B sequences of the batch: a shard's the same bits on every rank of its DP group, a
+// replicated parameter's the same bits on every rank of the world. Communication, and nothing
+// else: one all-reduce in `tp` per replicated parameter, one all-reduce in `dp` per parameter
+// (also on a group of one), each group's calls in parameter order.
+void finalize_gradients(const std::vector<nn::ParamRef>& params,
+                        const std::vector<bool>& replicated, Communicator& tp, Communicator& dp);
+// ---- 6. Where TP belongs (tp_placement.cpp) -----------------------------------------------------
+// One training step of a TP group, simulated with the core's cost model (gtl/distributed/
+// timeline.h, CostModel) from the traces its k ranks recorded: every leaf module's pass (its
+// ModuleEnd's flops and mem_bytes) and every synchronous all-reduce of the whole group. Where the
+// group sits decides the link its all-reduces cross: inside one node (NVLink) or one rank per node
+// (InfiniBand). Nothing here runs on a GPU: the figures are simulated, not measured.
+enum class TpPlacement {
+  IntraNode,  // the k ranks on one node: model.intra_node (refused when k > model.ranks_per_node)
+  InterNode,  // each rank on its own node: model.inter_node (for k > 1)
+};
+struct TpStepFigures {
+  double step_time = 0;      // seconds: the group's simulated step, forward and backward
+  double comm_time = 0;      // seconds of that step spent in the group's all-reduces
+  double comm_fraction = 0;  // comm_time / step_time (0 when step_time is 0)
+};
+// traces[r]: TP rank r's events in seq order (world ranks 0 .. k-1, k = traces.size() >= 1), only
+// module events and synchronous all-reduces over all k ranks (the harness records nothing else).
+// Throws gtl::Error naming k and ranks_per_node for IntraNode with k > model.ranks_per_node.
+TpStepFigures tp_step_figures(const std::vector<std::vector<gtl::dist::TraceEvent>>& traces,
+                              const gtl::dist::CostModel& model, TpPlacement placement);
+// The largest TP size k among the keys of `traces_by_size` (the traces of the same block at TP
+// size k) whose step keeps comm_fraction <= max_fraction under `placement`; sizes the placement
+// refuses are not candidates. 0 when no size qualifies.
+int largest_tp_size(
+    const std::map<int, std::vector<std::vector<gtl::dist::TraceEvent>>>& traces_by_size,
+    const gtl::dist::CostModel& model, TpPlacement placement, double max_fraction);
 
 }  // namespace lab08

@@ -17,6 +17,15 @@
 //                             replicated gradients within their bound
 //   sequence-parallel-traffic the collectives in order, the ring all-reduce's bytes each pass
 //   sequence-parallel-memory  every rank's bytes after forward, exactly
+//   dp-tp-groups              every rank's coordinates and group members against the grid's
+//                             layout (TP innermost); the refusals
+//   dp-tp-gradients           one process on the whole batch (lab08_cases.h, dp_tp_reference)
+//                             within its bound; the same bits wherever a parameter is held twice
+//   dp-tp-traffic             each group's all-reduces in parameter order, the ring's bytes, the
+//                             group each ran in; the counters' totals
+//   tp-placement-step         the core's simulate_timeline on the same traces, within the
+//                             relative bound of two summation orders; the refusal
+//   tp-placement-size         the largest TP size under the bar, from the simulator's figures
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -27,6 +36,7 @@
 #include "gtl/ops/math_mode.h"
 #include "gtl_judge.h"
 #include "lab08_cases.h"
+#include "lab08_placement_cases.h"
 
 namespace {
 
@@ -354,6 +364,165 @@ std::string sequence_parallel_memory() {
   return "every rank's activations after forward exactly: the LayerNorm/residual region 1/k";
 }
 
+// ---- TODO 5
+// ---------------------------------------------------------------------------------------
+
+std::string dp_tp_groups() {
+  Recorded r("DataTensorParallel.GroupsAreTheProcessGridsGroups");
+  std::vector<lab08_cases::Grid> grids = lab08_cases::kGrids;
+  for (const lab08_cases::Grid& g : std::vector<lab08_cases::Grid>{{2, 4}, {1, 4}, {4, 1}})
+    grids.push_back(g);
+  for (const lab08_cases::Grid& g : grids)
+    for (int w = 0; w < g.world(); ++w) {
+      const std::string who = g.str() + ", world rank " + std::to_string(w);
+      const auto tp_rank = r.next<int>(who + " tp_rank"), dp_rank = r.next<int>(who + " dp_rank");
+      const auto tp_in = r.next<int>(who + " rank in TP"), dp_in = r.next<int>(who + " rank in DP");
+      const auto tp = r.sequence<int>(who + " TP group", std::size_t(g.tp));
+      const auto dp = r.sequence<int>(who + " DP group", std::size_t(g.dp));
+      if (tp_rank != w % g.tp || dp_rank != w / g.tp || tp_in != w % g.tp || dp_in != w / g.tp ||
+          tp != lab08_cases::tp_members(g, w) || dp != lab08_cases::dp_members(g, w))
+        throw Rejection(r.test() + ": " + who + " recorded tp_rank " + std::to_string(tp_rank) +
+                        ", dp_rank " + std::to_string(dp_rank) +
+                        " or groups other than the grid's (TP innermost: world rank = dp_rank * "
+                        "tp + tp_rank)");
+    }
+  Recorded refusal("DataTensorParallel.GroupsRefuseATpSizeTheWorldCannotHold");
+  for (int i = 0; i < 6 + 4 + 8; ++i)  // TP = 4 on 6 ranks, 3 on 4, 3 on 8: every rank refuses
+    if (!refusal.next<bool>("a rank's refusal"))
+      throw Rejection(refusal.test() + ": a rank did not refuse a TP size the world cannot hold");
+  return "every rank's coordinates and both groups the process grid's; the refusals";
+}
+
+void judge_dp_tp_gradients(const std::string& test, const Case& c) {
+  Recorded r(test);
+  gtl::ops::ScopedRowInvariant row_invariant(true);
+  const char* names[] = {"ln.weight", "ln.bias",    "fc1.weight",
+                         "fc1.bias",  "fc2.weight", "fc2.bias"};
+  for (const lab08_cases::Grid& g : lab08_cases::kGrids) {
+    const lab08_cases::SpCase m = lab08_cases::make_dp_tp_case(c, g);
+    const lab08_cases::DpTpReference ref = lab08_cases::dp_tp_reference(m, g);
+    std::vector<std::vector<std::vector<float>>> got(static_cast<std::size_t>(g.world()));
+    for (int w = 0; w < g.world(); ++w) {
+      const int rank = w % g.tp;
+      for (int p = 0; p < 6; ++p) {
+        const auto i = std::size_t(p);
+        const std::vector<float> want = lab08_cases::shard_of(ref.grads[i], p, g, rank).to_vector();
+        const std::string what = std::string(names[p]) + "'s gradient, " + g.str() +
+                                 ", world rank " + std::to_string(w) + " (" +
+                                 lab08_cases::dp_tp_case_str(c) + ")";
+        const auto values = r.sequence<float>(what, want.size());
+        const auto bound = lab08_cases::bound_of(ref.bounds[i], p, g, rank);
+        for (std::size_t e = 0; e < want.size(); ++e)
+          if (!(std::fabs(double(values[e]) - double(want[e])) <= bound[e]))
+            throw Rejection(r.test() + ": " + what + ", element " + std::to_string(e) + " is " +
+                            show(values[e]) + ", the judge computes " + show(want[e]) + " within " +
+                            show(bound[e]));
+        const std::size_t first = lab08_cases::kReplicated[i] ? 0 : std::size_t(rank);
+        const std::vector<float>& same = std::size_t(w) == first ? values : got[first][i];
+        if (std::memcmp(same.data(), values.data(), values.size() * sizeof(float)) != 0)
+          throw Rejection(r.test() + ": " + what +
+                          " differs from the bits of a rank holding the same parameter");
+        got[std::size_t(w)].push_back(values);
+      }
+    }
+  }
+}
+
+std::string dp_tp_gradients() {
+  judge_dp_tp_gradients("DataTensorParallel.GradientsEqualOneProcessAtAFixedShape", Case{2, 6, 21});
+  const std::string seeded = "DataTensorParallel.GradientsEqualOneProcessAtSeededShapes";
+  judge_dp_tp_gradients(seeded, lab08_cases::seeded_dp_tp_case(seeded));
+  return "every rank's gradients those of one process on the whole batch within 2 (N + 2) u S / "
+         "dp; the same bits wherever a parameter is held twice";
+}
+
+std::string dp_tp_traffic() {
+  const std::string test = "DataTensorParallel.TrafficRunsInTheRightGroups";
+  Recorded r(test);
+  const Case c = lab08_cases::seeded_dp_tp_case(test);
+  for (const lab08_cases::Grid& g : lab08_cases::kGrids) {
+    const lab08_cases::GroupTotals t = lab08_cases::dp_tp_totals(g);
+    for (int w = 0; w < g.world(); ++w) {
+      const std::string who = g.str() + ", world rank " + std::to_string(w) + " (" +
+                              lab08_cases::dp_tp_case_str(c) + ")";
+      for (const std::string& want : lab08_cases::dp_tp_collectives(g, w)) {
+        const std::string got = r.line(who + " collective");
+        if (got != want)
+          throw Rejection(r.test() + ": " + who + " issued \"" + got + "\", the judge expects \"" +
+                          want + "\"");
+      }
+      const std::string end = r.line(who + " end of its collectives");
+      if (end != "end")
+        throw Rejection(r.test() + ": " + who + " issued one more collective, \"" + end + "\"");
+      const int64_t want[] = {t.tp_calls, t.tp_sent, t.dp_calls, t.dp_sent};
+      const char* what[] = {"TP all_reduce calls", "TP bytes sent", "DP all_reduce calls",
+                            "DP bytes sent"};
+      for (int i = 0; i < 4; ++i) {
+        const auto got = r.next<int64_t>(who + " " + what[i]);
+        if (got != want[i])
+          throw Rejection(r.test() + ": " + who + " counted " + std::to_string(got) + " " +
+                          what[i] + ", the judge computes " + std::to_string(want[i]));
+      }
+    }
+  }
+  return "each group's all-reduces, in parameter order, with the ring's bytes, in the group they "
+         "must run in";
+}
+
+// ---- TODO 6
+// ---------------------------------------------------------------------------------------
+
+void expect_figure(Recorded& r, double want, double bound, const std::string& what) {
+  const auto got = r.next<double>(what);
+  if (!(std::fabs(got - want) <= bound * std::fabs(want)))
+    throw Rejection(r.test() + ": " + what + " is " + show(got) +
+                    " s, the core's simulator gives " + show(want) + " within a relative " +
+                    show(bound));
+}
+
+std::string tp_placement_step() {
+  namespace pc = lab08_placement;
+  const std::string test = "TpPlacement.StepFiguresAreTheSimulatorsAtSeededShapes";
+  Recorded r(test);
+  const int64_t rows = pc::seeded_rows(test);
+  for (int k : {1, 2, 4, 8}) {
+    const pc::Traces traces = pc::traced_tp_step(k, rows);
+    const double bound = pc::relative_bound(traces);
+    for (bool across : {false, true}) {
+      const pc::Simulated want = pc::simulate(traces, across);
+      const std::string who = "TP = " + std::to_string(k) +
+                              (across ? " one rank per node" : " inside one node") +
+                              ", N = " + std::to_string(rows);
+      expect_figure(r, want.step_time, bound, "step time, " + who);
+      expect_figure(r, want.comm_time, bound, "all-reduce time, " + who);
+      expect_figure(r, want.comm_fraction, 2 * bound, "communication fraction, " + who);
+    }
+  }
+  if (!r.next<bool>("the refusal"))
+    throw Rejection(r.test() + ": TP = 4 inside a node of 2 ranks was not refused naming both");
+  return "every figure the core's simulator's at TP = 1, 2, 4, 8 in both placements; the refusal";
+}
+
+std::string tp_placement_size() {
+  namespace pc = lab08_placement;
+  Recorded r("TpPlacement.LargestSizeUnderTheBarForEachPlacement");
+  for (bool across : {false, true}) {
+    int want = 0;
+    for (int k : pc::kStudySizes) {
+      if (!across && k > pc::cluster(false).ranks_per_node) continue;
+      if (pc::simulate(pc::traced_tp_step(k, pc::kReferenceRows), across).comm_fraction <=
+          pc::kMaxCommFraction)
+        want = k;
+    }
+    const auto got = r.next<int>("the largest size");
+    if (got != want)
+      throw Rejection(r.test() + ": the largest TP size " +
+                      (across ? "one rank per node" : "inside one node") + " is " +
+                      std::to_string(got) + ", the judge computes " + std::to_string(want));
+  }
+  return "the largest TP size under the bar in both placements";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -367,5 +536,10 @@ int main(int argc, char** argv) {
                           {"sequence-parallel-pair", sequence_parallel_pair},
                           {"sequence-parallel-mlp", sequence_parallel_mlp},
                           {"sequence-parallel-traffic", sequence_parallel_traffic},
-                          {"sequence-parallel-memory", sequence_parallel_memory}});
+                          {"sequence-parallel-memory", sequence_parallel_memory},
+                          {"dp-tp-groups", dp_tp_groups},
+                          {"dp-tp-gradients", dp_tp_gradients},
+                          {"dp-tp-traffic", dp_tp_traffic},
+                          {"tp-placement-step", tp_placement_step},
+                          {"tp-placement-size", tp_placement_size}});
 }

@@ -275,4 +275,223 @@ inline std::vector<double> replicated_bound(const Tensor& a, const Tensor& b, in
   return bound;
 }
 
+// ---- Step 5: data x tensor parallelism ----------------------------------------------------------
+// A grid of dp replicas of a tp-way sharded model; world rank = dp_rank * tp + tp_rank.
+struct Grid {
+  int dp = 1, tp = 1;
+  int world() const { return dp * tp; }
+  std::string str() const { return "DP = " + std::to_string(dp) + " x TP = " + std::to_string(tp); }
+};
+// World sizes 4 and 6, with each group size 2 and 3 in both roles.
+inline const std::vector<Grid> kGrids = {{2, 2}, {3, 2}, {2, 3}};
+// The world ranks of rank w's TP group and DP group, in world order.
+inline std::vector<int> tp_members(const Grid& g, int w) {
+  std::vector<int> m;
+  for (int t = 0; t < g.tp; ++t) m.push_back((w / g.tp) * g.tp + t);
+  return m;
+}
+inline std::vector<int> dp_members(const Grid& g, int w) {
+  std::vector<int> m;
+  for (int d = 0; d < g.dp; ++d) m.push_back(d * g.tp + w % g.tp);
+  return m;
+}
+
+// c.batch is the sequences PER REPLICA, b in {1, 2}: the whole batch is dp * b sequences. T is a
+// multiple of 6, so that TP = 2 and 3 both divide it.
+inline Case seeded_dp_tp_case(const std::string& test) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  Case c;
+  c.batch = gtl::test_seed::draw(g, 1, 2);
+  c.time = 6 * gtl::test_seed::draw(g, 1, 2);
+  c.seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1000000));
+  return c;
+}
+inline std::string dp_tp_case_str(const Case& c) {
+  return "b = " + std::to_string(c.batch) +
+         " sequences per replica, T = " + std::to_string(c.time) + ", weight seed " +
+         std::to_string(c.seed) + ", " + gtl::test_seed::describe();
+}
+// The model and the whole batch of grid g: make_sp_case's MLP, x and dy for dp * b sequences.
+// Sequences [d b, (d + 1) b) are replica d's; dy is each sequence's gradient of its replica's
+// loss (the mean over the replica's b sequences), so the whole batch's loss, the mean over all
+// dp b sequences, is the mean of the replicas' losses.
+inline SpCase make_dp_tp_case(const Case& c, const Grid& g) {
+  return make_sp_case(Case{c.batch * g.dp, c.time, c.seed});
+}
+// Sequences [begin, end) of a [B, T, D] tensor.
+inline Tensor sequences(const Tensor& t, int64_t begin, int64_t end) {
+  return t.slice(begin, end).clone();
+}
+
+// The six gradients of the residual MLP (ln.weight, ln.bias, fc1.weight, fc1.bias, fc2.weight,
+// fc2.bias) of the core's unsharded layer on x [B', T', D] with output gradient dy.
+inline std::vector<Tensor> mlp_gradients(const SpCase& m, const Tensor& x, const Tensor& dy) {
+  const int64_t n = x.size(0) * x.size(1);
+  gtl::nn::Context ctx;
+  m.full->forward(x.reshape({n, kSpDim}), ctx);
+  m.full->backward(ctx, dy.reshape({n, kSpDim}));
+  std::vector<Tensor> grads;
+  for (const auto& p : m.full->parameters()) grads.push_back(p.grad.clone());
+  return grads;
+}
+inline const std::vector<bool> kReplicated = {true, true, false, false, false, true};
+
+// What rank (dp_rank d, tp_rank r) holds after its backward, before the synchronisation: its
+// shard of the gradients of replica d's loss, and, of the replicated parameters, the
+// contribution of its positions tp_slice(T) only (what a sequence-parallel rank's backward sums
+// without the group: every position-wise layer's gradient is a sum over positions). The same
+// bits as a sequence-parallel backward in the core's deterministic mode with row-invariant GEMMs:
+// every row is computed alone.
+inline std::vector<Tensor> local_gradients(const SpCase& m, const Case& c, const Grid& g, int d,
+                                           int r) {
+  const Tensor x = sequences(m.x, d * c.batch, (d + 1) * c.batch);
+  const Tensor dy = sequences(m.dy, d * c.batch, (d + 1) * c.batch);
+  const std::vector<Tensor> whole = mlp_gradients(m, x, dy);
+  const int64_t part = c.time / g.tp, cols = kSpHidden / g.tp;
+  const std::vector<Tensor> mine = mlp_gradients(m, positions(x, r * part, (r + 1) * part),
+                                                 positions(dy, r * part, (r + 1) * part));
+  return {mine[0],
+          mine[1],
+          whole[2].slice(r * cols, (r + 1) * cols).clone(),
+          whole[3].slice(r * cols, (r + 1) * cols).clone(),
+          columns(whole[4], r * cols, (r + 1) * cols),
+          mine[5]};
+}
+
+// The one-process reference: the unsharded layer on the whole batch. Its gradient of the sum of
+// the replicas' losses, divided by dp, is the gradient of the whole batch's mean loss; each
+// element is a sum over all N = dp b T rows, g = (1/dp) sum_i t_i:
+//   ln.weight: dln_i xhat_i   ln.bias: dln_i   fc1.weight: dh_i[o] ln_i[c]   fc1.bias: dh_i[o]
+//   fc2.weight: dy_i[o] gelu_i[c]   fc2.bias: dy_i
+// The ranks compute the same t_i, bit for bit (every row alone), and add them in another order:
+// partial sums over their rows, then the TP and DP all-reduces. Any order of N terms is within
+// (N - 1) u S of the exact sum, S = sum_i |t_i|; the division by dp (or the multiplication by a
+// rounded 1/dp) adds at most 2 u S/dp. So the two results differ by at most
+//   2 (N + 2) u S / dp
+// per element (`bound`); an all-reduce in the wrong group, a sum for a mean or a partial left
+// unsummed is off by a share of g itself.
+struct DpTpReference {
+  std::vector<Tensor> grads;                // the six full gradients of the mean loss
+  std::vector<std::vector<double>> bounds;  // per element of each
+};
+inline DpTpReference dp_tp_reference(const SpCase& m, const Grid& g) {
+  namespace ops = gtl::ops;
+  const auto p = m.full->parameters();
+  const int64_t n = m.x.size(0) * m.x.size(1), d = kSpDim, hid = kSpHidden;
+  const Tensor x = m.x.reshape({n, d}), dy = m.dy.reshape({n, d});
+  DpTpReference ref;
+  for (Tensor t : mlp_gradients(m, m.x, m.dy)) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] /= float(g.dp);
+    ref.grads.push_back(t);
+  }
+  const ops::LayerNormForward ln = ops::layernorm_forward(x, p[0].value, p[1].value);
+  Tensor h = ops::matmul(ln.out, p[2].value, false, true);
+  ops::bias_add_(h, p[3].value);
+  const Tensor gl = ops::gelu(h);
+  const Tensor dh = ops::gelu_backward(h, ops::matmul(dy, p[4].value));
+  const Tensor dln = ops::matmul(dh, p[2].value);
+  const float* px = x.data<float>();
+  const float* pdy = dy.data<float>();
+  const float* pdh = dh.data<float>();
+  const float* pln = ln.out.data<float>();
+  const float* pg = gl.data<float>();
+  const float* pdln = dln.data<float>();
+  std::vector<std::vector<double>> s = {std::vector<double>(d),       std::vector<double>(d),
+                                        std::vector<double>(hid * d), std::vector<double>(hid),
+                                        std::vector<double>(d * hid), std::vector<double>(d)};
+  for (int64_t i = 0; i < n; ++i) {
+    const double mean = ln.mean.data<float>()[i], rstd = ln.rstd.data<float>()[i];
+    for (int64_t c = 0; c < d; ++c) {
+      const double xhat = (double(px[i * d + c]) - mean) * rstd;
+      s[0][c] += std::fabs(double(pdln[i * d + c]) * xhat);
+      s[1][c] += std::fabs(double(pdln[i * d + c]));
+      s[5][c] += std::fabs(double(pdy[i * d + c]));
+    }
+    for (int64_t o = 0; o < hid; ++o) {
+      const double a = std::fabs(double(pdh[i * hid + o]));
+      s[3][o] += a;
+      for (int64_t c = 0; c < d; ++c) s[2][o * d + c] += a * std::fabs(double(pln[i * d + c]));
+    }
+    for (int64_t o = 0; o < d; ++o) {
+      const double a = std::fabs(double(pdy[i * d + o]));
+      for (int64_t c = 0; c < hid; ++c) s[4][o * hid + c] += a * std::fabs(double(pg[i * hid + c]));
+    }
+  }
+  for (auto& v : s)
+    for (double& e : v) e *= 2.0 * double(n + 2) * kU / double(g.dp);
+  ref.bounds = s;
+  return ref;
+}
+// Rank (d, r)'s part of a full gradient: its shard of fc1 (rows) and fc2 (columns), the whole of
+// a replicated one.
+inline Tensor shard_of(const Tensor& full, int param, const Grid& g, int r) {
+  const int64_t cols = kSpHidden / g.tp;
+  if (param == 2 || param == 3) return full.slice(r * cols, (r + 1) * cols).clone();
+  if (param == 4) return columns(full, r * cols, (r + 1) * cols);
+  return full;
+}
+inline std::vector<double> bound_of(const std::vector<double>& full, int param, const Grid& g,
+                                    int r) {
+  const int64_t cols = kSpHidden / g.tp;
+  std::vector<double> out;
+  if (param == 2 || param == 3) {
+    const int64_t width = param == 2 ? kSpDim : 1;
+    out.assign(full.begin() + r * cols * width, full.begin() + (r + 1) * cols * width);
+  } else if (param == 4) {
+    for (int64_t o = 0; o < kSpDim; ++o)
+      for (int64_t c = r * cols; c < (r + 1) * cols; ++c) out.push_back(full[o * kSpHidden + c]);
+  } else {
+    out = full;
+  }
+  return out;
+}
+
+// One collective as the traffic check prints it: the world ranks of its group, the operation,
+// its payload and what this rank sent.
+inline std::string collective_str(const std::vector<int>& group, const std::string& op,
+                                  int64_t bytes, int64_t sent) {
+  std::string s = "group {";
+  for (std::size_t i = 0; i < group.size(); ++i) s += (i ? ", " : "") + std::to_string(group[i]);
+  return s + "} " + op + " " + std::to_string(bytes) + " bytes, sent " + std::to_string(sent);
+}
+// The payload of each of the six parameters on one rank of a TP group of tp (fc1's rows and
+// fc2's columns 4D/tp; the rest whole), in bytes.
+inline std::vector<int64_t> dp_tp_param_bytes(int tp) {
+  const int64_t d = kSpDim, cols = kSpHidden / tp;
+  return {4 * d, 4 * d, 4 * cols * d, 4 * cols, 4 * d * cols, 4 * d};
+}
+// A ring all-reduce of `bytes` on g ranks sends 2 (g - 1)/g of them per rank (every size here
+// divides evenly into g chunks).
+inline int64_t ring_sent(int64_t bytes, int g) {
+  return 2 * (g - 1) * bytes / g;
+}
+// What rank w of grid g issues in the synchronisation, its TP group's calls first, then its DP
+// group's, each in parameter order: one TP all-reduce per replicated parameter (the sum of the
+// ranks' positions), one DP all-reduce per parameter (the mean over the replicas).
+inline std::vector<std::string> dp_tp_collectives(const Grid& g, int w) {
+  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p < bytes.size(); ++p)
+    if (kReplicated[p])
+      out.push_back(
+          collective_str(tp_members(g, w), "all_reduce", bytes[p], ring_sent(bytes[p], g.tp)));
+  for (std::size_t p = 0; p < bytes.size(); ++p)
+    out.push_back(
+        collective_str(dp_members(g, w), "all_reduce", bytes[p], ring_sent(bytes[p], g.dp)));
+  return out;
+}
+// The same from each group's counters: all_reduce calls and bytes sent per rank.
+struct GroupTotals {
+  int64_t tp_calls = 0, tp_sent = 0, dp_calls = 0, dp_sent = 0;
+};
+inline GroupTotals dp_tp_totals(const Grid& g) {
+  GroupTotals t;
+  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
+  for (std::size_t p = 0; p < bytes.size(); ++p) {
+    if (kReplicated[p]) ++t.tp_calls, t.tp_sent += ring_sent(bytes[p], g.tp);
+    ++t.dp_calls, t.dp_sent += ring_sent(bytes[p], g.dp);
+  }
+  return t;
+}
+
 }  // namespace lab08_cases

@@ -1,0 +1,45 @@
+// Lab 08, TODO 5: data x tensor parallelism on the process grid (tensor_parallel.h, section 5).
+//
+// Two kinds of group cut the same world: a TP group exchanges activations inside every layer,
+// in forward and in backward, and a DP group exchanges gradients once per step. The layout puts
+// the chatty one on neighbouring ranks (one node); which group a collective runs in decides what
+// it adds up, so a sum in the wrong group is still a sum, of the wrong things.
+#include <vector>
+
+#include "gtl/runtime/error.h"
+#include "tensor_parallel.h"
+
+namespace lab08 {
+
+DpTpGroups make_dp_tp_groups(Communicator& world, int tp_size) {
+  DpTpGroups g;
+  // TODO(lab08) step 5a: the two groups of this rank.
+  //   Spec: fill tp_rank, dp_rank and the two groups of the header's layout, split from `world`
+  //   (Communicator::split), every group ordered as in the world. Refuse, with a gtl::Error
+  //   naming the world size and tp_size and before any split, a tp_size that does not divide the
+  //   world. Hint: which ranks must be neighbours, the TP group's or the DP group's? A split's
+  //   color is what the members of one group share. Do not use the core's ProcessGrid: this is
+  //   what it does. About 8 lines.
+  (void)world, (void)tp_size;
+  throw gtl::Error("TODO(lab08) step 5a: make_dp_tp_groups is not implemented");
+  // END TODO(lab08)
+  return g;
+}
+
+void finalize_gradients(const std::vector<nn::ParamRef>& params,
+                        const std::vector<bool>& replicated, Communicator& tp, Communicator& dp) {
+  GTL_CHECK(params.size() == replicated.size(),
+            "finalize_gradients: one `replicated` flag per parameter expected, got "
+                << replicated.size() << " for " << params.size() << " parameters");
+  // TODO(lab08) step 5b: the whole batch's gradients.
+  //   Spec: as the header says, from each rank's micro-batch gradients to the gradient of the
+  //   mean loss over the whole batch, with one all-reduce per replicated parameter in one group
+  //   and one per parameter in the other, each group's calls in parameter order. Hint: for each
+  //   group ask what its ranks hold of the same gradient (pieces of one sum, or estimates of
+  //   one mean over different sequences?) and pick the ReduceOp that says so. About 3 lines.
+  (void)params, (void)replicated, (void)tp, (void)dp;
+  throw gtl::Error("TODO(lab08) step 5b: finalize_gradients is not implemented");
+  // END TODO(lab08)
+}
+
+}  // namespace lab08

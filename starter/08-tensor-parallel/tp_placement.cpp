@@ -1,0 +1,50 @@
+// Lab 08, TODO 6: where a tensor-parallel group belongs. The same traced step of a TP block,
+// simulated with the core's cost model (tensor_parallel.h, TpStepFigures) with the group inside
+// one node and with one rank per node, and the largest TP size whose all-reduces stay under a
+// given share of the step.
+//
+// Every collective TP issues is synchronous: the layer after it needs its result (fc2's output
+// sum before the residual, fc1's input gradient before the layer in front). Nothing overlaps
+// it, so where the group sits shows directly in the step time.
+#include <algorithm>
+#include <string>
+
+#include "gtl/runtime/error.h"
+#include "tensor_parallel.h"
+
+namespace lab08 {
+
+using gtl::dist::TraceEvent;
+using gtl::dist::TraceKind;
+
+TpStepFigures tp_step_figures(const std::vector<std::vector<TraceEvent>>& traces,
+                              const gtl::dist::CostModel& model, TpPlacement placement) {
+  GTL_CHECK(!traces.empty(), "tp_step_figures: no traces (a TP group has at least one rank)");
+  const int k = static_cast<int>(traces.size());
+  TpStepFigures f;
+  // TODO(lab08) step 6: the simulated step of the group under `placement`.
+  //   Spec: tensor_parallel.h, TpStepFigures, with the core's cost model as timeline.h states
+  //   it: a leaf pass costs model.compute_time(flops, mem_bytes); a ring all-reduce of k ranks
+  //   costs its steps' latency plus the bytes on the wire over the link's bandwidth (which
+  //   bytes, and which link for this placement, is the point of the step; the k = 1 group
+  //   costs nothing). Refuse IntraNode when the group does not fit in a node (a test checks the
+  //   message names k and ranks_per_node). Fill f.
+  //   Hint: every rank of the group runs the same step at the same time. Ask what the step's
+  //   critical path is, and whether anything can run while TP's all-reduce is in flight.
+  //   About 24 lines.
+  (void)k, (void)model, (void)placement;
+  // END TODO(lab08)
+  return f;
+}
+
+int largest_tp_size(const std::map<int, std::vector<std::vector<TraceEvent>>>& traces_by_size,
+                    const gtl::dist::CostModel& model, TpPlacement placement, double max_fraction) {
+  int best = 0;
+  // TODO(lab08) step 6: the largest qualifying size (spec: tensor_parallel.h), using the
+  //   function above. About 5 lines.
+  (void)traces_by_size, (void)model, (void)placement, (void)max_fraction;
+  // END TODO(lab08)
+  return best;
+}
+
+}  // namespace lab08
