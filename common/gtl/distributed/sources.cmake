@@ -8,6 +8,7 @@ gtl_core_sources(
       gtl/distributed/trace_text.cpp
       gtl/distributed/module_trace.cpp
       gtl/distributed/timeline.cpp
+      gtl/distributed/timeline_svg.cpp
       gtl/distributed/sharded_grads.cpp
   CUDA gtl/distributed/reduce_kernels.cu)
 # timeline.cpp writes the Chrome trace format with nlohmann-json (not part of the public headers).

@@ -12,6 +12,7 @@
 
 #include "gtl/distributed/in_process.h"
 #include "gtl/distributed/timeline.h"
+#include "gtl/distributed/timeline_svg.h"
 #include "gtl/runtime/error.h"
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
@@ -190,8 +191,11 @@ TEST(PipelineTimeline, OneFOneBOnTheReferenceClusterShowsTheFormulasBubble) {
               << " us, bubble " << tl.world().bubble_fraction.max << " (formula " << formula(p, m)
               << ")\n";
     if (const char* dir = std::getenv("LAB07_FIGURES_DIR")) {  // regenerates the handout's figures
-      gtl::dist::write_chrome_trace(tl,
-                                    std::string(dir) + "/1f1b_p4_m" + std::to_string(m) + ".json");
+      const std::string name = std::string(dir) + "/1f1b_p4_m" + std::to_string(m);
+      gtl::dist::write_chrome_trace(tl, name + ".json");
+      gtl::dist::write_timeline_svg(
+          tl, name + ".svg",
+          "1F1B, p = 4 stages, m = " + std::to_string(m) + " micro-batches (simulated)");
     }
   }
 }

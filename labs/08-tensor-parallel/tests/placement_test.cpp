@@ -3,7 +3,7 @@
 // rank per node, against the core's simulator (gtl/distributed/timeline.h) on the same traces:
 // the same model, so the figures agree to the rounding of two summation orders (handout, TODO 6).
 // Then the largest TP size under the study's bar for each placement. Set LAB08_FIGURES_DIR to
-// write the handout's Chrome traces (open them at https://ui.perfetto.dev).
+// write the handout's Chrome traces (open them at https://ui.perfetto.dev) and their pictures.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 
+#include "gtl/distributed/timeline_svg.h"
 #include "gtl_judge_output.h"
 #include "lab08_placement_cases.h"
 #include "lab08_test_util.h"
@@ -107,10 +108,14 @@ TEST(TpPlacement, LargestSizeUnderTheBarForEachPlacement) {
                          << ". Revisit which sizes a placement allows and tp_step_figures";
   }
   if (const char* dir = std::getenv("LAB08_FIGURES_DIR")) {  // regenerates the handout's figures
-    for (bool across : {false, true})
-      gtl::dist::write_chrome_trace(
-          pc::simulate(traces[4], across).timeline,
-          std::string(dir) + (across ? "/tp4_inter_node.json" : "/tp4_intra_node.json"));
+    for (bool across : {false, true}) {
+      const gtl::dist::Timeline tl = pc::simulate(traces[4], across).timeline;
+      const std::string name = std::string(dir) + (across ? "/tp4_inter_node" : "/tp4_intra_node");
+      gtl::dist::write_chrome_trace(tl, name + ".json");
+      gtl::dist::write_timeline_svg(tl, name + ".svg",
+                                    across ? "TP = 4, one rank per node (InfiniBand; simulated)"
+                                           : "TP = 4 inside one node (NVLink; simulated)");
+    }
   }
 }
 
