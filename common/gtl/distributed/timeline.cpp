@@ -41,8 +41,8 @@ const Link& CostModel::group_link(const std::vector<int>& group) const {
   return intra_node;
 }
 
-const char* stream_name(Stream stream) {
-  return stream == Stream::Compute ? "compute" : "communication";
+const char* stream_name(TimelineStream stream) {
+  return stream == TimelineStream::Compute ? "compute" : "communication";
 }
 
 const char* category_name(Category category) {
@@ -445,7 +445,7 @@ class Simulator {
       return;
     }
     const double cost = model_.compute_time(e.flops, e.mem_bytes);
-    add(r, Stream::Compute, Category::Compute, module_label(e), s.t, s.t + cost, e);
+    add(r, TimelineStream::Compute, Category::Compute, module_label(e), s.t, s.t + cost, e);
     s.t += cost;
     result_.ranks[r].compute_busy += cost;
   }
@@ -455,14 +455,15 @@ class Simulator {
     const TraceEvent& b = event(r, s.pair[i]);
     const TraceEvent& e = event(r, i);
     if (b.leaf || e.leaf) return;  // its work was placed at its ModuleBegin
-    add(r, Stream::Compute, Category::Module, module_label(e), s.span_start[s.pair[i]], s.t, e);
+    add(r, TimelineStream::Compute, Category::Module, module_label(e), s.span_start[s.pair[i]], s.t,
+        e);
   }
 
   // The compute stream of rank r waits until `end`: idle time.
   void block_until(int r, double end, const std::string& name, const TraceEvent& e) {
     RankState& s = states_[r];
     if (end <= s.t) return;
-    add(r, Stream::Compute, Category::IdleWait, name, s.t, end, e);
+    add(r, TimelineStream::Compute, Category::IdleWait, name, s.t, end, e);
     s.t = end;
   }
 
@@ -489,7 +490,8 @@ class Simulator {
       }
       if (!op.done) break;
       const TraceEvent& e = event_of(op);
-      add(r, Stream::Communication, Category::Communication, op_label(op), op.start, op.end, e);
+      add(r, TimelineStream::Communication, Category::Communication, op_label(op), op.start, op.end,
+          e);
       result_.ranks[r].comm_busy += op.end - op.start;
       s.comm_free = op.end;
       ++s.head;
@@ -553,8 +555,8 @@ class Simulator {
     return label;
   }
 
-  void add(int r, Stream stream, Category category, std::string name, double start, double end,
-           const TraceEvent& e) {
+  void add(int r, TimelineStream stream, Category category, std::string name, double start,
+           double end, const TraceEvent& e) {
     Interval iv;
     iv.stream = stream;
     iv.category = category;
@@ -720,7 +722,7 @@ std::string to_chrome_trace(const Timeline& timeline) {
   nlohmann::json events = nlohmann::json::array();
   for (int r = 0; r < static_cast<int>(timeline.ranks.size()); ++r) {
     events.push_back(metadata("process_name", r, 0, "rank " + std::to_string(r)));
-    for (Stream stream : {Stream::Compute, Stream::Communication}) {
+    for (TimelineStream stream : {TimelineStream::Compute, TimelineStream::Communication}) {
       events.push_back(metadata("thread_name", r, static_cast<int>(stream), stream_name(stream)));
     }
     for (const Interval& iv : timeline.ranks[r].intervals) events.push_back(complete_event(iv, r));

@@ -104,18 +104,21 @@ struct CostModel {
   const Link& group_link(const std::vector<int>& group) const;
 };
 
-enum class Stream { Compute, Communication };
+// Not `Stream`: gtl::Stream is the CUDA stream, and a gtl::dist::Stream would change what
+// `Stream` means in every gtl::dist header a file includes after this one (the communicator's
+// layout among them: a one-definition-rule violation that crashed a lab's test).
+enum class TimelineStream { Compute, Communication };
 enum class Category {
   Compute,        // a leaf module's work (compute stream)
   Communication,  // a collective or point-to-point operation (communication stream)
   IdleWait,       // the compute stream blocked on communication, or idle at the end of the step
   Module,         // a non-leaf module's span, for display only (compute stream, costs nothing)
 };
-const char* stream_name(Stream stream);
+const char* stream_name(TimelineStream stream);
 const char* category_name(Category category);
 
 struct Interval {
-  Stream stream = Stream::Compute;
+  TimelineStream stream = TimelineStream::Compute;
   Category category = Category::Compute;
   std::string name;  // "backward 2.fc1", "all_reduce", "wait all_reduce", "recv from 0"
   double start = 0;  // seconds from the start of the step

@@ -86,9 +86,9 @@ std::string timeline_svg(const Timeline& timeline, const std::string& title) {
   const double lanes_h = ranks * (2 * kLane + kLaneGap + kRankGap);
   const double height = kTop + lanes_h + kBottom;
   auto x = [&](double seconds) { return kLeft + plot_w * (seconds * 1e6) / step_us; };
-  auto lane_y = [&](int rank, Stream s) {
+  auto lane_y = [&](int rank, TimelineStream s) {
     return kTop + rank * (2 * kLane + kLaneGap + kRankGap) +
-           (s == Stream::Communication ? kLane + kLaneGap : 0);
+           (s == TimelineStream::Communication ? kLane + kLaneGap : 0);
   };
 
   std::ostringstream svg;
@@ -99,7 +99,7 @@ std::string timeline_svg(const Timeline& timeline, const std::string& title) {
       << "<text x=\"" << kLeft << "\" y=\"24\" font-size=\"15\">" << escaped(title) << "</text>\n";
   for (int r = 0; r < ranks; ++r) {
     const RankTimeline& rank = timeline.ranks[static_cast<std::size_t>(r)];
-    for (const Stream s : {Stream::Compute, Stream::Communication}) {
+    for (const TimelineStream s : {TimelineStream::Compute, TimelineStream::Communication}) {
       const double y = lane_y(r, s);
       svg << "<text x=\"" << kLeft - 8 << "\" y=\"" << fixed(y + 13) << "\" text-anchor=\"end\">"
           << "rank " << r << " " << stream_name(s) << "</text>\n";
@@ -117,9 +117,9 @@ std::string timeline_svg(const Timeline& timeline, const std::string& title) {
     }
     // The rank's figures, right of its lanes.
     svg << "<text x=\"" << kWidth - kRight + 8 << "\" y=\""
-        << fixed(lane_y(r, Stream::Compute) + 13) << "\">idle " << fixed(rank.bubble_fraction, 3)
-        << "</text>\n<text x=\"" << kWidth - kRight + 8 << "\" y=\""
-        << fixed(lane_y(r, Stream::Communication) + 13) << "\">comm hidden "
+        << fixed(lane_y(r, TimelineStream::Compute) + 13) << "\">idle "
+        << fixed(rank.bubble_fraction, 3) << "</text>\n<text x=\"" << kWidth - kRight + 8
+        << "\" y=\"" << fixed(lane_y(r, TimelineStream::Communication) + 13) << "\">comm hidden "
         << fixed(rank.hidden_comm_fraction, 3) << "</text>\n";
   }
   // Time axis.
