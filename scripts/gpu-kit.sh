@@ -8,8 +8,9 @@
 #                                        calls to make on the GPU machine
 #   scripts/gpu-kit.sh run 1 [OUT]       there: probe, unpack, configure, build, the gpu tests,
 #                                        a first report
-#   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, verify, calibrate, benchmarks,
-#                                        the gpu tests if call 1 did not finish them, the report
+#   scripts/gpu-kit.sh run 2 [OUT]       there: compute-sanitizer, calibrate, benchmarks, verify
+#                                        lab by lab (GTL_KIT_VERIFY_LABS="05 08": those only), the
+#                                        gpu tests if call 1 did not finish them, the report
 #                                        (after rebuilding, on a fresh machine)
 #   scripts/gpu-kit.sh run all [OUT]     both
 #   scripts/gpu-kit.sh run 1 OUT --no-gpu   (the rehearsal, scripts/gpu-kit-rehearse.sh: stops
@@ -17,7 +18,8 @@
 #   scripts/gpu-kit.sh exec CMD...       runs CMD in the kit's environment (a test by hand)
 #
 # OUT (default $OUT, else build/gpu/kit-out) receives at most 8 files: the report
-# (<date>-<gpu>.md), the benchmarks' and the grader's JSON, and the log. Every step is timed and
+# (<date>-<gpu>.md), the benchmarks' and the grader's JSON (verify's, one per lab, in
+# verify-solution.tar.gz), the labs' calibration.json and the log. Every step is timed and
 # leaves a marker in build/gpu/kit, so a call that is cut short resumes where it stopped; call 2
 # on the machine call 1 warmed reuses its build, and on a fresh machine rebuilds it first. Each
 # call stops starting steps near its deadline (GTL_KIT_DEADLINE, default 540 s) and refreshes OUT
@@ -297,7 +299,9 @@ build_course() { certify build; }
 gpu_tests() { certify test; }
 sanitize() { certify sanitize; }
 benchmarks() { certify bench; }
-verify() { certify verify; }
+# verify_NN: lab NN's verify, one step per lab, so that a call cut at its deadline loses one lab's
+# minute, not the whole course's seven, and the next call goes on with the next lab.
+verify_lab() { certify verify --lab "$1"; }
 calibrate() { certify calibrate; }
 report() { certify report; }
 
@@ -323,8 +327,8 @@ collect() {
   shopt -s nullglob
   local reports=("$state"/results/*.md)
   ((${#reports[@]})) && cp "${reports[@]}" "$out/"
-  [[ -f build/gpu/certify/verify/solution/results.json ]] &&
-    cp build/gpu/certify/verify/solution/results.json "$out/verify-solution.json"
+  local verified=(build/gpu/certify/verify-*/solution/results.json)
+  ((${#verified[@]})) && tar -czf "$out/verify-solution.tar.gz" "${verified[@]}"
   [[ -f build/gpu/certify/calibrate/results.json ]] &&
     cp build/gpu/certify/calibrate/results.json "$out/calibrate.json"
   local benches=(build/gpu/certify/*.json)
@@ -344,7 +348,12 @@ run() {
   mkdir -p "$state" "$out"
   deadline=${GTL_KIT_DEADLINE:-540}
   log "call $call on $(hostname), $(nproc) cores, deadline ${deadline}s"
-  local steps=()
+  local steps=() verify_steps=() lab
+  # GTL_KIT_VERIFY_LABS="05 08" verifies those labs only (a lease too short for all of them:
+  # the labs the last report did not reach).
+  for lab in ${GTL_KIT_VERIFY_LABS:-$(ls -d labs/[0-9][0-9]-* | sed 's|labs/\([0-9]*\)-.*|\1|')}; do
+    verify_steps+=("verify_$lab")
+  done
   if $no_gpu; then
     steps=(build_without_gpu)
   else
@@ -353,10 +362,11 @@ run() {
       # A fresh machine lost call 1's build: build_course makes it again (its marker went too).
       # gpu_tests last: skipped when call 1 finished them, else (call 1 cut at its deadline, or a
       # fresh machine) run with whatever time is left.
-      # Verify and calibrate before the benchmarks: the labs' speed bars come from calibrate, and
-      # the benchmarks are the step most likely to run long.
-      2) steps=(build_course sanitize verify calibrate benchmarks gpu_tests report) ;;
-      all) steps=(build_course gpu_tests sanitize verify calibrate benchmarks report) ;;
+      # Calibrate and the benchmarks before verify: they give the figures the handouts and the
+      # speed bars need, in five minutes; verify of every lab (solution and starter) takes over
+      # eight, more than one call has, so it runs a lab per step with whatever time is left.
+      2) steps=(build_course sanitize calibrate benchmarks "${verify_steps[@]}" gpu_tests report) ;;
+      all) steps=(build_course gpu_tests sanitize calibrate benchmarks "${verify_steps[@]}" report) ;;
       *) usage >&2; return 2 ;;
     esac
   fi
@@ -381,7 +391,8 @@ run() {
 
 case ${1:-} in
   pack) pack ;;
-  _step) "$2" ;;  # run_step runs each step as its own process, so that timeout can stop it
+  # run_step runs each step as its own process, so that timeout can stop it.
+  _step) if [[ $2 == verify_* ]]; then verify_lab "${2#verify_}"; else "$2"; fi ;;
   run) shift; run "$@" ;;
   exec) shift; kit_environment; exec "$@" ;;
   -h | --help | "") usage ;;
