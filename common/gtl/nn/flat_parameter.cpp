@@ -2,6 +2,8 @@
 // flat_parameter.h).
 #include "gtl/nn/flat_parameter.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include <algorithm>
 #include <sstream>
 #include <utility>
@@ -11,6 +13,7 @@ namespace gtl::nn {
 // ---- shard arithmetic ---------------------------------------------------------------------------
 
 ShardLayout::ShardLayout(int64_t numel_, int world_size_) : numel(numel_), world_size(world_size_) {
+  gtl::grading::reference_guard("gtl::nn::ShardLayout::ShardLayout");
   GTL_CHECK(world_size >= 1, "ShardLayout: world size must be at least 1, got " << world_size);
   GTL_CHECK(numel >= 0, "ShardLayout: negative element count " << numel);
 }
@@ -92,6 +95,7 @@ std::optional<ParamRef> FlatParameter::shard_param() const {
 // ---- the full buffers ---------------------------------------------------------------------------
 
 void FlatParameter::materialize_values() {
+  gtl::grading::reference_guard("gtl::nn::FlatParameter::materialize_values");
   if (has_values()) return;
   values_.storage()->allocate(values_.nbytes());
 }

@@ -1,6 +1,8 @@
 // One flat buffer for parameters, gradients and the half compute copy (see parameter_buffer.h).
 #include "gtl/nn/parameter_buffer.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include <sstream>
 
 #include "gtl/optim/master_weights.h"
@@ -12,6 +14,7 @@ constexpr int64_t kAlign = 64;  // elements: 256 bytes of float32
 }  // namespace
 
 ParameterBuffer::ParameterBuffer(Module& model, Device device) : model_(model) {
+  gtl::grading::reference_guard("gtl::nn::ParameterBuffer::ParameterBuffer");
   std::vector<ParamRef*> refs = model.parameter_slots();
   int64_t total = 0;
   for (ParamRef* p : refs) {

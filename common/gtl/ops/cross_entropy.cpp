@@ -4,6 +4,8 @@
 // everywhere else.
 #include "gtl/ops/cross_entropy.h"
 
+#include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
+
 #include <cmath>
 #include <limits>
 
@@ -106,6 +108,7 @@ void accuracy_cpu(const T* x, const L* labels, int64_t rows, int64_t cols, float
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+  gtl::grading::reference_guard("gtl::ops::cross_entropy");
   const detail::RowsCols rc = check_args("cross_entropy", logits, labels);
   Tensor losses = Tensor::empty({rc.rows}, DType::Float32, logits.device());
   if (logits.is_cuda()) {
@@ -127,6 +130,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
 }
 
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& labels, float dloss) {
+  gtl::grading::reference_guard("gtl::ops::cross_entropy_backward");
   const detail::RowsCols rc = check_args("cross_entropy_backward", logits, labels);
   Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
   const float scale = rc.rows > 0 ? dloss / static_cast<float>(rc.rows) : 0.f;
