@@ -257,8 +257,8 @@ Schedule gpipe_order(int p, int64_t m) {
   return Schedule(static_cast<std::size_t>(p), stage);
 }
 
-// 1F1B in the header's words: w_s = min(p - s - 1, m) warm-up forwards, m - w_s pairs of forward
-// w_s + k and backward k, the remaining w_s backwards.
+// 1F1B: w_s = min(p - s - 1, m) warm-up forwards (what the header's memory bound gives), m - w_s
+// pairs of forward w_s + k and backward k, the remaining w_s backwards.
 Schedule one_f_one_b_order(int p, int64_t m) {
   Schedule schedule(static_cast<std::size_t>(p));
   for (int s = 0; s < p; ++s) {

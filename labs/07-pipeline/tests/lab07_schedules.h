@@ -42,8 +42,8 @@ inline Schedule gpipe_table(int p, int64_t m) {
   return parse(std::vector<std::string>(static_cast<std::size_t>(p), text.str()));
 }
 
-// 1F1B for the (p, m) the tests use. Stage s: min(p-s-1, m) warm-up forwards, then F/B pairs,
-// then the cool-down backwards.
+// 1F1B for the (p, m) the tests use, written out by hand: the handout's pictures for more shapes.
+// How long each stage's warm-up is, TODO 4 derives from the memory bound.
 inline Schedule one_f_one_b_table(int p, int64_t m) {
   static const std::map<std::pair<int, int64_t>, std::vector<std::string>> tables = {
       {{1, 4}, {"F0 B0 F1 B1 F2 B2 F3 B3"}},
