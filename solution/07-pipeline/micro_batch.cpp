@@ -2,8 +2,7 @@
 //
 // The loss of a batch of N rows is the MEAN over its rows. Micro-batch i of n_i rows computes
 // the mean over ITS rows; its backward starts from a weight (dloss) chosen so that the
-// accumulated gradients are the whole batch's. 1/m is right only when m divides N; with 10 rows
-// in 4 micro-batches (3, 3, 2, 2) it would weigh the rows of the small ones 1.5 times too much.
+// accumulated gradients are the whole batch's, whatever the micro-batches' sizes.
 #include "gtl/runtime/error.h"
 #include "pipeline.h"
 

@@ -5,8 +5,8 @@
 // and produces some columns of y. By input features, every rank needs some columns of x and
 // produces a PARTIAL SUM of all of y. A column-parallel layer feeding a row-parallel one (the MLP,
 // attention) therefore needs no communication in between, one all-reduce after the pair in
-// forward, and one in front of the pair in backward. Where exactly each goes, and what is NOT
-// communicated (the bias, the weight gradients), is this TODO.
+// forward, and one in front of the pair in backward. Where exactly each goes, and what must not
+// be communicated at all, is this TODO.
 #include "gtl/nn/precision.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/ops/matmul.h"

@@ -2,8 +2,7 @@
 //
 // The loss of a batch of N rows is the MEAN over its rows. Micro-batch i of n_i rows computes
 // the mean over ITS rows; its backward starts from a weight (dloss) chosen so that the
-// accumulated gradients are the whole batch's. 1/m is right only when m divides N; with 10 rows
-// in 4 micro-batches (3, 3, 2, 2) it would weigh the rows of the small ones 1.5 times too much.
+// accumulated gradients are the whole batch's, whatever the micro-batches' sizes.
 #include "gtl/runtime/error.h"
 #include "pipeline.h"
 
@@ -24,8 +23,8 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
 float micro_batch_weight(const MicroBatch& mb, int64_t batch) {
   // TODO(lab07) step 2b: the share of the batch's mean loss.
   //   Spec: the factor that turns micro-batch mb's MEAN loss into its part of the whole batch's
-  //   mean loss (not 1/m: micro-batches may differ in size). Hint: write the batch's mean as a
-  //   sum over micro-batches. About 1 line.
+  //   mean loss (micro-batches may differ in size). Hint: try your factor on 10 rows in 4
+  //   micro-batches, by hand. About 1 line.
   (void)mb, (void)batch;
   return 0.f;
   // END TODO(lab07)

@@ -5,8 +5,8 @@
 // and produces some columns of y. By input features, every rank needs some columns of x and
 // produces a PARTIAL SUM of all of y. A column-parallel layer feeding a row-parallel one (the MLP,
 // attention) therefore needs no communication in between, one all-reduce after the pair in
-// forward, and one in front of the pair in backward. Where exactly each goes, and what is NOT
-// communicated (the bias, the weight gradients), is this TODO.
+// forward, and one in front of the pair in backward. Where exactly each goes, and what must not
+// be communicated at all, is this TODO.
 #include "gtl/nn/precision.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/ops/matmul.h"
@@ -89,9 +89,8 @@ Tensor RowParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
                                                         << "] (this rank's columns"
                                                         << "), got " << gtl::shape_str(x.shape()));
   // TODO(lab08) step 1b: this rank's partial y, g's forward, the bias.
-  //   Spec: return the FULL y [N, out] on every rank, the same bits on every rank; save what
-  //   backward reads. The bias belongs to y, not to any rank's partial sum: count how many times
-  //   each rank's bias would be added otherwise.
+  //   Spec: return the unsharded layer's FULL y [N, out] on every rank, the same bits on every
+  //   rank; save what backward reads.
   //   About 5 lines.
   (void)x, (void)ctx;
   throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear::forward is not implemented");

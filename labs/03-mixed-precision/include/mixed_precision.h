@@ -33,10 +33,10 @@ using gtl::optim::ParamRef;
 uint16_t round_to_fp16(float x);  // TODO 1a
 uint16_t round_to_bf16(float x);  // TODO 1b
 
-// Of the non-zero finite elements of a tensor, how many round to (+-)0 in each format.
+// Of the non-zero finite elements of a tensor, how many round to zero in each format.
 struct UnderflowReport {
   int64_t nonzero = 0;     // non-zero finite elements examined
-  int64_t fp16_zeros = 0;  // of those, how many round_to_fp16 makes +-0
+  int64_t fp16_zeros = 0;  // of those, how many round_to_fp16 makes zero
   int64_t bf16_zeros = 0;  // ... and round_to_bf16
   double fp16_fraction() const { return nonzero ? double(fp16_zeros) / double(nonzero) : 0.0; }
   double bf16_fraction() const { return nonzero ? double(bf16_zeros) / double(nonzero) : 0.0; }
