@@ -13,6 +13,7 @@
 #include "gtl/nn/parameter_buffer.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
+#include "lab06_student_call.h"  // tests/: the runtime guard's scopes of the TODOs called here
 
 namespace lab06 {
 
@@ -142,7 +143,8 @@ std::vector<float> model_weights(const nn::Module& model) {
 }
 
 // One stage's sync, built around the model: what runs before backward, after backward, and the
-// optimizer step.
+// optimizer step. Every call into a student TODO holds that TODO's scope (lab06_student_call.h);
+// no ZeRO stage's harness code calls a reference they forbid, and all ranks run the same stage.
 struct StageRun {
   std::unique_ptr<nn::ParameterBuffer> buffer;  // Ddp
   std::unique_ptr<nn::FlatParameter> flat;      // Zero1, Zero2
@@ -153,17 +155,32 @@ struct StageRun {
   std::unique_ptr<gtl::optim::AdamW> optimizer;  // Ddp, Zero3
 
   void before_backward() {
-    if (zero2) zero2->before_backward();
+    if (zero2) {
+      const auto call = lab06_student_call::todo3();
+      zero2->before_backward();
+    }
   }
   void after_backward(Communicator& comm) {
     if (buffer) comm.all_reduce(buffer->grads(), dist::ReduceOp::Avg);
-    if (zero1) zero1->after_backward();
-    if (zero2) zero2->after_backward();
+    if (zero1) {
+      const auto call = lab06_student_call::todo2();
+      zero1->after_backward();
+    }
+    if (zero2) {
+      const auto call = lab06_student_call::todo3();
+      zero2->after_backward();
+    }
   }
   void step() {
     if (optimizer) optimizer->step();
-    if (zero1) zero1->step();
-    if (zero2) zero2->step();
+    if (zero1) {
+      const auto call = lab06_student_call::todo2();
+      zero1->step();
+    }
+    if (zero2) {
+      const auto call = lab06_student_call::todo3();
+      zero2->step();
+    }
   }
 };
 
@@ -183,19 +200,33 @@ StageRun make_stage_run(Communicator& comm, Stage stage, nn::Sequential& model,
       o.shard_grads = stage == Stage::Zero2;
       run.flat = std::make_unique<nn::FlatParameter>(model, config.device, n, r, o);
       if (stage == Stage::Zero1) {
+        const auto call = lab06_student_call::todo2();
         run.zero1 = std::make_unique<Zero1>(comm, *run.flat, adamw(config));
       } else {
+        const auto call = lab06_student_call::todo3();
         run.zero2 = std::make_unique<Zero2>(comm, *run.flat, adamw(config));
       }
       break;
     }
     case Stage::Zero3:
       run.units = make_units(model, comm, config.device);
-      run.fsdp = std::make_unique<Fsdp>(comm, model, run.units, config.prefetch);
+      {
+        const auto call = lab06_student_call::todo4();
+        run.fsdp = std::make_unique<Fsdp>(comm, model, run.units, config.prefetch);
+      }
       run.optimizer = std::make_unique<gtl::optim::AdamW>(run.fsdp->shard_params(), adamw(config));
       break;
   }
   return run;
+}
+
+// fn() inside TODO 4's scope when `scoped` (a ZeRO-3 run, whose model hooks call the student's
+// Fsdp), plainly otherwise.
+template <typename Fn>
+auto in_scope_if(bool scoped, Fn fn) {
+  if (!scoped) return fn();
+  const auto call = lab06_student_call::todo4();
+  return fn();
 }
 
 // The full weights at the end of a Zero3 run: each unit gathered once more (the harness's own
@@ -223,6 +254,7 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
   GTL_CHECK((config.save_after_steps == 0 && config.resume_at_step == 0) || stage == Stage::Zero3,
             "lab06: sharded checkpoints are ZeRO-3's");
   if (config.resume_at_step > 0) {
+    const auto call = lab06_student_call::todo6_in_training();
     load_sharded(config.checkpoint_dir, comm, run.units, *run.optimizer);
   }
   TrainResult result;
@@ -233,14 +265,18 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
     }
     const data::Batch& batch = batches[static_cast<std::size_t>(step)];
     nn::Context ctx, loss_ctx;
-    Tensor logits = model->forward(batch.images, ctx);
+    // ZeRO-3: the model's hooks call the student's Fsdp (TODOs 4 and 5) in forward and backward.
+    const bool fsdp = run.fsdp != nullptr;
+    Tensor logits = in_scope_if(fsdp, [&] { return model->forward(batch.images, ctx); });
     Tensor loss = head.forward(logits, batch.labels, loss_ctx);
     result.losses.push_back(loss.item());
     run.before_backward();
-    model->backward(ctx, head.backward(loss_ctx), nn::GradMode::Overwrite);
+    const Tensor grad_logits = head.backward(loss_ctx);
+    in_scope_if(fsdp, [&] { model->backward(ctx, grad_logits, nn::GradMode::Overwrite); });
     run.after_backward(comm);
     run.step();
     if (step + 1 == config.save_after_steps) {
+      const auto call = lab06_student_call::todo6_in_training();
       save_sharded(config.checkpoint_dir, comm, run.units, *run.optimizer);
     }
   }

@@ -13,10 +13,20 @@
 #include "gtl/io/checkpoint_file.h"
 #include "gtl/train/trainer.h"
 #include "lab06_cases.h"
+#include "lab06_student_call.h"
 #include "lab06_test_util.h"
 
 namespace lab06 {
 namespace {
+
+// The student's consolidate, called inside TODO 6's scope (lab06_student_call.h), after the
+// ranks are done: it shadows lab06's in the tests below. The saves and loads inside train() hold
+// their own scope (src/sharded_training.cpp).
+void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelConfig& config,
+                 const std::string& path) {
+  const auto call = lab06_student_call::todo6();
+  lab06::consolidate(dir, world_size, config, path);
+}
 
 using testing::bitwise_diff;
 

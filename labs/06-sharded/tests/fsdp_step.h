@@ -12,6 +12,7 @@
 
 #include "gtl/distributed/in_process.h"
 #include "gtl/distributed/module_trace.h"
+#include "lab06_student_call.h"
 #include "lab06_test_util.h"
 
 namespace lab06::testing {
@@ -45,7 +46,10 @@ inline std::vector<FsdpStep> fsdp_steps(int world, const gtl::nn::ModelConfig& c
       [&](Communicator& comm) {
         auto model = nn::make_model(config);
         std::vector<Unit> units = make_units(*model, comm);
-        Fsdp fsdp(comm, *model, units, prefetch);
+        Fsdp fsdp = [&] {  // the student's constructor inside TODO 4's scope
+          const auto call = lab06_student_call::todo4();
+          return Fsdp(comm, *model, units, prefetch);
+        }();
         std::vector<Seen> seen;
         auto observe = [&](const char* hook) {
           return [&, hook](nn::Module& m) {
@@ -77,8 +81,11 @@ inline std::vector<FsdpStep> fsdp_steps(int world, const gtl::nn::ModelConfig& c
         for (int k = 0; k < steps; ++k) {
           seen.clear();
           nn::Context ctx;
-          Tensor y = model->forward(Tensor::full({batch, 1, 28, 28}, 0.5), ctx);
-          model->backward(ctx, Tensor::ones(y.shape()));
+          {  // the hooks call the student's Fsdp (TODOs 4 and 5): TODO 4's scope
+            const auto call = lab06_student_call::todo4();
+            Tensor y = model->forward(Tensor::full({batch, 1, 28, 28}, 0.5), ctx);
+            model->backward(ctx, Tensor::ones(y.shape()));
+          }
           comm.synchronize();
           const std::vector<gtl::dist::TraceEvent> events = comm.trace()->events();
           traces.emplace_back(events.begin() + static_cast<std::ptrdiff_t>(begin), events.end());

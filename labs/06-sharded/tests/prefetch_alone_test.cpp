@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lab06_cases.h"
+#include "lab06_student_call.h"
 #include "lab06_test_util.h"
 
 namespace lab06 {
@@ -44,6 +45,18 @@ void record(gtl::judge::Outputs& out, const std::vector<std::vector<Prefetched>>
   }
 }
 
+// The student's Fsdp built inside TODO 4's scope, and its prefetch(u) called inside TODO 5's
+// (lab06_student_call.h). Between them the ranks only read traces and allocators, wait on Work
+// and pass barriers.
+Fsdp scoped_fsdp(Communicator& comm, gtl::nn::Module& model, std::vector<Unit>& units) {
+  const auto call = lab06_student_call::todo4();
+  return Fsdp(comm, model, units, /*prefetch=*/1);
+}
+void prefetch(Fsdp& fsdp, int64_t u) {
+  const auto call = lab06_student_call::todo5();
+  fsdp.prefetch(u);
+}
+
 // All-gathers issued so far: the trace records a call when it is made (the counters count an
 // asynchronous one only when it completes).
 int64_t all_gathers(const Communicator& comm) {
@@ -63,7 +76,7 @@ void check_prefetches(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& conf
         std::vector<Unit> units = make_units(*model, comm);
         std::vector<std::vector<float>> weights;
         for (Unit& unit : units) weights.push_back(unit.flat->values().to_vector());
-        Fsdp fsdp(comm, *model, units, /*prefetch=*/1);
+        Fsdp fsdp = scoped_fsdp(comm, *model, units);
         for (Unit& unit : units) unit.flat->release_values(), unit.flat->release_grads();
         const auto allocator = gtl::current_allocator(gtl::Device::cpu());
         std::vector<Prefetched>& mine = ranks[static_cast<std::size_t>(comm.rank())];
@@ -73,15 +86,15 @@ void check_prefetches(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& conf
           const gtl::nn::FlatParameter& flat = *units[u].flat;
           const int64_t bytes = allocator->stats().allocated_bytes, calls = all_gathers(comm);
           Prefetched p;
-          fsdp.prefetch(static_cast<int64_t>(u));
+          prefetch(fsdp, static_cast<int64_t>(u));
           p.issued = all_gathers(comm) - calls;
           const std::vector<gtl::dist::TraceEvent> gathers = comm.trace()->events("all_gather");
           p.async = !gathers.empty() && gathers.back().async;
           p.has_work = fsdp.in_flight(static_cast<int64_t>(u)).has_value();
-          fsdp.prefetch(static_cast<int64_t>(u));  // in flight: nothing more
+          prefetch(fsdp, static_cast<int64_t>(u));  // in flight: nothing more
           if (p.has_work) fsdp.in_flight(static_cast<int64_t>(u))->wait();
           comm.barrier();  // every peer's part has arrived and its temporaries are gone
-          fsdp.prefetch(static_cast<int64_t>(u));  // done: the values are there, nothing more
+          prefetch(fsdp, static_cast<int64_t>(u));  // done: the values are there, nothing more
           p.again = all_gathers(comm) - calls - p.issued;
           p.added = allocator->stats().allocated_bytes - bytes;
           p.values = flat.has_values() ? flat.values().to_vector() : std::vector<float>{};
@@ -128,11 +141,11 @@ TEST(PrefetchAlone, DoesNothingPastEitherEnd) {
       [&](Communicator& comm) {
         auto model = gtl::nn::make_model(lab_model());
         std::vector<Unit> units = make_units(*model, comm);
-        Fsdp fsdp(comm, *model, units, /*prefetch=*/1);
+        Fsdp fsdp = scoped_fsdp(comm, *model, units);
         for (Unit& unit : units) unit.flat->release_values(), unit.flat->release_grads();
         const int64_t calls = all_gathers(comm);
-        fsdp.prefetch(-1);
-        fsdp.prefetch(fsdp.num_units());
+        prefetch(fsdp, -1);
+        prefetch(fsdp, fsdp.num_units());
         issued[static_cast<std::size_t>(comm.rank())] = all_gathers(comm) - calls;
         for (const Unit& unit : units) {
           EXPECT_FALSE(unit.flat->has_values())
