@@ -18,11 +18,20 @@
 #include "gtl_test_seed.h"
 #include "lab07_cases.h"
 #include "lab07_schedules.h"
+#include "lab07_student_call.h"
 #include "pipeline.h"
 #include "pipeline_training.h"
 
 namespace lab07 {
 namespace {
+
+// TODO 6 inside its guard scope (lab07_student_call.h): the core's cost model refuses to run
+// while it does. (The timeline of the executor's traces below is simulated outside every scope.)
+BubbleReport student_bubbles(const Schedule& schedule, const std::vector<double>& forward_time,
+                             const std::vector<double>& backward_time) {
+  const auto call = lab07_student_call::todo6();
+  return simulate_bubbles(schedule, forward_time, backward_time);
+}
 
 double formula(int p, int64_t m) {
   return static_cast<double>(p - 1) / static_cast<double>(m + p - 1);
@@ -32,7 +41,7 @@ double formula(int p, int64_t m) {
 void expect_formula(const std::string& name, const Schedule& schedule, int p, int64_t m, double f,
                     double b, gtl::judge::Outputs& recorded) {
   const BubbleReport r =
-      simulate_bubbles(schedule, std::vector<double>(p, f), std::vector<double>(p, b));
+      student_bubbles(schedule, std::vector<double>(p, f), std::vector<double>(p, b));
   lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, static_cast<double>(m + p - 1) * (f + b))
       << name << " p = " << p << ", m = " << m << ", forward " << f << ", backward " << b
@@ -83,7 +92,7 @@ TEST(Bubbles, SeededTimesAndShapes) {
       expect_formula(name, schedule, c.p, c.m, c.forward[0], c.backward[0], recorded);
       continue;
     }
-    const BubbleReport r = simulate_bubbles(schedule, c.forward, c.backward);
+    const BubbleReport r = student_bubbles(schedule, c.forward, c.backward);
     lab07_cases::record_report(recorded, r);
     ASSERT_EQ(r.busy.size(), static_cast<std::size_t>(c.p)) << name << ": one busy time per stage";
     ASSERT_EQ(r.bubble.size(), static_cast<std::size_t>(c.p)) << name << ": one bubble per stage";
@@ -110,7 +119,7 @@ TEST(Bubbles, SeededTimesAndShapes) {
 //   stage 1:           F0 [1,3]  F1 [3,5]  B0 [5,9]  B1 [9,13]
 // Step 15; busy 6 and 12: bubbles 9/15 and 3/15. The slow stage sets the pace.
 TEST(Bubbles, ASlowStageSetsThePace) {
-  const BubbleReport r = simulate_bubbles(testing::gpipe_table(2, 2), {1, 2}, {2, 4});
+  const BubbleReport r = student_bubbles(testing::gpipe_table(2, 2), {1, 2}, {2, 4});
   gtl::judge::Outputs recorded("Bubbles.ASlowStageSetsThePace");
   lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, 15.0) << "worked example in bubble_test.cpp";
@@ -124,7 +133,7 @@ TEST(Bubbles, ASlowStageSetsThePace) {
 // pipelining at all): step 4 x (1 + 1) x 2 = 16, each stage busy 8 of it.
 TEST(Bubbles, AnUnpipelinedOrderIsNotTheFormula) {
   const Schedule serial = testing::parse({"F0 B0 F1 B1 F2 B2 F3 B3", "F0 B0 F1 B1 F2 B2 F3 B3"});
-  const BubbleReport r = simulate_bubbles(serial, {1, 1}, {1, 1});
+  const BubbleReport r = student_bubbles(serial, {1, 1}, {1, 1});
   gtl::judge::Outputs recorded("Bubbles.AnUnpipelinedOrderIsNotTheFormula");
   lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, 16.0) << "simulate the schedule you are given: F(i+1) on stage 0 waits "
@@ -137,15 +146,15 @@ TEST(Bubbles, AnUnpipelinedOrderIsNotTheFormula) {
 TEST(Bubbles, RejectsAScheduleThatCannotRun) {
   gtl::judge::Outputs recorded("Bubbles.RejectsAScheduleThatCannotRun");
   recorded.record(lab07_cases::throws_error([] {
-    simulate_bubbles(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), {1, 1}, {1, 1});
+    student_bubbles(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), {1, 1}, {1, 1});
   }));
   recorded.record(lab07_cases::throws_error([] {
-    simulate_bubbles(testing::gpipe_table(2, 2), {1}, {1, 1});
+    student_bubbles(testing::gpipe_table(2, 2), {1}, {1, 1});
   }));
-  EXPECT_THROW(simulate_bubbles(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), {1, 1}, {1, 1}),
+  EXPECT_THROW(student_bubbles(testing::parse({"F0 B0 F1 B1", "F0 F1 B0 B1"}), {1, 1}, {1, 1}),
                gtl::Error)
       << "stage 0 waits for B0, stage 1 first for F1: a cycle, not a timeline";
-  EXPECT_THROW(simulate_bubbles(testing::gpipe_table(2, 2), {1}, {1, 1}), gtl::Error)
+  EXPECT_THROW(student_bubbles(testing::gpipe_table(2, 2), {1}, {1, 1}), gtl::Error)
       << "one forward time per stage";
 }
 

@@ -22,6 +22,7 @@
 #include "gtl_test_seed.h"
 #include "lab07_cases.h"
 #include "lab07_schedules.h"
+#include "lab07_student_call.h"
 #include "pipeline.h"
 #include "pipeline_training.h"
 
@@ -94,7 +95,12 @@ std::vector<StageResult> two_steps_from_stale_gradients(
   std::vector<StageResult> results(2);
   for (StageResult& result : results) {
     comm.reset_counters();
-    result.loss = run_stage(comm, step);
+    {
+      // TODO 5's scope (lab07_student_call.h); nothing a rank runs before it is a reference the
+      // scope forbids, and the sequential step is computed after the ranks have joined.
+      const auto call = lab07_student_call::todo5();
+      result.loss = run_stage(comm, step);
+    }
     for (const nn::ParamRef& param : layers->parameters()) {
       result.grads[param.name] = param.grad.to(gtl::Device::cpu()).to_vector();
     }

@@ -13,10 +13,23 @@
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
 #include "lab07_cases.h"
+#include "lab07_student_call.h"
 #include "pipeline.h"
 
 namespace lab07 {
 namespace {
+
+// TODO 7's functions inside its guard scope (lab07_student_call.h): the core's cost model refuses
+// to run while they do.
+InterleavedSchedule student_interleaved_schedule(int ranks, int chunks, int64_t m) {
+  const auto call = lab07_student_call::todo7();
+  return interleaved_schedule(ranks, chunks, m);
+}
+BubbleReport student_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
+                                         double forward, double backward) {
+  const auto call = lab07_student_call::todo7();
+  return simulate_interleaved_bubbles(schedule, chunks, forward, backward);
+}
 
 // "F0.1": forward of micro-batch 0 on chunk 1.
 std::string describe(const std::vector<ChunkAction>& actions) {
@@ -29,7 +42,7 @@ std::string describe(const std::vector<ChunkAction>& actions) {
 }
 
 TEST(Interleaved, MatchesMegatronsOrderForTwoRanksAndTwoChunks) {
-  const InterleavedSchedule s = interleaved_schedule(2, 2, 4);
+  const InterleavedSchedule s = student_interleaved_schedule(2, 2, 4);
   gtl::judge::Outputs recorded("Interleaved.MatchesMegatronsOrderForTwoRanksAndTwoChunks");
   lab07_cases::record_interleaved(recorded, s);
   ASSERT_EQ(s.size(), 2u) << "one list of actions per rank";
@@ -70,7 +83,7 @@ std::vector<ChunkAction> headers_order(int p, int v, int64_t m, int r, int64_t& 
 TEST(Interleaved, SeededShapesFollowTheHeadersOrderExactly) {
   gtl::judge::Outputs recorded("Interleaved.SeededShapesFollowTheHeadersOrderExactly");
   for (const lab07_cases::InterleavedCase& c : lab07_cases::seeded_interleaved_order_cases()) {
-    const InterleavedSchedule s = interleaved_schedule(c.p, c.v, c.m);
+    const InterleavedSchedule s = student_interleaved_schedule(c.p, c.v, c.m);
     lab07_cases::record_interleaved(recorded, s);
     const std::string shape = "p = " + std::to_string(c.p) + ", v = " + std::to_string(c.v) +
                               ", m = " + std::to_string(c.m) + " (" + gtl::test_seed::describe() +
@@ -95,7 +108,7 @@ TEST(Interleaved, SeededShapesFollowTheHeadersOrderExactly) {
 
 // Every (micro-batch, chunk) pair once each way on every rank; the schedule goes to the judge.
 void expect_every_pair_once(int p, int v, int64_t m, gtl::judge::Outputs& recorded) {
-  const InterleavedSchedule s = interleaved_schedule(p, v, m);
+  const InterleavedSchedule s = student_interleaved_schedule(p, v, m);
   lab07_cases::record_interleaved(recorded, s);
   ASSERT_EQ(s.size(), static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
@@ -123,14 +136,15 @@ TEST(Interleaved, EveryRankRunsEveryMicroBatchOnEachChunkOnceEachWay) {
       }
     }
   }
-  recorded.record(lab07_cases::throws_error([] { interleaved_schedule(4, 2, 6); }));
-  EXPECT_THROW(interleaved_schedule(4, 2, 6), gtl::Error) << "m must be a multiple of p";
+  recorded.record(lab07_cases::throws_error([] { student_interleaved_schedule(4, 2, 6); }));
+  EXPECT_THROW(student_interleaved_schedule(4, 2, 6), gtl::Error) << "m must be a multiple of p";
 }
 
 // The bubble of interleaved_schedule(p, v, m), chunk forward 1, backward 2; the report goes to
 // the judge.
 void expect_interleaved_formula(int p, int v, int64_t m, gtl::judge::Outputs& recorded) {
-  const BubbleReport r = simulate_interleaved_bubbles(interleaved_schedule(p, v, m), v, 1, 2);
+  const BubbleReport r =
+      student_interleaved_bubbles(student_interleaved_schedule(p, v, m), v, 1, 2);
   lab07_cases::record_report(recorded, r);
   const double vm = static_cast<double>(v) * static_cast<double>(m);
   EXPECT_EQ(r.step_time, (vm + p - 1) * 3)
@@ -178,7 +192,7 @@ TEST(Interleaved, SeededRanksChunksAndMicroBatches) {
 TEST(Interleaved, AnUnpipelinedOrderIsSimulatedNotAssumed) {
   const std::vector<ChunkAction> serial = {
       {Op::Forward, 0, 0}, {Op::Backward, 0, 0}, {Op::Forward, 1, 0}, {Op::Backward, 1, 0}};
-  const BubbleReport r = simulate_interleaved_bubbles({serial, serial}, 1, 1, 2);
+  const BubbleReport r = student_interleaved_bubbles({serial, serial}, 1, 1, 2);
   gtl::judge::Outputs recorded("Interleaved.AnUnpipelinedOrderIsSimulatedNotAssumed");
   lab07_cases::record_report(recorded, r);
   EXPECT_EQ(r.step_time, 12.0) << "see the worked example above the test";
@@ -193,8 +207,8 @@ TEST(Interleaved, ABubbleOfAnOrderThatCannotRunThrows) {
       {{Op::Forward, 0, 0}, {Op::Backward, 0, 0}, {Op::Forward, 0, 1}, {Op::Backward, 0, 1}},
       {{Op::Forward, 0, 0}, {Op::Forward, 0, 1}, {Op::Backward, 0, 1}, {Op::Backward, 0, 0}}};
   gtl::judge::Outputs recorded("Interleaved.ABubbleOfAnOrderThatCannotRunThrows");
-  recorded.record(lab07_cases::throws_error([&] { simulate_interleaved_bubbles(bad, 2, 1, 2); }));
-  EXPECT_THROW(simulate_interleaved_bubbles(bad, 2, 1, 2), gtl::Error);
+  recorded.record(lab07_cases::throws_error([&] { student_interleaved_bubbles(bad, 2, 1, 2); }));
+  EXPECT_THROW(student_interleaved_bubbles(bad, 2, 1, 2), gtl::Error);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
 #include "lab07_cases.h"
+#include "lab07_student_call.h"
 #include "pipeline.h"
 #include "pipeline_training.h"
 
@@ -19,6 +20,17 @@ namespace lab07 {
 namespace {
 
 namespace nn = gtl::nn;
+
+// TODO 2's functions inside its guard scope (lab07_student_call.h): the trainer refuses to run
+// while they do. The expected gradients (lab07_cases::full_batch_grad) are computed outside.
+std::vector<MicroBatch> student_split(int64_t batch, int64_t m) {
+  const auto call = lab07_student_call::todo2();
+  return split_micro_batches(batch, m);
+}
+float student_weight(const MicroBatch& mb, int64_t batch) {
+  const auto call = lab07_student_call::todo2();
+  return micro_batch_weight(mb, batch);
+}
 
 std::string describe(const std::vector<MicroBatch>& mbs) {
   std::ostringstream s;
@@ -41,7 +53,7 @@ TEST(MicroBatches, CoverEveryRowOnceInOrderLargerOnesFirst) {
   gtl::judge::Outputs recorded("MicroBatches.CoverEveryRowOnceInOrderLargerOnesFirst");
   for (const Case& c : {Case{12, 4, {3, 3, 3, 3}}, Case{10, 4, {3, 3, 2, 2}}, Case{7, 1, {7}},
                         Case{5, 5, {1, 1, 1, 1, 1}}, Case{11, 3, {4, 4, 3}}}) {
-    const std::vector<MicroBatch> mbs = split_micro_batches(c.batch, c.m);
+    const std::vector<MicroBatch> mbs = student_split(c.batch, c.m);
     record_split(recorded, mbs);
     ASSERT_EQ(mbs.size(), c.sizes.size())
         << "a batch of " << c.batch << " in " << c.m << " micro-batches: got " << describe(mbs);
@@ -65,10 +77,10 @@ TEST(MicroBatches, CoverEveryRowOnceInOrderLargerOnesFirst) {
 TEST(MicroBatches, SeededBatchesAndCounts) {
   gtl::judge::Outputs recorded("MicroBatches.SeededBatchesAndCounts");
   for (const lab07_cases::SplitCase& c : lab07_cases::seeded_splits()) {
-    const std::vector<MicroBatch> mbs = split_micro_batches(c.batch, c.m);
+    const std::vector<MicroBatch> mbs = student_split(c.batch, c.m);
     record_split(recorded, mbs);
     std::vector<float> weights;
-    for (const MicroBatch& mb : mbs) weights.push_back(micro_batch_weight(mb, c.batch));
+    for (const MicroBatch& mb : mbs) weights.push_back(student_weight(mb, c.batch));
     recorded.record_all(weights);
     ASSERT_EQ(static_cast<int64_t>(mbs.size()), c.m)
         << "a batch of " << c.batch << " in " << c.m << " micro-batches, "
@@ -94,18 +106,18 @@ TEST(MicroBatches, SeededBatchesAndCounts) {
 
 TEST(MicroBatches, RejectsAnEmptyMicroBatch) {
   gtl::judge::Outputs recorded("MicroBatches.RejectsAnEmptyMicroBatch");
-  recorded.record(lab07_cases::throws_error([] { split_micro_batches(3, 4); }));
-  recorded.record(lab07_cases::throws_error([] { split_micro_batches(3, 0); }));
-  EXPECT_THROW(split_micro_batches(3, 4), gtl::Error) << "4 micro-batches of 3 rows: one empty";
-  EXPECT_THROW(split_micro_batches(3, 0), gtl::Error) << "0 micro-batches";
+  recorded.record(lab07_cases::throws_error([] { student_split(3, 4); }));
+  recorded.record(lab07_cases::throws_error([] { student_split(3, 0); }));
+  EXPECT_THROW(student_split(3, 4), gtl::Error) << "4 micro-batches of 3 rows: one empty";
+  EXPECT_THROW(student_split(3, 0), gtl::Error) << "0 micro-batches";
 }
 
 TEST(MicroBatches, WeightIsTheShareOfTheBatchsRows) {
   gtl::judge::Outputs recorded("MicroBatches.WeightIsTheShareOfTheBatchsRows");
-  recorded.record(micro_batch_weight({0, 3}, 10));
-  recorded.record(micro_batch_weight({8, 10}, 10));
-  EXPECT_FLOAT_EQ(micro_batch_weight({0, 3}, 10), 0.3f) << "3 rows of 10";
-  EXPECT_FLOAT_EQ(micro_batch_weight({8, 10}, 10), 0.2f)
+  recorded.record(student_weight({0, 3}, 10));
+  recorded.record(student_weight({8, 10}, 10));
+  EXPECT_FLOAT_EQ(student_weight({0, 3}, 10), 0.3f) << "3 rows of 10";
+  EXPECT_FLOAT_EQ(student_weight({8, 10}, 10), 0.2f)
       << "2 rows of 10: not 1/m = 0.25 (the micro-batches of 10 rows in 4 are 3, 3, 2, 2)";
 }
 
@@ -115,12 +127,12 @@ std::vector<float> accumulated_grad(const Batch& batch, int64_t m) {
   nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
   const nn::CrossEntropyLoss head;
   const int64_t rows = batch.images.size(0);
-  const std::vector<MicroBatch> mbs = split_micro_batches(rows, m);
+  const std::vector<MicroBatch> mbs = student_split(rows, m);
   for (std::size_t i = 0; i < mbs.size(); ++i) {
     nn::Context ctx, loss_ctx;
     Tensor logits = model->forward(batch.images.slice(mbs[i].begin, mbs[i].end), ctx);
     head.forward(logits, batch.labels.slice(mbs[i].begin, mbs[i].end), loss_ctx);
-    model->backward(ctx, head.backward(loss_ctx, micro_batch_weight(mbs[i], rows)),
+    model->backward(ctx, head.backward(loss_ctx, student_weight(mbs[i], rows)),
                     i == 0 ? nn::GradMode::Overwrite : nn::GradMode::Accumulate);
   }
   return buffer.grads().to_vector();
