@@ -1,6 +1,8 @@
 // TODO 3: the vocabulary-parallel embedding and cross-entropy on k = 1, 2, 4 in-process ranks,
 // against the core's TokenEmbedding and ops::cross_entropy on the full logits; the allocator's
-// peak of each rank shows the full logits are never assembled.
+// peak of each rank shows the full logits are never assembled. Every call into the student's
+// layers runs inside TODO 3's guard scope (lab08_student_call.h); the expected values come from
+// the core before the ranks start.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include "gtl/ops/cross_entropy.h"
 #include "gtl_judge_output.h"
 #include "lab08_cases.h"
+#include "lab08_student_call.h"
 #include "lab08_test_util.h"
 #include "tensor_parallel.h"
 
@@ -34,6 +37,7 @@ void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
     std::vector<std::vector<float>> ys(n), grads(n);
     std::vector<std::vector<std::string>> fwd(n), bwd(n);
     run_tp(k, [&](Communicator& comm) {
+      const auto call = lab08_student_call::todo3();
       VocabParallelEmbedding emb(*full, comm);
       const auto r = std::size_t(comm.rank());
       nn::Context c2;
@@ -102,6 +106,7 @@ std::vector<LossRank> run_loss(const Tensor& logits, const Tensor& labels, int k
         auto alloc = options.allocators[r];
         alloc->reset_peak_stats();
         const int64_t before = alloc->stats().allocated_bytes;
+        const auto call = lab08_student_call::todo3();
         VocabParallelCrossEntropy loss(comm);
         nn::Context ctx;
         std::size_t mark = comm.trace()->events().size();
