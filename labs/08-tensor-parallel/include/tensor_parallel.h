@@ -150,7 +150,8 @@ class ParallelAttention final : public nn::Module {
 // ---- 3. Vocabulary-parallel embedding and loss (vocab_parallel.cpp) ----------------------------
 // The token table [V, D] cut by rows: rank r holds rows tp_slice(V) ("weight" [V/k, D]). Forward:
 // ids [B, T] (int64, any value in [0, V)) -> [B, T, D] float32, the full lookup on every rank,
-// each position exactly its row of the table, bit for bit. Backward: dy [B, T, D], the same on
+// each position exactly its row of the table, bit for bit; an id outside [0, V) makes every rank
+// throw gtl::Error naming the id and V. Backward: dy [B, T, D], the same on
 // every rank -> the gradient of this rank's rows of the table, added in position order like
 // ops::embedding_backward; returns an undefined tensor (ids have no gradient). Saved: the ids.
 class VocabParallelEmbedding final : public nn::Module {
@@ -172,7 +173,8 @@ class VocabParallelEmbedding final : public nn::Module {
 // vocabulary-parallel GPT produces exactly that). The full logits are NEVER assembled: per row,
 // the max (all-reduce Max), the label's logit (all-reduce Sum: only its owner contributes) and
 // the sum of exp(logit - max) (all-reduce Sum) are combined, three all-reduces of N floats, in
-// that order. Returns the loss [1] float32, the same on every rank. Beyond its input, a rank
+// that order. Returns the loss [1] float32, the same on every rank; a label outside [0, V)
+// makes every rank throw gtl::Error naming the label and V. Beyond its input, a rank
 // allocates per-row vectors and at most ONE [N, V/k] float buffer (backward's result): the
 // allocator's peak is checked.
 class VocabParallelCrossEntropy {

@@ -7,8 +7,10 @@
 //   parallel-mlp-traffic      one collective forward and one backward on every rank
 //   parallel-attention        the core's unsharded attention (bitwise at TP = 1, within the bound
 //                             at TP = 2, 4); the refusal of 6 heads on 4 ranks
-//   vocab-parallel-embedding  the core's TokenEmbedding, bit for bit
-//   vocab-parallel-loss       ops::cross_entropy on the full logits, within the loss bound
+//   vocab-parallel-embedding  the core's TokenEmbedding, bit for bit; the refusal of ids
+//                             outside [0, V)
+//   vocab-parallel-loss       ops::cross_entropy on the full logits, within the loss bound; the
+//                             refusal of labels outside [0, V)
 //   vocab-parallel-memory     every rank's peak within one [N, V/k] buffer plus row vectors
 //   sequence-parallel-pair    the gathered sequence and every rank's reduce-scattered positions,
 //                             bit for bit; half the ring's bytes each; the refusals
@@ -175,11 +177,24 @@ void judge_embedding(const std::string& test, const Case& c) {
     expect_bits(r, y, "the embedding at TP = " + std::to_string(k) + " (" + c.str() + ")");
 }
 
+// Every rank of TP = 1 and 2 refused each of the two values outside [0, V), naming it and V.
+void judge_refusals(const std::string& test, const char* what) {
+  Recorded r(test);
+  for (int64_t bad : {int64_t{-1}, lab08_cases::kVocab + 7})
+    for (int k : {1, 2})
+      for (int rank = 0; rank < k; ++rank)
+        if (!r.next<bool>("a rank's refusal"))
+          throw Rejection(r.test() + ": TP = " + std::to_string(k) + ", rank " +
+                          std::to_string(rank) + " did not refuse the " + what + " " +
+                          std::to_string(bad) + " naming it and V");
+}
+
 std::string vocab_parallel_embedding() {
   const std::string test = "VocabParallel.EmbeddingEqualsTheUnshardedEmbeddingBitwise";
   judge_embedding(test + "Fixed", Case{2, 7, 13});
   judge_embedding(test, lab08_cases::seeded_case(test));
-  return "every lookup the unsharded embedding's, bit for bit";
+  judge_refusals("VocabParallel.EmbeddingRefusesAnIdOutsideTheVocabulary", "id");
+  return "every lookup the unsharded embedding's, bit for bit; ids outside [0, V) refused";
 }
 
 void judge_loss(const std::string& test, const Case& c, float low, float high) {
@@ -200,7 +215,8 @@ std::string vocab_parallel_loss() {
   judge_loss(test, lab08_cases::seeded_case(test), -4.f, 4.f);
   const std::string large = "VocabParallel.LargeLogitsNeedTheGlobalMaxAsStabiliser";
   judge_loss(large, lab08_cases::seeded_case(large), 90.f, 100.f);
-  return "every loss the full cross-entropy's within the bound";
+  judge_refusals("VocabParallel.LossRefusesALabelOutsideTheVocabulary", "label");
+  return "every loss the full cross-entropy's within the bound; labels outside [0, V) refused";
 }
 
 std::string vocab_parallel_memory() {

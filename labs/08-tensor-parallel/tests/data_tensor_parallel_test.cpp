@@ -5,6 +5,9 @@
 // local_gradients) and the core's ProcessGrid groups (so that 5b's checks never depend on 5a):
 // against one process on the whole batch within the derived bound, bit for bit the same on the
 // ranks that must agree, and the exact bytes of every collective in the group it must run in.
+// Every call into the student's TODO 5 runs inside its guard scope (lab08_student_call.h), where
+// the core's ProcessGrid refuses to run; the ProcessGrids the checks compare with or hand to 5b
+// are built outside it, behind a barrier of the world (the scopes are process-wide).
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -12,6 +15,7 @@
 #include "gtl/distributed/process_grid.h"
 #include "gtl_judge_output.h"
 #include "lab08_cases.h"
+#include "lab08_student_call.h"
 #include "lab08_test_util.h"
 #include "tensor_parallel.h"
 
@@ -52,12 +56,16 @@ TEST(DataTensorParallel, GroupsAreTheProcessGridsGroups) {
     std::vector<std::vector<int>> tp_got(n), dp_got(n), tp_grid(n), dp_grid(n);
     run_tp(g.world(), [&](Communicator& world) {
       const auto w = std::size_t(world.rank());
-      const DpTpGroups mine = make_dp_tp_groups(world, g.tp);
-      tp_rank[w] = mine.tp_rank, dp_rank[w] = mine.dp_rank;
-      GTL_CHECK(mine.tp != nullptr && mine.dp != nullptr, "make_dp_tp_groups left a group empty");
-      tp_in[w] = mine.tp->rank(), dp_in[w] = mine.dp->rank();
-      tp_got[w] = members_of(*mine.tp, world.rank());
-      dp_got[w] = members_of(*mine.dp, world.rank());
+      {
+        const auto call = lab08_student_call::todo5();
+        const DpTpGroups mine = make_dp_tp_groups(world, g.tp);
+        tp_rank[w] = mine.tp_rank, dp_rank[w] = mine.dp_rank;
+        GTL_CHECK(mine.tp != nullptr && mine.dp != nullptr, "make_dp_tp_groups left a group empty");
+        tp_in[w] = mine.tp->rank(), dp_in[w] = mine.dp->rank();
+        tp_got[w] = members_of(*mine.tp, world.rank());
+        dp_got[w] = members_of(*mine.dp, world.rank());
+      }
+      world.barrier();  // every rank's scope has ended: the core's grid may run
       const gtl::dist::ProcessGrid grid(world, g.tp, 1, g.dp);
       tp_grid[w] = members_of(grid.tp_group(), world.rank());
       dp_grid[w] = members_of(grid.dp_group(), world.rank());
@@ -95,6 +103,7 @@ TEST(DataTensorParallel, GroupsRefuseATpSizeTheWorldCannotHold) {
       const auto w = std::size_t(world.rank());
       const std::size_t mark = world.trace()->events().size();
       try {
+        const auto call = lab08_student_call::todo5();
         make_dp_tp_groups(world, tp);
       } catch (const gtl::Error& e) {
         messages[w] = e.what();
@@ -143,8 +152,12 @@ std::vector<Rank> run_finalize(const lab08_cases::SpCase& m, const Case& c, cons
     for (std::size_t i = 0; i < params.size(); ++i) Tensor(params[i].grad).copy_(local[w][i]);
     grid.tp_group().reset_counters();
     grid.dp_group().reset_counters();
+    world.barrier();  // every rank's grid is built before any rank's scope begins
     const std::size_t mark = world.trace()->events().size();
-    finalize_gradients(params, lab08_cases::kReplicated, grid.tp_group(), grid.dp_group());
+    {
+      const auto call = lab08_student_call::todo5();
+      finalize_gradients(params, lab08_cases::kReplicated, grid.tp_group(), grid.dp_group());
+    }
     const auto events = world.trace()->events();
     for (std::size_t e = mark; e < events.size(); ++e)
       if (events[e].kind == gtl::dist::TraceKind::Collective)

@@ -1,14 +1,20 @@
 // TODO 3: the vocabulary-parallel embedding and cross-entropy on k = 1, 2, 4 in-process ranks,
 // against the core's TokenEmbedding and ops::cross_entropy on the full logits; the allocator's
-// peak of each rank shows the full logits are never assembled.
+// peak of each rank shows the full logits are never assembled. Every call into the student's
+// layers runs inside TODO 3's guard scope (lab08_student_call.h); the expected values come from
+// the core before the ranks start.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <functional>
+#include <regex>
 
 #include "gtl/memory/allocator.h"
 #include "gtl/ops/cross_entropy.h"
 #include "gtl_judge_output.h"
 #include "lab08_cases.h"
+#include "lab08_student_call.h"
 #include "lab08_test_util.h"
 #include "tensor_parallel.h"
 
@@ -34,6 +40,7 @@ void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
     std::vector<std::vector<float>> ys(n), grads(n);
     std::vector<std::vector<std::string>> fwd(n), bwd(n);
     run_tp(k, [&](Communicator& comm) {
+      const auto call = lab08_student_call::todo3();
       VocabParallelEmbedding emb(*full, comm);
       const auto r = std::size_t(comm.rank());
       nn::Context c2;
@@ -73,10 +80,75 @@ void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
   }
 }
 
+// An id or a label outside [0, V): -1 and V + 7. Every rank of a TP group of k = 1, 2 must throw
+// a gtl::Error naming the value and V (256): a value that belongs to no rank's slice cannot be
+// left as zeros or skipped. `call` runs the student's layer on one rank with the bad value.
+std::vector<int64_t> bad_values() {
+  return {-1, kVocab + 7};
+}
+std::string refusal_problem(const std::string& what, int64_t bad,
+                            const std::function<void(Communicator&, int64_t)>& call,
+                            gtl::judge::Outputs& out, const char* revisit) {
+  std::string problems;
+  for (int k : {1, 2}) {
+    std::vector<std::string> messages(static_cast<std::size_t>(k));
+    gtl::dist::RunOptions options = tp_options();
+    options.timeout = std::chrono::seconds(2);  // a rank that did not refuse waits for the others
+    try {
+      run_tp(
+          k,
+          [&](Communicator& comm) {
+            const auto call_scope = lab08_student_call::todo3();
+            try {
+              call(comm, bad);
+            } catch (const gtl::Error& e) {
+              messages[std::size_t(comm.rank())] = e.what();
+            }
+          },
+          options);
+    } catch (const std::exception& e) {
+      problems += "TP = " + std::to_string(k) + ": the ranks failed: " + e.what() + ". ";
+    }
+    const std::regex names_bad("(^|[^0-9-])" + std::to_string(bad) + "([^0-9]|$)");
+    const std::regex names_v("(^|[^0-9])" + std::to_string(kVocab) + "([^0-9]|$)");
+    for (int r = 0; r < k; ++r) {
+      const std::string& m = messages[std::size_t(r)];
+      const bool refused = std::regex_search(m, names_bad) && std::regex_search(m, names_v) &&
+                           m.find("not implemented") == std::string::npos;
+      out.record(refused);
+      if (!refused)
+        problems += "TP = " + std::to_string(k) + ", rank " + std::to_string(r) + ": " + what +
+                    " " + std::to_string(bad) + ": expected a gtl::Error naming " +
+                    std::to_string(bad) + " and V = " + std::to_string(kVocab) + ", got " +
+                    (m.empty() ? std::string("no error") : "\"" + m + "\"") + ". ";
+    }
+  }
+  return problems.empty() ? "" : problems + "Revisit " + revisit;
+}
+
 TEST(VocabParallel, EmbeddingEqualsTheUnshardedEmbeddingBitwise) {
   const std::string test = "VocabParallel.EmbeddingEqualsTheUnshardedEmbeddingBitwise";
   expect_embedding_equals_unsharded(Case{2, 7, 13}, test + "Fixed");
   expect_embedding_equals_unsharded(lab08_cases::seeded_case(test), test);
+}
+
+// 3a: an id outside [0, V) on any rank's input is refused by every rank, naming it and V.
+TEST(VocabParallel, EmbeddingRefusesAnIdOutsideTheVocabulary) {
+  gtl::judge::Outputs out("VocabParallel.EmbeddingRefusesAnIdOutsideTheVocabulary");
+  auto full = lab08_cases::make_embedding(13);
+  for (int64_t bad : bad_values()) {
+    Tensor ids = lab08_cases::make_ids(Case{2, 5, 13});
+    ids.data<int64_t>()[3] = bad;
+    EXPECT_EQ(refusal_problem(
+                  "the id", bad,
+                  [&](Communicator& comm, int64_t) {
+                    VocabParallelEmbedding emb(*full, comm);
+                    nn::Context ctx;
+                    emb.forward(ids, ctx);
+                  },
+                  out, "3a: every rank sees every id; one outside [0, V) is on no rank's slice"),
+              "");
+  }
 }
 
 struct LossRank {
@@ -102,6 +174,7 @@ std::vector<LossRank> run_loss(const Tensor& logits, const Tensor& labels, int k
         auto alloc = options.allocators[r];
         alloc->reset_peak_stats();
         const int64_t before = alloc->stats().allocated_bytes;
+        const auto call = lab08_student_call::todo3();
         VocabParallelCrossEntropy loss(comm);
         nn::Context ctx;
         std::size_t mark = comm.trace()->events().size();
@@ -160,6 +233,29 @@ TEST(VocabParallel, LossEqualsTheUnshardedCrossEntropy) {
   const std::string test = "VocabParallel.LossEqualsTheUnshardedCrossEntropy";
   expect_loss_equals_unsharded(Case{2, 5, 17}, -4.f, 4.f, test + "Fixed");
   expect_loss_equals_unsharded(lab08_cases::seeded_case(test), -4.f, 4.f, test);
+}
+
+// 3b: a label outside [0, V), V = k * width, is refused by every rank, naming it and V.
+TEST(VocabParallel, LossRefusesALabelOutsideTheVocabulary) {
+  gtl::judge::Outputs out("VocabParallel.LossRefusesALabelOutsideTheVocabulary");
+  const Case c{2, 5, 17};
+  const auto [logits, good_labels] = lab08_cases::make_logits(c, -4.f, 4.f);
+  for (int64_t bad : bad_values()) {
+    Tensor labels = good_labels.clone();
+    labels.data<int64_t>()[2] = bad;
+    EXPECT_EQ(refusal_problem(
+                  "the label", bad,
+                  [&](Communicator& comm, int64_t) {
+                    const int k = comm.world_size();
+                    const Slice cols = tp_slice(kVocab, comm.rank(), k, "vocabulary");
+                    const Tensor local = lab08_cases::columns(logits, cols.begin, cols.end);
+                    VocabParallelCrossEntropy loss(comm);
+                    nn::Context ctx;
+                    loss.forward(local, labels, ctx);
+                  },
+                  out, "3b: V is k times the local width; a label outside [0, V) has no logit"),
+              "");
+  }
 }
 
 // Logits of 90 to 100: exp overflows without a stabiliser, and a stabiliser that is not the row's

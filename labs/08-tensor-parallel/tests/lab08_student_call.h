@@ -1,0 +1,40 @@
+// The runtime guard's scopes for lab 08's tests (grader/channel/gtl_reference_guard.h,
+// docs/grader.md "Trust model"): while a test calls into a student TODO it holds the scope of that
+// TODO, and every core reference the scope names refuses to run, however the student's code
+// reached it (a direct call, a function pointer, a helper in another file).
+//
+// The lists are the rubric's `forbidden:` entries, all of them: TODO 3's (the core's loss, lookup
+// and all-gather), TODO 5's (the ProcessGrid) and TODO 6's (the simulator). TODOs 1, 2 and 4
+// forbid nothing, so they have no scope. The tests compute what they compare with (the core's
+// cross-entropy and embedding, the ProcessGrid's groups, the simulated figures) outside every
+// scope. The scopes are process-wide: with in-process ranks, a rank that builds a ProcessGrid
+// after its TODO 5 scope first passes a barrier, so that no other rank is still inside its own.
+#pragma once
+
+#include "gtl_reference_guard.h"
+
+namespace lab08_student_call {
+
+using gtl::grading::StudentCall;
+
+// TODO 3, VocabParallelEmbedding and VocabParallelCrossEntropy: the core's loss and lookup work
+// on the full logits and the full table, and an all-gather is how the full logits would be built.
+inline StudentCall todo3() {
+  return StudentCall(
+      "VocabParallelEmbedding / VocabParallelCrossEntropy (TODO 3, vocab_parallel.cpp)",
+      {"gtl::ops::cross_entropy", "gtl::ops::cross_entropy_backward", "gtl::nn::CrossEntropyLoss",
+       "gtl::ops::embedding", "gtl::ops::embedding_backward",
+       "gtl::dist::Communicator::all_gather"});
+}
+// TODO 5, make_dp_tp_groups and finalize_gradients: the core's ProcessGrid builds 5a's groups.
+inline StudentCall todo5() {
+  return StudentCall("make_dp_tp_groups / finalize_gradients (TODO 5, data_tensor_parallel.cpp)",
+                     {"gtl::dist::ProcessGrid"});
+}
+// TODO 6, tp_step_figures and largest_tp_size: the core's simulator gives the figures.
+inline StudentCall todo6() {
+  return StudentCall("tp_step_figures / largest_tp_size (TODO 6, tp_placement.cpp)",
+                     {"gtl::dist::simulate_timeline"});
+}
+
+}  // namespace lab08_student_call
