@@ -24,7 +24,7 @@
 //   bf16 copies        the core's rounding of the initialised units' fp32 values, the bytes from
 //                      (N - 1) shards of 2 bytes, the copy's bytes and the untouched fp32 shards
 //   clip and skip      the core's single-process clip_grad_norm_ on the whole gradient; the skip
-//                      decision from which rank's shard holds the inf
+//                      decision from which rank's shard holds the inf (threads and processes)
 //   overlap timeline   the recorded traces: their collectives in the unit list's order, their
 //                      FLOPs and bytes those of one step of the reference model; then simulated
 //                      here with the core's cost model (the traces themselves come from the
@@ -44,6 +44,7 @@
 #include <tuple>
 #include <vector>
 
+#include "clip_processes.h"
 #include "gtl/distributed/module_trace.h"
 #include "gtl/distributed/timeline.h"
 #include "gtl/distributed/trace.h"
@@ -972,6 +973,41 @@ std::string agree_found_inf() {
   return "every rank skips exactly when some shard overflowed";
 }
 
+// TODO 7 as three processes: one process clipping lab06_clip_processes' whole gradient
+// (clip_processes.h), each rank's slice of it, and the skip decisions from which rank overflowed.
+std::string clip_processes() {
+  namespace clip = lab06_clip_processes;
+  Recorded r("ClipProcesses.ThreeProcessesClipByTheWholeNormAndAgreeOnOverflow");
+  const std::vector<float> whole = clip::gradient(gtl::test_seed::seed());
+  const auto numel = int64_t(whole.size());
+  std::vector<lab06::ParamRef> ref = {lab06::ParamRef{
+      gtl::Tensor::zeros({numel}), gtl::Tensor::from_vector(whole, {numel}), gtl::Tensor(), "g"}};
+  const double norm = gtl::optim::clip_grad_norm_(ref, clip::kMaxNorm).item();
+  const std::vector<float> clipped = ref[0].grad.to_vector();
+  const std::vector<int> cases = clip::overflow_cases();
+  float first = 0.f;
+  for (int rank = 0; rank < clip::kWorld; ++rank) {
+    const std::string who = "rank " + std::to_string(rank), at = r.test() + ": " + who;
+    const auto got = r.next<float>(who + "'s norm");
+    if (rank == 0) first = got;
+    if (std::memcmp(&got, &first, sizeof(float)) != 0)
+      throw Rejection(at + ": the norm " + show(got) + " differs from rank 0's " + show(first));
+    gtl::judge::expect_close({norm}, {got}, 1e-6, 0, at + ": the global norm");
+    const auto begin = clipped.begin() + rank * shard_of(numel, clip::kWorld);
+    const int64_t real = real_of(numel, clip::kWorld, rank);
+    gtl::judge::expect_close({begin, begin + real},
+                             r.sequence<float>(who + "'s clipped shard", std::size_t(real)), 1e-6,
+                             1e-7, at + ": the clipped shard");
+    const auto stepped = r.sequence<int>(who + "'s steps taken", cases.size());
+    for (std::size_t k = 0; k < cases.size(); ++k)
+      if (stepped[k] != (cases[k] < 0 ? 1 : 0))
+        throw Rejection(at + (cases[k] < 0 ? ": skipped although no shard overflowed"
+                                           : ": stepped although rank " + std::to_string(cases[k]) +
+                                                 "'s shard overflowed"));
+  }
+  return "three processes clip by the whole gradient's norm and skip exactly on an overflow";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -998,6 +1034,7 @@ int main(int argc, char** argv) {
                           {"checkpoint-consolidate", checkpoint_consolidate},
                           {"clip-over-shards", clip_over_shards},
                           {"agree-found-inf", agree_found_inf},
+                          {"clip-processes", clip_processes},
                           {"checkpoint-units-layout", checkpoint_units_layout},
                           {"checkpoint-units-roundtrip", checkpoint_units_roundtrip},
                           {"checkpoint-units-consolidate", checkpoint_units_consolidate},

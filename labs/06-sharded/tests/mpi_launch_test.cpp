@@ -1,17 +1,25 @@
 // TODO 4 and 5 as real processes: the ZeRO-3 run (prefetch 1) under `mpirun -np 2` on the CPU
-// (MPI backend) gives bit for bit the in-process DDP result. The test starts the program itself, so
-// it runs under the grader like any other test; the mpirun case is skipped, with the reason, in a
-// build without OpenMPI.
+// (MPI backend) gives bit for bit the in-process DDP result. TODO 7 as real processes
+// (ClipProcesses.*): three ranks clip by the whole gradient's norm and agree on an overflow
+// (clip_processes.h says why threads cannot show it). The tests start the programs themselves, so
+// they run under the grader like any other test; the mpirun cases are skipped, with the reason,
+// in a build without OpenMPI. Each launch ends within kJobTimeoutS + 10 s (launched_job.h), the
+// three together within the program's CTest timeout (CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "clip_processes.h"
+#include "gtl/optim/grad_clip.h"
 #include "gtl_judge_output.h"
+#include "gtl_test_seed.h"
 #include "lab06_test_util.h"
 #include "launched_job.h"
 
@@ -61,6 +69,82 @@ TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
   const std::string out = temp_path();
   expect_matches(gtl::testing::mpirun(mpiexec, 2) + " " + LAB06_FSDP_TRAIN + " --out " + out, out,
                  2, "mpi");
+}
+
+TEST(ClipProcesses, ThreeProcessesClipByTheWholeNormAndAgreeOnOverflow) {
+  namespace clip = lab06_clip_processes;
+  const std::string mpiexec = LAB06_MPIEXEC;
+  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const int world = clip::kWorld;
+  const uint64_t seed = gtl::test_seed::seed();
+  const std::string prefix = "/tmp/lab06_clip_" + std::to_string(::getpid());
+  const std::string command = gtl::testing::mpirun(mpiexec, world) + " " + LAB06_CLIP_PROCESSES +
+                              " --seed " + std::to_string(seed) + " --out " + prefix;
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  // Every rank's file, read and removed before any assertion can return.
+  std::vector<clip::RankResult> files(static_cast<std::size_t>(world));
+  std::vector<std::string> unreadable(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const std::string path = prefix + "." + std::to_string(r);
+    if (job.status == 0) {
+      try {
+        files[static_cast<std::size_t>(r)] = clip::read_result(path);
+      } catch (const std::exception& e) {
+        unreadable[static_cast<std::size_t>(r)] = e.what();
+      }
+    }
+    std::remove(path.c_str());
+  }
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
+  // The reference: one process clipping the whole gradient (the core's clip_grad_norm_).
+  const std::vector<float> whole = clip::gradient(seed);
+  const auto numel = static_cast<int64_t>(whole.size());
+  std::vector<ParamRef> ref = {
+      ParamRef{Tensor::zeros({numel}), Tensor::from_vector(whole, {numel}), Tensor(), "g"}};
+  const float ref_norm = gtl::optim::clip_grad_norm_(ref, clip::kMaxNorm).item();
+  const std::vector<float> ref_clipped = ref[0].grad.to_vector();
+  const std::vector<int> cases = clip::overflow_cases();
+  const gtl::nn::ShardLayout layout(numel, world);
+  const std::string why =
+      "Processes share no memory: what a rank did not receive through the "
+      "communicator cannot be in its decision (" +
+      gtl::test_seed::describe() + ")";
+  gtl::judge::Outputs recorded("ClipProcesses.ThreeProcessesClipByTheWholeNormAndAgreeOnOverflow");
+  for (int r = 0; r < world; ++r) {
+    const clip::RankResult& got = files[static_cast<std::size_t>(r)];
+    const std::string at = "rank " + std::to_string(r) + " of " + std::to_string(world) +
+                           " processes, numel " + std::to_string(numel);
+    ASSERT_EQ(unreadable[static_cast<std::size_t>(r)], "") << "rank " << r << "'s result file";
+    ASSERT_EQ(got.world_size, world) << at << ": the world size the rank saw";
+    ASSERT_EQ(got.stepped.size(), cases.size()) << at << ": the decisions written";
+    ASSERT_EQ(static_cast<int64_t>(got.clipped.size()), layout.real_numel(r))
+        << at << ": the clipped shard's size";
+    recorded.record(got.norm);
+    recorded.record_all(got.clipped);
+    recorded.record_all(got.stepped);
+    EXPECT_EQ(testing::bitwise_diff({got.norm}, {files[0].norm}), "")
+        << at << ": the norm differs from rank 0's: every rank must use the same global norm";
+    EXPECT_NEAR(got.norm, ref_norm, 1e-6 * ref_norm)
+        << at << ": the returned norm, expected the L2 norm of the whole gradient, every rank's "
+        << "shard in it (clip_sharded_grad_norm_). " << why;
+    for (std::size_t i = 0; i < got.clipped.size(); ++i) {  // the first wrong element only
+      const float want = ref_clipped[static_cast<std::size_t>(layout.shard_offset(r)) + i];
+      if (std::abs(got.clipped[i] - want) <= 1e-6 * std::abs(want) + 1e-7) continue;
+      EXPECT_NEAR(got.clipped[i], want, 1e-6 * std::abs(want) + 1e-7)
+          << at << ": element " << i << " of the clipped shard: scale every shard by "
+          << "min(max_norm / (norm + 1e-6), 1) with the whole gradient's norm. " << why;
+      break;
+    }
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const bool overflow = cases[k] >= 0;
+      EXPECT_EQ(got.stepped[k], overflow ? 0 : 1)
+          << at << ": "
+          << (overflow ? "rank " + std::to_string(cases[k]) +
+                             "'s shard held an inf, and this rank stepped anyway (agree_found_inf)"
+                       : std::string("no shard overflowed, and this rank skipped"))
+          << ". " << why;
+    }
+  }
 }
 
 }  // namespace
