@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "broadcast_processes.h"
 #include "ddp_training.h"
 #include "gtl/distributed/in_process.h"
 #include "gtl/distributed/module_trace.h"
@@ -129,6 +130,28 @@ std::string broadcast_weights() {
                       "rank " + std::to_string(rank) + "'s weights after the broadcast from root " +
                           std::to_string(root));
   return "every rank holds the root's weights";
+}
+
+// Three processes, each from its own seed: every rank's weights and bytes after each root's
+// broadcast.
+std::string broadcast_processes() {
+  Recorded r("BroadcastProcesses.ThreeProcessesHoldEachRootsInitialWeights");
+  const uint64_t base = lab05_cases::broadcast_process_base_seed();
+  const int world = lab05::kBroadcastProcesses;
+  for (int rank = 0; rank < world; ++rank) {
+    for (int root = 0; root < world; ++root) {
+      const std::vector<float> want = lab05_cases::initial_weights(base + uint64_t(root));
+      const std::string who = "rank " + std::to_string(rank) + ", root " + std::to_string(root);
+      r.expect_digest(want, who + ": the weights");
+      const int64_t bytes = rank == root ? 0 : int64_t(want.size()) * 4;
+      const std::vector<int64_t> got = r.sequence<int64_t>(who + ": bytes received", 2);
+      if (got != std::vector<int64_t>{bytes, bytes})
+        throw Rejection(r.test() + ": " + who + ": " + std::to_string(got[0]) +
+                        " bytes received, " + std::to_string(got[1]) +
+                        " under broadcast; the broadcast moves " + std::to_string(bytes));
+    }
+  }
+  return "every process holds each root's weights, received once under broadcast";
 }
 
 // Every rank's weights of the deterministic runs on 1 to 4 ranks: single-process training's.
@@ -350,6 +373,7 @@ int main(int argc, char** argv) {
                           {"ring-processes", ring_processes},
                           {"distributed-sampler", distributed_sampler},
                           {"broadcast-weights", broadcast_weights},
+                          {"broadcast-processes", broadcast_processes},
                           {"naive-ddp", naive_ddp},
                           {"flat-ddp", flat_ddp},
                           {"bucketed-ddp", bucketed_ddp},

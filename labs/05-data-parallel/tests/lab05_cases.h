@@ -135,6 +135,11 @@ inline uint64_t broadcast_base_seed() {
   std::mt19937_64 g = gtl::test_seed::generator("BroadcastParameters.Seed");
   return static_cast<uint64_t>(gtl::test_seed::draw(g, 100, 100000));
 }
+// The model seed of rank 0 in BroadcastProcesses (rank r uses it + r).
+inline uint64_t broadcast_process_base_seed() {
+  std::mt19937_64 g = gtl::test_seed::generator("BroadcastProcesses.Seed");
+  return static_cast<uint64_t>(gtl::test_seed::draw(g, 100, 100000));
+}
 // The initial weights of the lab model with this seed, flat.
 inline std::vector<float> initial_weights(uint64_t seed) {
   nn::ModelConfig config = lab05::lab_model();

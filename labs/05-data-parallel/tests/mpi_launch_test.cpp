@@ -1,5 +1,6 @@
 // TODO 7: the DDP run as two and as three real processes under mpirun (MPI backend, CPU) gives bit
 // for bit the in-process result. TODO 1: the ring across three real processes (RingProcesses.*).
+// TODO 2b: the broadcast of the initial weights across three real processes (BroadcastProcesses.*).
 // The tests start `mpirun -np 2` and `mpirun -np 3 lab05_ddp_train` themselves, so they run under
 // the grader like any other test; skipped, with the reason, in a build without OpenMPI. Each launch
 // ends within kJobTimeoutS + 10 s (launched_job.h), and the three launches of this program together
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include "broadcast_processes.h"
 #include "data_parallel.h"
 #include "ddp_training.h"
 #include "gtl/distributed/in_process.h"
@@ -161,6 +163,72 @@ TEST(RingProcesses, ThreeProcessesHoldTheExactSumAndMoveEveryChunk) {
           << "rank " << r << ", n = " << n << ": expected " << 2 * (world - 1) * c * 4
           << " bytes sent and received (2(N-1) chunks of c = " << c << " floats), got "
           << run.bytes_sent << " sent and " << run.bytes_received << " received";
+    }
+  }
+}
+
+// TODO 2b across real processes. In-process ranks are threads: a broadcast could broadcast a
+// scratch copy of every parameter (the expected calls and bytes) and copy the root's values from
+// a global, passing BroadcastParameters.*. Three processes share no memory, and each starts from
+// other weights (the model seed base + rank; TODO 7's training cannot show a missing broadcast,
+// its ranks all build the model from one seed): after the broadcast from each root in turn,
+// every rank must hold that root's initial weights bit for bit, having received every parameter's
+// bytes once under broadcast (the root none).
+TEST(BroadcastProcesses, ThreeProcessesHoldEachRootsInitialWeights) {
+  const std::string mpiexec = LAB05_MPIEXEC;
+  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const int world = kBroadcastProcesses;
+  const uint64_t base = lab05_cases::broadcast_process_base_seed();  // from the grading seed
+  const std::string prefix = "/tmp/lab05_broadcast_" + std::to_string(::getpid());
+  const std::string command = gtl::testing::mpirun(mpiexec, world) + " " +
+                              LAB05_BROADCAST_PROCESSES + " --seed " + std::to_string(base) +
+                              " --out " + prefix;
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  // Every rank's file, read and removed before any assertion can return.
+  std::vector<std::vector<BroadcastRun>> files(static_cast<std::size_t>(world));
+  std::vector<int> file_world(static_cast<std::size_t>(world), 0);
+  std::vector<std::string> unreadable(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const std::string path = prefix + "." + std::to_string(r);
+    const auto i = static_cast<std::size_t>(r);
+    if (job.status == 0) {
+      try {
+        files[i] = read_broadcast_runs(path, &file_world[i]);
+      } catch (const std::exception& e) {
+        unreadable[i] = e.what();
+      }
+    }
+    std::remove(path.c_str());
+  }
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
+  gtl::judge::Outputs recorded("BroadcastProcesses.ThreeProcessesHoldEachRootsInitialWeights");
+  for (int r = 0; r < world; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    ASSERT_EQ(unreadable[i], "") << "rank " << r << "'s result file";
+    ASSERT_EQ(file_world[i], world) << "rank " << r << " saw another world size";
+    ASSERT_EQ(files[i].size(), static_cast<std::size_t>(world))
+        << "rank " << r << " wrote " << files[i].size() << " broadcasts, one per root expected";
+    for (int root = 0; root < world; ++root) {
+      const BroadcastRun& run = files[i][static_cast<std::size_t>(root)];
+      const std::vector<float> want = lab05_cases::initial_weights(base + uint64_t(root));
+      recorded.record_digest(run.values.data(), run.values.size());
+      recorded.record_all(std::vector<int64_t>{run.bytes_received, run.broadcast_bytes_received});
+      ASSERT_EQ(run.root, root) << "rank " << r << "'s broadcasts out of order";
+      EXPECT_EQ(testing::bitwise_diff(run.values, want), "")
+          << "rank " << r << " of " << world << " processes, root " << root
+          << ": after broadcast_parameters every rank holds the root's initial weights (every "
+          << "parameter, bit for bit), and each rank started from other ones (model seed " << base
+          << " + rank). Processes share no memory: a value that did not travel through the "
+          << "communicator cannot arrive (" << gtl::test_seed::describe() << ")";
+      // Every parameter's bytes, once, from the root (lab05_test_util.h,
+      // broadcast_traffic_problem).
+      const int64_t expected = r == root ? 0 : int64_t(want.size()) * 4;
+      EXPECT_TRUE(run.bytes_received == expected && run.broadcast_bytes_received == expected)
+          << "rank " << r << ", root " << root << ": expected to receive " << expected
+          << " bytes, all under broadcast ("
+          << (r == root ? "the root receives nothing" : "every parameter's bytes, once")
+          << "), got " << run.bytes_received << " in all, " << run.broadcast_bytes_received
+          << " under broadcast";
     }
   }
 }
