@@ -304,7 +304,7 @@ std::string no_sync_accumulation() {
 }
 
 // The in-process run of TODO 7's training: deterministic sums, the core's flat all-reduce.
-TrainResult in_process(int world) {
+TrainResult in_process(int world, const lab05::TrainConfig& config = lab05::TrainConfig{}) {
   std::vector<TrainResult> results(static_cast<std::size_t>(world));
   gtl::dist::RunOptions o;
   o.deterministic = true;
@@ -312,10 +312,21 @@ TrainResult in_process(int world) {
       world,
       [&](lab05::Communicator& comm) {
         results[std::size_t(comm.rank())] =
-            lab05::train_lab_model(comm, lab05::TrainConfig{}, lab05::core_flat_sync());
+            lab05::train_lab_model(comm, config, lab05::core_flat_sync());
       },
       o);
   return results[0];
+}
+
+// Three processes synced by the student's BucketedDdp: rank 0's weights and losses of the
+// in-process run synced by the core's flat all-reduce, at the seeded data seed.
+std::string bucketed_processes() {
+  const std::string test = "BucketedProcesses.ThreeProcessesTrainLikeThreeInProcessRanks";
+  Recorded r(test);
+  const TrainResult want = in_process(3, lab05_cases::seeded_train_config(test));
+  r.expect_digest(want.weights, "the final weights on 3 processes");
+  r.expect_digest(want.losses, "rank 0's losses on 3 processes");
+  return "the bucketed run equals the in-process training";
 }
 
 std::string real_processes() {
@@ -379,6 +390,7 @@ int main(int argc, char** argv) {
                           {"bucketed-ddp", bucketed_ddp},
                           {"bucket-launch-order", bucket_launch_order},
                           {"bucketed-overlap-timeline", bucketed_overlap_timeline},
+                          {"bucketed-processes", bucketed_processes},
                           {"no-sync-accumulation", no_sync_accumulation},
                           {"real-processes", real_processes},
                           {"ddp-gpu", ddp_gpu},

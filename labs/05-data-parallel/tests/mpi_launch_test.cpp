@@ -1,6 +1,7 @@
 // TODO 7: the DDP run as two and as three real processes under mpirun (MPI backend, CPU) gives bit
 // for bit the in-process result. TODO 1: the ring across three real processes (RingProcesses.*).
 // TODO 2b: the broadcast of the initial weights across three real processes (BroadcastProcesses.*).
+// TODO 5: the training synced by your BucketedDdp on three real processes (BucketedProcesses.*).
 // The tests start `mpirun -np 2` and `mpirun -np 3 lab05_ddp_train` themselves, so they run under
 // the grader like any other test; skipped, with the reason, in a build without OpenMPI. Each launch
 // ends within kJobTimeoutS + 10 s (launched_job.h), and the three launches of this program together
@@ -231,6 +232,49 @@ TEST(BroadcastProcesses, ThreeProcessesHoldEachRootsInitialWeights) {
           << " under broadcast";
     }
   }
+}
+
+// TODO 5 across real processes. In-process ranks are threads: a BucketedDdp could launch every
+// bucket's all-reduce on a scratch copy (the expected calls, order and bytes) and average the
+// other ranks' gradients read from a global, passing BucketedDdp.*; TODO 7's program syncs with
+// the core's flat all-reduce, not with yours. Three processes share no memory: the training synced
+// by your BucketedDdp (lab05_bucketed_processes, 4 KiB buckets, deterministic sums) must end
+// with rank 0's weights and losses of the in-process run synced by the core's flat all-reduce,
+// bit for bit (in rank order every element's average is the same sum either way), at a data seed
+// from the grading seed.
+TEST(BucketedProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
+  const std::string mpiexec = LAB05_MPIEXEC;
+  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const std::string test = "BucketedProcesses.ThreeProcessesTrainLikeThreeInProcessRanks";
+  const TrainConfig config = lab05_cases::seeded_train_config(test);
+  const std::string out = "/tmp/lab05_bucketed_" + std::to_string(::getpid()) + ".txt";
+  std::remove(out.c_str());
+  const std::string command = gtl::testing::mpirun(mpiexec, 3) + " " + LAB05_BUCKETED_PROCESSES +
+                              " --data-seed " + std::to_string(config.data_seed) + " --out " + out;
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
+  std::ifstream probe(out);
+  ASSERT_TRUE(probe.good()) << "`" << command << "` wrote no result file " << out;
+  const ResultFile file = read_result(out);
+  std::remove(out.c_str());
+  gtl::judge::Outputs recorded(test);
+  recorded.record_digest(file.result.weights.data(), file.result.weights.size());
+  recorded.record_digest(file.result.losses.data(), file.result.losses.size());
+  std::vector<TrainResult> expected(3);
+  gtl::dist::run_ranks(
+      3,
+      [&](Communicator& comm) {
+        expected[comm.rank()] = train_lab_model(comm, config, core_flat_sync());
+      },
+      testing::fast(/*deterministic=*/true));
+  EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected[0].weights), "")
+      << "`" << command << "`: the weights after training synced by your BucketedDdp on three "
+      << "processes must equal the in-process run synced by one all-reduce, bit for bit (data "
+      << "seed " << config.data_seed << ", " << gtl::test_seed::describe() << "). Processes share "
+      << "no memory: a gradient that did not travel through the all-reduces cannot be in the "
+      << "average";
+  EXPECT_EQ(testing::bitwise_diff(file.result.losses, expected[0].losses), "")
+      << "rank 0's losses must equal the in-process rank 0's";
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+// lab05_bucketed_processes (provided, pristine): the student's BucketedDdp (TODO 5) as the sync of
+// the lab's training on the launcher's processes.
+//
+//   mpirun -np 3 lab05_bucketed_processes --data-seed S --out PATH
+//
+// The training of ddp_training.h (the default TrainConfig with data seed S, every rank building
+// the model from one seed), synced by a BucketedDdp of 4 KiB buckets (several in the lab model,
+// as in BucketedDdp.TrainsLike*), with
+// deterministic sums on the CPU (MPI). Rank 0 writes the result file (write_result).
+//
+// Why real processes: in-process ranks are threads of one address space, so a BucketedDdp could
+// launch every bucket's all-reduce on a scratch copy (the expected calls, order and bytes) and
+// average the other ranks' gradients read from a global; the traffic checks of BucketedDdp.*
+// cannot see it. TODO 7's program syncs with the core's flat all-reduce, not yours. Processes
+// share no memory: under mpirun only what travels through the communicator arrives.
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "data_parallel.h"
+#include "ddp_training.h"
+#include "gtl/distributed/launch.h"
+#include "gtl/runtime/error.h"
+
+namespace {
+constexpr int64_t kBucketBytes = 4096;
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t data_seed = 0;
+  std::string out;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--data-seed") data_seed = std::stoull(value);
+    if (flag == "--out") out = value;
+  }
+  if (out.empty()) {
+    std::cerr << "usage: lab05_bucketed_processes --data-seed S --out PATH\n";
+    return 2;
+  }
+  try {
+    const std::unique_ptr<lab05::Communicator> comm = gtl::dist::init_from_environment();
+    GTL_CHECK(comm->backend() != "nccl", "lab05_bucketed_processes runs on the CPU (MPI)");
+    comm->set_deterministic(true);
+    lab05::TrainConfig config;
+    config.data_seed = data_seed;
+    const lab05::TrainResult result = lab05::train_lab_model(
+        *comm, config,
+        [](lab05::Communicator& c, gtl::nn::Module& model, gtl::nn::ParameterBuffer& buffer) {
+          auto ddp = std::make_shared<lab05::BucketedDdp>(c, model, buffer, kBucketBytes);
+          return [ddp] { ddp->finish(); };
+        });
+    if (comm->rank() == 0) lab05::write_result(out, result, comm->backend(), comm->world_size());
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "lab05_bucketed_processes: " << e.what() << "\n";
+    return 1;
+  }
+}
