@@ -90,6 +90,8 @@ SyncFactory bucketed(int64_t bucket_bytes) {
   };
 }
 
+// In-process ranks are threads: the traffic checks see the all-reduces, not where the average came
+// from; BucketedProcesses.* (mpi_launch_test.cpp) runs the same training on three processes.
 TEST(BucketedDdp, TrainsLikeOneProcessOnTheFullBatch) {
   testing::expect_equivalent_to_single_process(bucketed(4096), "bucketed DDP (4 KiB buckets)",
                                                "BucketedDdp.TrainsLikeOneProcessOnTheFullBatch");

@@ -112,7 +112,8 @@ TEST(BroadcastParameters, EveryRankHoldsTheRootsInitialWeightsBitForBit) {
           broadcast_parameters(comm, model->parameters(), root);
           // The weights alone cannot tell a broadcast from a copy read through memory the ranks
           // share (they are threads): every rank but the root receives every parameter's bytes
-          // (lab05_test_util.h derives it), the root none.
+          // (lab05_test_util.h derives it), the root none. BroadcastProcesses.*
+          // (mpi_launch_test.cpp) runs it on three processes, which share no memory.
           int64_t param_bytes = 0;
           for (const ParamRef& p : model->parameters()) param_bytes += int64_t(p.value.nbytes());
           EXPECT_EQ(testing::broadcast_traffic_problem(comm, root, param_bytes), "");
