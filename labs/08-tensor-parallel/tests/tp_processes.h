@@ -1,0 +1,90 @@
+// TODO 1 across real processes (provided, pristine): the case lab08_tp_processes runs and the file
+// each of its ranks writes, shared by the program (src/tp_processes_main.cpp), its test
+// (tp_processes_test.cpp) and the lab's judge.
+//
+// Why real processes: in-process ranks are threads of one address space, so a row-parallel layer
+// could make the expected all-reduce of N x D floats, bytes and all, and still take the other
+// ranks' partial products from a global (ParallelLinear.OneAllReduce* cannot see it). Processes
+// share no memory: under mpirun only what travels through the communicator arrives.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtl/runtime/error.h"
+#include "lab08_cases.h"
+
+namespace lab08_tp_processes {
+
+// Two processes, TP = 2.
+constexpr int kWorld = 2;
+
+// The case of `seed`: B in [1, 3], T in [2, 9] and the weights' seed, as lab08_cases::seeded_case
+// draws them, from a generator of the seed alone (the program has no test name).
+inline lab08_cases::Case process_case(uint64_t seed) {
+  std::seed_seq seq{seed, uint64_t{8}};
+  std::mt19937_64 g(seq);
+  lab08_cases::Case c;
+  c.batch = gtl::test_seed::draw(g, 1, 3);
+  c.time = gtl::test_seed::draw(g, 2, 9);
+  c.seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1000000));
+  return c;
+}
+
+// What one rank holds after one forward and backward of its ParallelMLP: the output, the input
+// gradient and its four parameter gradients (fc1's weight and bias, fc2's weight and bias).
+struct RankResult {
+  int world_size = 0;
+  std::vector<std::vector<float>> values;  // y, dx, dW1, db1, dW2, db2
+};
+inline const std::vector<std::string>& value_names() {
+  static const std::vector<std::string> names = {"the MLP's output",      "the MLP's dx",
+                                                 "fc1's weight gradient", "fc1's bias gradient",
+                                                 "fc2's weight gradient", "fc2's bias gradient"};
+  return names;
+}
+
+// The file of one rank: its world size and the number of tensors, then per tensor its size and
+// its floats in hex (exact).
+inline void write_result(const std::string& path, const RankResult& r) {
+  std::ofstream out(path);
+  GTL_CHECK(out.good(), "lab08_tp_processes: cannot write " << path);
+  out << r.world_size << " " << r.values.size() << "\n";
+  char hex[64];
+  for (const auto& v : r.values) {
+    out << v.size() << "\n";
+    for (float x : v) {
+      std::snprintf(hex, sizeof hex, "%a\n", static_cast<double>(x));
+      out << hex;
+    }
+  }
+  GTL_CHECK(out.good(), "lab08_tp_processes: writing " << path << " failed");
+}
+
+inline RankResult read_result(const std::string& path) {
+  std::ifstream in(path);
+  GTL_CHECK(in.good(), "no result file " << path);
+  RankResult r;
+  std::size_t tensors = 0;
+  GTL_CHECK(static_cast<bool>(in >> r.world_size >> tensors) && tensors == value_names().size(),
+            path << ": no world size and " << value_names().size() << " tensors");
+  r.values.resize(tensors);
+  std::string word;
+  for (auto& v : r.values) {
+    std::size_t n = 0;
+    GTL_CHECK(static_cast<bool>(in >> n) && n <= 1u << 20, path << ": no tensor size");
+    v.assign(n, 0.f);
+    for (float& x : v) {
+      GTL_CHECK(static_cast<bool>(in >> word), path << ": fewer values than " << n);
+      x = std::strtof(word.c_str(), nullptr);
+    }
+  }
+  return r;
+}
+
+}  // namespace lab08_tp_processes
