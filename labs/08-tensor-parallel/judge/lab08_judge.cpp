@@ -5,6 +5,8 @@
 //   parallel-mlp              the core's unsharded fc1 -> GELU -> fc2 (bitwise at TP = 1, within
 //                             the contraction bound of lab08_cases.h at TP = 2, 4)
 //   parallel-mlp-traffic      one collective forward and one backward on every rank
+//   mlp-processes             the unsharded MLP of tp_processes.h's case, per process as in
+//                             parallel-mlp (TP = 2), every weight and bias gradient bit for bit
 //   parallel-attention        the core's unsharded attention (bitwise at TP = 1, within the bound
 //                             at TP = 2, 4); the refusal of 6 heads on 4 ranks
 //   vocab-parallel-embedding  the core's TokenEmbedding, bit for bit; the refusal of ids
@@ -39,6 +41,7 @@
 #include "gtl_judge.h"
 #include "lab08_cases.h"
 #include "lab08_placement_cases.h"
+#include "tp_processes.h"
 
 namespace {
 
@@ -101,6 +104,51 @@ std::string parallel_mlp() {
   const std::string seeded = "ParallelLinear.MlpEqualsTheUnshardedMlpAtSeededShapes";
   judge_mlp(seeded, lab08_cases::seeded_case(seeded));
   return "every output and dx the unsharded MLP's (bitwise at TP = 1, within the bound else)";
+}
+
+// TODO 1 as two processes: the unsharded MLP of lab08_tp_processes' case (tp_processes.h), each
+// rank's output and dx within the bound, its output the bits of rank 0's, its gradients its
+// slices of the unsharded ones bit for bit.
+std::string mlp_processes() {
+  namespace tpp = lab08_tp_processes;
+  Recorded r("TpProcesses.TwoProcessesMatchTheUnshardedMlp");
+  gtl::ops::ScopedRowInvariant row_invariant(true);
+  const Case c = tpp::process_case(gtl::test_seed::seed());
+  const lab08_cases::MlpCase m = lab08_cases::make_mlp_case(c);
+  gtl::nn::GELU gelu;
+  nn::Context c1, c2, c3;
+  const Tensor h = gelu.forward(m.fc1->forward(m.x, c1), c2);
+  const Tensor y = m.fc2->forward(h, c3);
+  const Tensor dh = gelu.backward(c2, m.fc2->backward(c3, m.dy));
+  const Tensor dx = m.fc1->backward(c1, dh);
+  const auto p1 = m.fc1->parameters(), p2 = m.fc2->parameters();
+  const auto yb = lab08_cases::contraction_bound(h, p2[0].value, p2[1].value);
+  const auto dxb = lab08_cases::contraction_bound(dh, p1[0].value, Tensor(), true);
+  const int64_t per = lab08_cases::kHidden / tpp::kWorld;
+  std::vector<float> first;
+  for (int rank = 0; rank < tpp::kWorld; ++rank) {
+    const std::string who = "rank " + std::to_string(rank) + " (" + c.str() + ")";
+    const auto got_y = r.sequence<float>(who + "'s output", std::size_t(y.numel()));
+    if (rank == 0) first = got_y;
+    for (std::size_t i = 0; i < got_y.size(); ++i) {
+      if (std::memcmp(&got_y[i], &first[i], sizeof(float)) != 0)
+        throw Rejection(r.test() + ": " + who + "'s output, element " + std::to_string(i) + " is " +
+                        show(got_y[i]) + ", rank 0's " + show(first[i]));
+      if (!(std::fabs(double(got_y[i]) - double(y.to_vector()[i])) <= yb[i]))
+        throw Rejection(r.test() + ": " + who + "'s output, element " + std::to_string(i) + " is " +
+                        show(got_y[i]) + ", the judge computes " + show(y.to_vector()[i]) +
+                        " within " + show(yb[i]));
+    }
+    expect_within(r, dx.to_vector(), dxb, who + "'s dx");
+    const int64_t b = rank * per, e = b + per;
+    expect_bits(r, p1[0].grad.slice(b, e).to_vector(), who + "'s fc1 weight gradient");
+    expect_bits(r, p1[1].grad.slice(b, e).to_vector(), who + "'s fc1 bias gradient");
+    expect_bits(r, lab08_cases::columns(p2[0].grad, b, e).to_vector(),
+                who + "'s fc2 weight gradient");
+    expect_bits(r, p2[1].grad.to_vector(), who + "'s fc2 bias gradient");
+  }
+  return "two processes' outputs, dx and gradients the unsharded MLP's (within the bound, "
+         "gradients bit for bit)";
 }
 
 std::string parallel_mlp_traffic() {
@@ -545,6 +593,7 @@ int main(int argc, char** argv) {
   return gtl::judge::run(argc, argv,
                          {{"parallel-mlp", parallel_mlp},
                           {"parallel-mlp-traffic", parallel_mlp_traffic},
+                          {"mlp-processes", mlp_processes},
                           {"parallel-attention", parallel_attention},
                           {"vocab-parallel-embedding", vocab_parallel_embedding},
                           {"vocab-parallel-loss", vocab_parallel_loss},
