@@ -7,6 +7,8 @@
 //   parallel-mlp-traffic      one collective forward and one backward on every rank
 //   mlp-processes             the unsharded MLP of tp_processes.h's case, per process as in
 //                             parallel-mlp (TP = 2), every weight and bias gradient bit for bit
+//   vocab-loss-processes      ops::cross_entropy on tp_processes.h's full logits, per process
+//                             within vocab-parallel-loss's bounds
 //   parallel-attention        the core's unsharded attention (bitwise at TP = 1, within the bound
 //                             at TP = 2, 4); the refusal of 6 heads on 4 ranks
 //   vocab-parallel-embedding  the core's TokenEmbedding, bit for bit; the refusal of ids
@@ -265,6 +267,31 @@ std::string vocab_parallel_loss() {
   judge_loss(large, lab08_cases::seeded_case(large), 90.f, 100.f);
   judge_refusals("VocabParallel.LossRefusesALabelOutsideTheVocabulary", "label");
   return "every loss the full cross-entropy's within the bound; labels outside [0, V) refused";
+}
+
+// TODO 3 as two processes: the full cross-entropy of lab08_tp_processes' logits
+// (tp_processes.h), each rank's loss and its columns of dlogits within the bounds.
+std::string vocab_loss_processes() {
+  namespace tpp = lab08_tp_processes;
+  Recorded r("TpProcesses.TwoProcessesMatchTheUnshardedCrossEntropy");
+  const Case c = tpp::process_case(gtl::test_seed::seed());
+  const auto [logits, labels] = lab08_cases::make_logits(c, tpp::kLogitLow, tpp::kLogitHigh);
+  const double loss = gtl::ops::cross_entropy(logits, labels).item();
+  const Tensor d = gtl::ops::cross_entropy_backward(logits, labels, 1.f);
+  const int64_t width = lab08_cases::kVocab / tpp::kWorld;
+  for (int rank = 0; rank < tpp::kWorld; ++rank) {
+    const std::string who = "rank " + std::to_string(rank) + " (" + c.str() + ")";
+    expect_within(r, {float(loss)}, {lab08_cases::loss_bound(loss, c.rows())}, who + "'s loss");
+    const int64_t begin = rank * width;
+    const std::vector<float> want = lab08_cases::columns(d, begin, begin + width).to_vector();
+    std::vector<double> bound(want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const int64_t row = int64_t(i) / width, col = begin + int64_t(i) % width;
+      bound[i] = lab08_cases::dlogit_bound(want[i], labels.data<int64_t>()[row] == col, c.rows());
+    }
+    expect_within(r, want, bound, who + "'s dlogits");
+  }
+  return "two processes' losses and dlogits the full cross-entropy's within the bounds";
 }
 
 std::string vocab_parallel_memory() {
@@ -597,6 +624,7 @@ int main(int argc, char** argv) {
                           {"parallel-attention", parallel_attention},
                           {"vocab-parallel-embedding", vocab_parallel_embedding},
                           {"vocab-parallel-loss", vocab_parallel_loss},
+                          {"vocab-loss-processes", vocab_loss_processes},
                           {"vocab-parallel-memory", vocab_parallel_memory},
                           {"sequence-parallel-pair", sequence_parallel_pair},
                           {"sequence-parallel-mlp", sequence_parallel_mlp},

@@ -1,12 +1,14 @@
-// lab08_tp_processes (provided, pristine): TODO 1 on the launcher's processes (see
+// lab08_tp_processes (provided, pristine): TODO 1 or TODO 3 on the launcher's processes (see
 // tests/tp_processes.h).
 //
-//   mpirun -np 2 lab08_tp_processes --seed S --out PREFIX
+//   mpirun -np 2 lab08_tp_processes --part mlp|loss --seed S --out PREFIX
 //
-// Every rank builds the seed's unsharded fc1 and fc2 and its input and output gradient
+// mlp: every rank builds the seed's unsharded fc1 and fc2 and its input and output gradient
 // (lab08_cases.h), wraps them in your ParallelMLP (TP = the world size), runs one forward and one
-// backward in the core's deterministic mode with row-invariant GEMMs, and writes its output, dx
-// and parameter gradients to PREFIX.r (r its rank).
+// backward, and writes its output, dx and parameter gradients. loss: every rank draws the seed's
+// full logits and labels, keeps its vocabulary columns, runs your VocabParallelCrossEntropy's
+// forward and backward (inside TODO 3's runtime guard scope), and writes the loss and its
+// dlogits. Both in the core's deterministic mode with row-invariant GEMMs; rank r writes PREFIX.r.
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -14,20 +16,22 @@
 
 #include "gtl/distributed/launch.h"
 #include "gtl/ops/math_mode.h"
+#include "lab08_student_call.h"
 #include "tensor_parallel.h"
 #include "tp_processes.h"
 
 int main(int argc, char** argv) {
   using namespace lab08_tp_processes;
   uint64_t seed = 0;
-  std::string out;
+  std::string out, part = "mlp";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--seed") seed = std::stoull(value);
     if (flag == "--out") out = value;
+    if (flag == "--part") part = value;
   }
-  if (out.empty()) {
-    std::cerr << "usage: lab08_tp_processes --seed S --out PREFIX\n";
+  if (out.empty() || (part != "mlp" && part != "loss")) {
+    std::cerr << "usage: lab08_tp_processes --part mlp|loss --seed S --out PREFIX\n";
     return 2;
   }
   try {
@@ -35,14 +39,26 @@ int main(int argc, char** argv) {
     GTL_CHECK(comm->backend() != "nccl", "lab08_tp_processes runs on the CPU (MPI)");
     comm->set_deterministic(true);
     gtl::ops::ScopedRowInvariant row_invariant(true);
-    const lab08_cases::MlpCase m = lab08_cases::make_mlp_case(process_case(seed));
-    lab08::ParallelMLP mlp(*m.fc1, *m.fc2, *comm);
     RankResult result;
     result.world_size = comm->world_size();
     gtl::nn::Context ctx;
-    result.values.push_back(mlp.forward(m.x, ctx).to_vector());
-    result.values.push_back(mlp.backward(ctx, m.dy).to_vector());
-    for (const auto& p : mlp.parameters()) result.values.push_back(p.grad.to_vector());
+    if (part == "mlp") {
+      const lab08_cases::MlpCase m = lab08_cases::make_mlp_case(process_case(seed));
+      lab08::ParallelMLP mlp(*m.fc1, *m.fc2, *comm);
+      result.values.push_back(mlp.forward(m.x, ctx).to_vector());
+      result.values.push_back(mlp.backward(ctx, m.dy).to_vector());
+      for (const auto& p : mlp.parameters()) result.values.push_back(p.grad.to_vector());
+    } else {
+      const auto [logits, labels] =
+          lab08_cases::make_logits(process_case(seed), kLogitLow, kLogitHigh);
+      const lab08::Slice cols =
+          lab08::tp_slice(lab08_cases::kVocab, comm->rank(), comm->world_size(), "vocabulary");
+      const gtl::Tensor local = lab08_cases::columns(logits, cols.begin, cols.end);
+      const auto call = lab08_student_call::todo3();
+      lab08::VocabParallelCrossEntropy loss(*comm);
+      result.values.push_back(loss.forward(local, labels, ctx).to_vector());
+      result.values.push_back(loss.backward(ctx, 1.f).to_vector());
+    }
     write_result(out + "." + std::to_string(comm->rank()), result);
     return 0;
   } catch (const std::exception& e) {

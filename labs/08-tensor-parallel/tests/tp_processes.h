@@ -1,11 +1,13 @@
-// TODO 1 across real processes (provided, pristine): the case lab08_tp_processes runs and the file
-// each of its ranks writes, shared by the program (src/tp_processes_main.cpp), its test
+// TODOs 1 and 3 across real processes (provided, pristine): the case lab08_tp_processes runs and
+// the file each of its ranks writes, shared by the program (src/tp_processes_main.cpp), its tests
 // (tp_processes_test.cpp) and the lab's judge.
 //
 // Why real processes: in-process ranks are threads of one address space, so a row-parallel layer
 // could make the expected all-reduce of N x D floats, bytes and all, and still take the other
-// ranks' partial products from a global (ParallelLinear.OneAllReduce* cannot see it). Processes
-// share no memory: under mpirun only what travels through the communicator arrives.
+// ranks' partial products from a global (ParallelLinear.OneAllReduce* cannot see it); the
+// vocabulary-parallel loss likewise its three all-reduces of N floats and the other ranks' row
+// maxima and sums (VocabParallel.NeverAllocates* cannot see it). Processes share no memory: under
+// mpirun only what travels through the communicator arrives.
 #pragma once
 
 #include <cstdint>
@@ -36,18 +38,18 @@ inline lab08_cases::Case process_case(uint64_t seed) {
   return c;
 }
 
-// What one rank holds after one forward and backward of its ParallelMLP: the output, the input
-// gradient and its four parameter gradients (fc1's weight and bias, fc2's weight and bias).
+// The logits' range of the loss run (as VocabParallel.Loss*).
+constexpr float kLogitLow = -4.f, kLogitHigh = 4.f;
+
+// What one rank holds afterwards. `--part mlp`, one forward and backward of its ParallelMLP: the
+// output, the input gradient and its four parameter gradients (fc1's weight and bias, fc2's
+// weight and bias), 6 tensors. `--part loss`, one forward and backward of its
+// VocabParallelCrossEntropy on its columns of the logits: the loss [1] and its dlogits, 2.
 struct RankResult {
   int world_size = 0;
-  std::vector<std::vector<float>> values;  // y, dx, dW1, db1, dW2, db2
+  std::vector<std::vector<float>> values;
 };
-inline const std::vector<std::string>& value_names() {
-  static const std::vector<std::string> names = {"the MLP's output",      "the MLP's dx",
-                                                 "fc1's weight gradient", "fc1's bias gradient",
-                                                 "fc2's weight gradient", "fc2's bias gradient"};
-  return names;
-}
+constexpr std::size_t kMlpTensors = 6, kLossTensors = 2;
 
 // The file of one rank: its world size and the number of tensors, then per tensor its size and
 // its floats in hex (exact).
@@ -66,13 +68,13 @@ inline void write_result(const std::string& path, const RankResult& r) {
   GTL_CHECK(out.good(), "lab08_tp_processes: writing " << path << " failed");
 }
 
-inline RankResult read_result(const std::string& path) {
+inline RankResult read_result(const std::string& path, std::size_t expected_tensors) {
   std::ifstream in(path);
   GTL_CHECK(in.good(), "no result file " << path);
   RankResult r;
   std::size_t tensors = 0;
-  GTL_CHECK(static_cast<bool>(in >> r.world_size >> tensors) && tensors == value_names().size(),
-            path << ": no world size and " << value_names().size() << " tensors");
+  GTL_CHECK(static_cast<bool>(in >> r.world_size >> tensors) && tensors == expected_tensors,
+            path << ": no world size and " << expected_tensors << " tensors");
   r.values.resize(tensors);
   std::string word;
   for (auto& v : r.values) {
