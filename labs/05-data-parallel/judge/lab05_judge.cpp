@@ -318,15 +318,26 @@ TrainResult in_process(int world, const lab05::TrainConfig& config = lab05::Trai
   return results[0];
 }
 
-// Three processes synced by the student's BucketedDdp: rank 0's weights and losses of the
-// in-process run synced by the core's flat all-reduce, at the seeded data seed.
-std::string bucketed_processes() {
-  const std::string test = "BucketedProcesses.ThreeProcessesTrainLikeThreeInProcessRanks";
+// Three processes synced by the student's BucketedDdp, flat_ddp_sync or naive_ddp_sync (the
+// test's suite): rank 0's weights and losses of the in-process run synced by the core's flat
+// all-reduce, at the seeded data seed.
+std::string sync_processes(const std::string& suite, const std::string& what) {
+  const std::string test = suite + ".ThreeProcessesTrainLikeThreeInProcessRanks";
   Recorded r(test);
   const TrainResult want = in_process(3, lab05_cases::seeded_train_config(test));
   r.expect_digest(want.weights, "the final weights on 3 processes");
   r.expect_digest(want.losses, "rank 0's losses on 3 processes");
-  return "the bucketed run equals the in-process training";
+  return "the " + what + " run equals the in-process training";
+}
+
+std::string bucketed_processes() {
+  return sync_processes("BucketedProcesses", "bucketed");
+}
+std::string flat_processes() {
+  return sync_processes("FlatProcesses", "flat");
+}
+std::string naive_processes() {
+  return sync_processes("NaiveProcesses", "naive");
 }
 
 std::string real_processes() {
@@ -391,6 +402,8 @@ int main(int argc, char** argv) {
                           {"bucket-launch-order", bucket_launch_order},
                           {"bucketed-overlap-timeline", bucketed_overlap_timeline},
                           {"bucketed-processes", bucketed_processes},
+                          {"flat-processes", flat_processes},
+                          {"naive-processes", naive_processes},
                           {"no-sync-accumulation", no_sync_accumulation},
                           {"real-processes", real_processes},
                           {"ddp-gpu", ddp_gpu},

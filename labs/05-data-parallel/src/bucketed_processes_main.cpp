@@ -1,19 +1,22 @@
-// lab05_bucketed_processes (provided, pristine): the student's BucketedDdp (TODO 5) as the sync of
-// the lab's training on the launcher's processes.
+// lab05_bucketed_processes (provided, pristine): the student's sync as the sync of the lab's
+// training on the launcher's processes: BucketedDdp (TODO 5, the default), flat_ddp_sync (TODO 4)
+// or naive_ddp_sync (TODO 3).
 //
-//   mpirun -np 3 lab05_bucketed_processes --data-seed S --out PATH
+//   mpirun -np 3 lab05_bucketed_processes --data-seed S --out PATH [--sync bucketed|flat|naive]
 //
 // The training of ddp_training.h (the default TrainConfig with data seed S, every rank building
 // the model from one seed), synced by a BucketedDdp of 4 KiB buckets (several in the lab model,
-// as in BucketedDdp.TrainsLike*), with
+// as in BucketedDdp.TrainsLike*), by your flat_ddp_sync or by your naive_ddp_sync, with
 // deterministic sums on the CPU (MPI). Rank 0 writes the result file (write_result).
 //
 // Why real processes: in-process ranks are threads of one address space, so a BucketedDdp could
 // launch every bucket's all-reduce on a scratch copy (the expected calls, order and bytes) and
 // average the other ranks' gradients read from a global; the traffic checks of BucketedDdp.*
-// cannot see it. TODO 7's program syncs with the core's flat all-reduce, not yours. Processes
-// share no memory: under mpirun only what travels through the communicator arrives.
+// cannot see it (nor those of NaiveDdp.* and FlatDdp.* the same trick in the other syncs). TODO 7's
+// program syncs with the core's flat all-reduce, not yours. Processes share no memory: under mpirun
+// only what travels through the communicator arrives.
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -30,13 +33,16 @@ constexpr int64_t kBucketBytes = 4096;
 int main(int argc, char** argv) {
   uint64_t data_seed = 0;
   std::string out;
+  std::string sync = "bucketed";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--data-seed") data_seed = std::stoull(value);
     if (flag == "--out") out = value;
+    if (flag == "--sync") sync = value;
   }
-  if (out.empty()) {
-    std::cerr << "usage: lab05_bucketed_processes --data-seed S --out PATH\n";
+  if (out.empty() || (sync != "bucketed" && sync != "flat" && sync != "naive")) {
+    std::cerr << "usage: lab05_bucketed_processes --data-seed S --out PATH "
+                 "[--sync bucketed|flat|naive]\n";
     return 2;
   }
   try {
@@ -47,7 +53,10 @@ int main(int argc, char** argv) {
     config.data_seed = data_seed;
     const lab05::TrainResult result = lab05::train_lab_model(
         *comm, config,
-        [](lab05::Communicator& c, gtl::nn::Module& model, gtl::nn::ParameterBuffer& buffer) {
+        [&sync](lab05::Communicator& c, gtl::nn::Module& model,
+                gtl::nn::ParameterBuffer& buffer) -> std::function<void()> {
+          if (sync == "flat") return [&c, &buffer] { lab05::flat_ddp_sync(c, buffer); };
+          if (sync == "naive") return [&c, &buffer] { lab05::naive_ddp_sync(c, buffer.params()); };
           auto ddp = std::make_shared<lab05::BucketedDdp>(c, model, buffer, kBucketBytes);
           return [ddp] { ddp->finish(); };
         });

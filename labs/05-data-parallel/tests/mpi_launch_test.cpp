@@ -1,7 +1,8 @@
 // TODO 7: the DDP run as two and as three real processes under mpirun (MPI backend, CPU) gives bit
 // for bit the in-process result. TODO 1: the ring across three real processes (RingProcesses.*).
 // TODO 2b: the broadcast of the initial weights across three real processes (BroadcastProcesses.*).
-// TODO 5: the training synced by your BucketedDdp on three real processes (BucketedProcesses.*).
+// TODOs 5, 4 and 3: the training synced by your BucketedDdp, flat_ddp_sync and naive_ddp_sync on
+// three real processes (BucketedProcesses.*, FlatProcesses.*, NaiveProcesses.*).
 // The tests start `mpirun -np 2` and `mpirun -np 3 lab05_ddp_train` themselves, so they run under
 // the grader like any other test; skipped, with the reason, in a build without OpenMPI. Each launch
 // ends within kJobTimeoutS + 10 s (launched_job.h), and the three launches of this program together
@@ -234,23 +235,25 @@ TEST(BroadcastProcesses, ThreeProcessesHoldEachRootsInitialWeights) {
   }
 }
 
-// TODO 5 across real processes. In-process ranks are threads: a BucketedDdp could launch every
-// bucket's all-reduce on a scratch copy (the expected calls, order and bytes) and average the
-// other ranks' gradients read from a global, passing BucketedDdp.*; TODO 7's program syncs with
-// the core's flat all-reduce, not with yours. Three processes share no memory: the training synced
-// by your BucketedDdp (lab05_bucketed_processes, 4 KiB buckets, deterministic sums) must end
-// with rank 0's weights and losses of the in-process run synced by the core's flat all-reduce,
-// bit for bit (in rank order every element's average is the same sum either way), at a data seed
-// from the grading seed.
-TEST(BucketedProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
+// TODOs 3, 4 and 5 across real processes. In-process ranks are threads: a BucketedDdp could launch
+// every bucket's all-reduce on a scratch copy (the expected calls, order and bytes) and average
+// the other ranks' gradients read from a global, passing BucketedDdp.*, and a naive or flat sync
+// the same way NaiveDdp.* and FlatDdp.*; TODO 7's program syncs with the core's flat all-reduce,
+// not with yours. Three processes share no memory: the training synced by your sync `sync`
+// (lab05_bucketed_processes --sync, 4 KiB buckets, deterministic sums) must end with rank 0's
+// weights and losses of the in-process run synced by the core's flat all-reduce, bit for bit (in
+// rank order every element's average is the same sum either way), at a data seed from the grading
+// seed.
+void expect_sync_matches(const std::string& sync, const std::string& what,
+                         const std::string& test) {
   const std::string mpiexec = LAB05_MPIEXEC;
   if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
-  const std::string test = "BucketedProcesses.ThreeProcessesTrainLikeThreeInProcessRanks";
   const TrainConfig config = lab05_cases::seeded_train_config(test);
-  const std::string out = "/tmp/lab05_bucketed_" + std::to_string(::getpid()) + ".txt";
+  const std::string out = "/tmp/lab05_" + sync + "_" + std::to_string(::getpid()) + ".txt";
   std::remove(out.c_str());
   const std::string command = gtl::testing::mpirun(mpiexec, 3) + " " + LAB05_BUCKETED_PROCESSES +
-                              " --data-seed " + std::to_string(config.data_seed) + " --out " + out;
+                              " --data-seed " + std::to_string(config.data_seed) + " --out " + out +
+                              " --sync " + sync;
   const gtl::testing::Launched job = gtl::testing::launch(command);
   ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
   std::ifstream probe(out);
@@ -268,13 +271,28 @@ TEST(BucketedProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
       },
       testing::fast(/*deterministic=*/true));
   EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected[0].weights), "")
-      << "`" << command << "`: the weights after training synced by your BucketedDdp on three "
+      << "`" << command << "`: the weights after training synced by your " << what << " on three "
       << "processes must equal the in-process run synced by one all-reduce, bit for bit (data "
       << "seed " << config.data_seed << ", " << gtl::test_seed::describe() << "). Processes share "
       << "no memory: a gradient that did not travel through the all-reduces cannot be in the "
       << "average";
   EXPECT_EQ(testing::bitwise_diff(file.result.losses, expected[0].losses), "")
       << "rank 0's losses must equal the in-process rank 0's";
+}
+
+TEST(BucketedProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
+  expect_sync_matches("bucketed", "BucketedDdp",
+                      "BucketedProcesses.ThreeProcessesTrainLikeThreeInProcessRanks");
+}
+
+TEST(FlatProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
+  expect_sync_matches("flat", "flat_ddp_sync",
+                      "FlatProcesses.ThreeProcessesTrainLikeThreeInProcessRanks");
+}
+
+TEST(NaiveProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
+  expect_sync_matches("naive", "naive_ddp_sync",
+                      "NaiveProcesses.ThreeProcessesTrainLikeThreeInProcessRanks");
 }
 
 }  // namespace
