@@ -339,6 +339,9 @@ std::string flat_processes() {
 std::string naive_processes() {
   return sync_processes("NaiveProcesses", "naive");
 }
+std::string no_sync_processes() {
+  return sync_processes("NoSyncProcesses", "no-sync");
+}
 
 std::string real_processes() {
   for (auto [world, test] :
@@ -404,6 +407,7 @@ int main(int argc, char** argv) {
                           {"bucketed-processes", bucketed_processes},
                           {"flat-processes", flat_processes},
                           {"naive-processes", naive_processes},
+                          {"no-sync-processes", no_sync_processes},
                           {"no-sync-accumulation", no_sync_accumulation},
                           {"real-processes", real_processes},
                           {"ddp-gpu", ddp_gpu},

@@ -1,8 +1,9 @@
 // TODO 7: the DDP run as two and as three real processes under mpirun (MPI backend, CPU) gives bit
 // for bit the in-process result. TODO 1: the ring across three real processes (RingProcesses.*).
 // TODO 2b: the broadcast of the initial weights across three real processes (BroadcastProcesses.*).
-// TODOs 5, 4 and 3: the training synced by your BucketedDdp, flat_ddp_sync and naive_ddp_sync on
-// three real processes (BucketedProcesses.*, FlatProcesses.*, NaiveProcesses.*).
+// TODOs 5, 4, 3 and 6: the training synced by your BucketedDdp, flat_ddp_sync, naive_ddp_sync and
+// NoSyncAccumulator on three real processes (BucketedProcesses.*, FlatProcesses.*,
+// NaiveProcesses.*, NoSyncProcesses.*).
 // The tests start `mpirun -np 2` and `mpirun -np 3 lab05_ddp_train` themselves, so they run under
 // the grader like any other test; skipped, with the reason, in a build without OpenMPI. Each launch
 // ends within kJobTimeoutS + 10 s (launched_job.h), and the three launches of this program together
@@ -293,6 +294,14 @@ TEST(FlatProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
 TEST(NaiveProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
   expect_sync_matches("naive", "naive_ddp_sync",
                       "NaiveProcesses.ThreeProcessesTrainLikeThreeInProcessRanks");
+}
+
+// TODO 6: the step's batch as micro-batch 0 of 4, the others empty (zero gradients), over last
+// step's gradient (lab05_bucketed_processes's header): the accumulated sum is the batch's gradient
+// bit for bit, so the run must equal the flat one.
+TEST(NoSyncProcesses, ThreeProcessesTrainLikeThreeInProcessRanks) {
+  expect_sync_matches("no-sync", "NoSyncAccumulator (4 micro-batches, 3 of them empty)",
+                      "NoSyncProcesses.ThreeProcessesTrainLikeThreeInProcessRanks");
 }
 
 }  // namespace
