@@ -23,12 +23,11 @@ TpStepFigures tp_step_figures(const std::vector<std::vector<TraceEvent>>& traces
   const int k = static_cast<int>(traces.size());
   TpStepFigures f;
   // TODO(lab08) step 6: the simulated step of the group under `placement`.
-  //   Spec: tensor_parallel.h, TpStepFigures, with the core's cost model as timeline.h states
-  //   it: a leaf pass costs model.compute_time(flops, mem_bytes); a ring all-reduce of k ranks
-  //   costs its steps' latency plus the bytes on the wire over the link's bandwidth (which
-  //   bytes, and which link for this placement, is the point of the step; the k = 1 group
-  //   costs nothing). Refuse IntraNode when the group does not fit in a node (a test checks the
-  //   message names k and ranks_per_node). Fill f.
+  //   Spec: tensor_parallel.h, TpStepFigures, under the core's cost model (timeline.h, "THE
+  //   MODEL"). The traces are k ranks' records of one step: decide which events cost time, how
+  //   they add up into the group's step, and which records set an all-reduce's cost when the
+  //   ranks did not all send the same bytes. Refuse IntraNode when the group does not fit in a
+  //   node (a test checks the message names k and ranks_per_node). Fill f.
   //   Hint: every rank of the group runs the same step at the same time. Ask what the step's
   //   critical path is, and whether anything can run while TP's all-reduce is in flight.
   //   About 24 lines.

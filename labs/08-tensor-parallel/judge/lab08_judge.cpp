@@ -575,15 +575,15 @@ std::string tp_placement_step() {
   namespace pc = lab08_placement;
   const std::string test = "TpPlacement.StepFiguresAreTheSimulatorsAtSeededShapes";
   Recorded r(test);
-  const int64_t rows = pc::seeded_rows(test);
+  const pc::SeededShape shape = pc::seeded_shape(test);
   for (int k : {1, 2, 4, 8}) {
-    const pc::Traces traces = pc::traced_tp_step(k, rows);
+    const pc::Traces traces = pc::traced_tp_step(k, shape.rows, shape.dim);
     const double bound = pc::relative_bound(traces);
     for (bool across : {false, true}) {
       const pc::Simulated want = pc::simulate(traces, across);
-      const std::string who = "TP = " + std::to_string(k) +
-                              (across ? " one rank per node" : " inside one node") +
-                              ", N = " + std::to_string(rows);
+      const std::string who =
+          "TP = " + std::to_string(k) + (across ? " one rank per node" : " inside one node") +
+          ", N = " + std::to_string(shape.rows) + ", D = " + std::to_string(shape.dim);
       expect_figure(r, want.step_time, bound, "step time, " + who);
       expect_figure(r, want.comm_time, bound, "all-reduce time, " + who);
       expect_figure(r, want.comm_fraction, 2 * bound, "communication fraction, " + who);

@@ -48,10 +48,10 @@ std::string figure_problem(double got, double want, double bound, const std::str
 
 TEST(TpPlacement, StepFiguresAreTheSimulatorsAtSeededShapes) {
   const std::string test = "TpPlacement.StepFiguresAreTheSimulatorsAtSeededShapes";
-  const int64_t rows = pc::seeded_rows(test);
+  const pc::SeededShape shape = pc::seeded_shape(test);
   gtl::judge::Outputs out(test);
   for (int k : {1, 2, 4, 8}) {
-    const pc::Traces traces = pc::traced_tp_step(k, rows);
+    const pc::Traces traces = pc::traced_tp_step(k, shape.rows, shape.dim);
     const double bound = pc::relative_bound(traces);
     for (TpPlacement p : {TpPlacement::IntraNode, TpPlacement::InterNode}) {
       const bool across = p == TpPlacement::InterNode;
@@ -64,7 +64,8 @@ TEST(TpPlacement, StepFiguresAreTheSimulatorsAtSeededShapes) {
       out.record(got.comm_time);
       out.record(got.comm_fraction);
       const std::string who = "TP = " + std::to_string(k) + " " + placement_name(p) +
-                              ", N = " + std::to_string(rows) + " tokens, " +
+                              ", N = " + std::to_string(shape.rows) +
+                              " tokens, D = " + std::to_string(shape.dim) + ", " +
                               gtl::test_seed::describe();
       EXPECT_EQ(figure_problem(got.step_time, want.step_time, bound, "step time, " + who), "");
       EXPECT_EQ(figure_problem(got.comm_time, want.comm_time, bound, "all-reduce time, " + who),
