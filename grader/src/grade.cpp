@@ -381,6 +381,19 @@ std::vector<Rubric> select_labs(const std::vector<Rubric>& all,
 }
 
 GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& labs) {
+  // A --checks name no lab has would grade nothing, and an empty verify passes: refuse it.
+  for (const std::string& name : o.checks) {
+    std::string known;
+    bool found = false;
+    for (const auto& r : labs)
+      for (const auto& c : r.checks) {
+        found = found || c.name == name;
+        known += " " + c.name;
+      }
+    if (!found)
+      throw GradeError(exit_codes::kUsage, "unknown check '" + name + "'; the lab(s) graded have:" +
+                                               (known.empty() ? " none" : known));
+  }
   GradeResult result;
   const fs::path submission = resolve_submission(o.submission);
   result.submission = submission.string();

@@ -51,7 +51,9 @@ static int run_main(int argc, char** argv) {
     cmd->add_option("--out", out,
                     "where the reports go (default <course>/build/gtl-grade/results)");
     cmd->add_option("--lab", o.labs, "only these labs (\"01\" or \"01-name\"; repeatable)");
-    cmd->add_option("--checks", o.checks, "only these checks, by name (repeatable)");
+    cmd->add_option("--checks", o.checks,
+                    "only these checks, by name (repeatable, or comma-separated)")
+        ->delimiter(',');
     cmd->add_flag("--cpu-only", o.cpu_only, "grade as if there were no GPU");
     cmd->add_option("--cmake-arg", o.cmake_args, "extra argument for configuring the course");
     cmd->add_flag("-q,--quiet", quiet, "no progress lines");

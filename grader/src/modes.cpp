@@ -397,6 +397,11 @@ int run_export_release(const ModeOptions& o, const fs::path& to) {
   auto excluded = [&](const fs::path& rel) {
     const std::string top = rel.begin()->string();
     if (top == "solution" || top == "build" || top == ".git") return true;
+    // grader/tests/: the grader's own tests, whose fixtures are solutions with one flaw planted
+    // (decoys) or a solution calling what a rubric forbids (guard proofs).
+    if (top == "grader" && std::distance(rel.begin(), rel.end()) >= 2 &&
+        std::next(rel.begin())->string() == "tests")
+      return true;
     // labs/NN-name/hidden/: the sources of hidden tests.
     auto it = rel.begin();
     return top == "labs" && std::distance(rel.begin(), rel.end()) >= 3 &&
@@ -426,7 +431,8 @@ int run_export_release(const ModeOptions& o, const fs::path& to) {
   // The release must still parse.
   load_course_rubrics(to);
   std::cout << "export-release: " << files << " files of " << labs.size() << " labs copied to "
-            << to.string() << " (without solution/, labs/*/hidden/ and hidden checks)\n";
+            << to.string()
+            << " (without solution/, labs/*/hidden/, grader/tests/ and hidden checks)\n";
   return exit_codes::kOk;
 }
 

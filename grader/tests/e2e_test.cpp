@@ -352,6 +352,8 @@ TEST(GraderE2E, ExportReleaseLeavesOutSolutionAndHiddenChecks) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(fs::exists(release / "solution"));
   EXPECT_FALSE(fs::exists(release / "labs/01-sum/hidden"));
+  EXPECT_FALSE(fs::exists(release / "grader/tests")) << "the grader's fixtures hold solutions";
+  EXPECT_TRUE(fs::exists(release / "grader/README.md"));
   EXPECT_TRUE(fs::exists(release / "starter/01-sum/sum.cpp"));
   const std::string rubric = read_file(release / "labs/01-sum/rubric.yaml");
   EXPECT_EQ(rubric.find("sum-hidden"), std::string::npos) << rubric;
