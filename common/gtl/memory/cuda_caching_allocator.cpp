@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtl/memory/allocator.h"
+#include "gtl/runtime/host_sync.h"
 
 #ifdef GTL_WITH_CUDA
 #include "gtl/runtime/cuda_check.h"
@@ -75,6 +76,7 @@ class CudaSegmentSource final : public SegmentSource {
   void synchronize() override {
     DeviceGuard guard(device_);
     GTL_CUDA_CHECK(cudaDeviceSynchronize());
+    detail::count_host_sync(detail::HostSync::Device);
   }
 
  private:

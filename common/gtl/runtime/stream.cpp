@@ -1,6 +1,7 @@
 #include "gtl/runtime/stream.h"
 
 #include "gtl/runtime/error.h"
+#include "gtl/runtime/host_sync.h"
 
 #ifdef GTL_WITH_CUDA
 #include "gtl/runtime/cuda_check.h"
@@ -32,6 +33,7 @@ void Stream::synchronize() const {
   // Without a GPU the default stream has no work: device-agnostic code may still sync on it.
   if (is_default() && !cuda_available()) return;
   GTL_CUDA_CHECK(cudaStreamSynchronize(handle()));
+  detail::count_host_sync(detail::HostSync::Stream);
 }
 
 void Stream::wait(const Stream& other) const {
@@ -60,7 +62,9 @@ void Event::record(const Stream& stream) {
 }
 
 void Event::synchronize() const {
-  if (event_) GTL_CUDA_CHECK(cudaEventSynchronize(event_));
+  if (!event_) return;
+  GTL_CUDA_CHECK(cudaEventSynchronize(event_));
+  detail::count_host_sync(detail::HostSync::Event);
 }
 
 bool Event::query() const {
@@ -83,7 +87,9 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 }
 
 void device_synchronize() {
-  if (cuda_available()) GTL_CUDA_CHECK(cudaDeviceSynchronize());
+  if (!cuda_available()) return;
+  GTL_CUDA_CHECK(cudaDeviceSynchronize());
+  detail::count_host_sync(detail::HostSync::Device);
 }
 
 #else  // CPU-only build: empty handles, no-ops, and clear errors where a GPU is required.

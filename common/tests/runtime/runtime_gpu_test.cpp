@@ -2,8 +2,11 @@
 // failed CUDA call produces. Skipped, with the reason, on a machine without a GPU.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "gtl/runtime/device.h"
 #include "gtl/runtime/error.h"
+#include "gtl/runtime/host_sync.h"
 #include "gtl/runtime/stream.h"
 #include "gtl/tensor/tensor.h"
 #include "gtl_test.h"
@@ -37,6 +40,51 @@ TEST(GpuRuntime, FailedCallNamesTheCallAndTheReason) {
   }
   // The error was cleared: the next call works.
   EXPECT_NO_THROW(device_synchronize());
+}
+
+// Host synchronisations (host_sync.h): counted where the host waits, and only there.
+TEST(GpuRuntime, HostSyncsAreCountedWhereTheHostWaits) {
+  GTL_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  const Tensor host = Tensor::full({1}, 3.f);
+  HostSyncCounts before = host_sync_counts();
+  // Allocating, and queuing a copy on a stream, wait for nothing.
+  Tensor x = Tensor::empty({1}, DType::Float32, gpu);
+  x.copy_async_(host, current_stream());
+  EXPECT_EQ((host_sync_counts() - before).total(), 0)
+      << "an allocation and an asynchronous copy must not wait for the GPU";
+  // Reading a device scalar on the host: one copy, one stream synchronisation.
+  before = host_sync_counts();
+  EXPECT_EQ(x.item(), 3.f);
+  EXPECT_EQ(host_sync_counts() - before, (HostSyncCounts{1, 0, 0}))
+      << "item() on a GPU tensor waits once for its stream";
+  // Reading a host scalar waits for nothing.
+  before = host_sync_counts();
+  EXPECT_EQ(host.item(), 3.f);
+  EXPECT_EQ((host_sync_counts() - before).total(), 0) << "item() on a CPU tensor";
+  // The explicit synchronisations, one of each.
+  before = host_sync_counts();
+  Event e;
+  e.record(current_stream());
+  e.synchronize();
+  current_stream().synchronize();
+  device_synchronize();
+  EXPECT_EQ(host_sync_counts() - before, (HostSyncCounts{1, 1, 1}));
+}
+
+TEST(GpuRuntime, HostSyncCountsBelongToTheirThread) {
+  GTL_REQUIRE_GPU();
+  const HostSyncCounts before = host_sync_counts();
+  HostSyncCounts other;
+  std::thread t([&] {
+    DeviceGuard guard(Device::cuda(0));
+    device_synchronize();
+    other = host_sync_counts();
+  });
+  t.join();
+  EXPECT_EQ(other, (HostSyncCounts{0, 0, 1})) << "the other thread's own count";
+  EXPECT_EQ(host_sync_counts() - before, HostSyncCounts{})
+      << "another thread's synchronisation is not this thread's (each in-process rank is one)";
 }
 
 TEST(GpuRuntime, DeviceGuardRestoresTheDevice) {
