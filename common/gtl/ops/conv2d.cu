@@ -268,6 +268,7 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
                                           static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
                                           scratch.data_ptr(), algo.workspace, &zero, d.y,
                                           y.data_ptr()));
+  detail::count_library_launch();
   if (bias.defined()) {
     const int64_t total = y.numel(), plane = y.size(2) * y.size(3);
     const unsigned blocks = launch::blocks_to_cover(total, kThreads);
@@ -314,6 +315,7 @@ void conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& dx,
       cudnnConvolutionBackwardData(h, &one, d.w, w.data_ptr(), d.y, dy.data_ptr(), d.conv,
                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo),
                                    scratch.data_ptr(), algo.workspace, &zero, d.x, dx.data_ptr()));
+  detail::count_library_launch();
 #else
   no_cudnn("conv2d_backward_data");
 #endif
@@ -351,6 +353,7 @@ void conv2d_backward_weight(const Tensor& dy, const Tensor& x, const Tensor& dw,
       h, &one, d.x, x.data_ptr(), d.y, dy.data_ptr(), d.conv,
       static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), scratch.data_ptr(), algo.workspace,
       &zero, d.w, dw.data_ptr()));
+  detail::count_library_launch();
 #else
   no_cudnn("conv2d_backward_weight");
 #endif

@@ -113,6 +113,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool transpose_a,
                                 transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
                                 b.data_ptr(), type, ldb, a.data_ptr(), type, lda, &beta,
                                 c.data_ptr(), type, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  detail::count_library_launch();
 }
 
 // The batched form, one cublasGemmStridedBatchedEx: the same operand swap per matrix, and each
@@ -133,6 +134,7 @@ void batched_matmul(const Tensor& a, const Tensor& b, const Tensor& c, bool tran
       handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, N,
       M, K, &alpha, b.data_ptr(), type, ldb, stride_b, a.data_ptr(), type, lda, stride_a, &beta,
       c.data_ptr(), type, ldc, stride_c, count, compute, CUBLAS_GEMM_DEFAULT));
+  detail::count_library_launch();
 }
 
 }  // namespace gtl::ops::cuda

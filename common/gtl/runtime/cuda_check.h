@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gtl/runtime/error.h"
+#include "gtl/runtime/launch_count.h"
 
 namespace gtl::detail {
 [[noreturn]] inline void throw_cuda(const char* call, const char* file, int line, cudaError_t e) {
@@ -24,8 +25,13 @@ namespace gtl::detail {
     }                                                                   \
   } while (0)
 
-// After a kernel launch: launch-configuration errors surface here, not at the next sync.
-#define GTL_CUDA_CHECK_LAUNCH() GTL_CUDA_CHECK(cudaGetLastError())
+// After a kernel launch: launch-configuration errors surface here, not at the next sync; the
+// launch is counted (launch_count.h).
+#define GTL_CUDA_CHECK_LAUNCH()           \
+  do {                                    \
+    GTL_CUDA_CHECK(cudaGetLastError());   \
+    ::gtl::detail::count_kernel_launch(); \
+  } while (0)
 
 #ifdef GTL_HAVE_CUBLAS
 #include <cublas_v2.h>

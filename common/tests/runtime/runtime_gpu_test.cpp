@@ -4,9 +4,12 @@
 
 #include <thread>
 
+#include "gtl/ops/elementwise.h"
+#include "gtl/ops/matmul.h"
 #include "gtl/runtime/device.h"
 #include "gtl/runtime/error.h"
 #include "gtl/runtime/host_sync.h"
+#include "gtl/runtime/launch_count.h"
 #include "gtl/runtime/stream.h"
 #include "gtl/tensor/tensor.h"
 #include "gtl_test.h"
@@ -85,6 +88,25 @@ TEST(GpuRuntime, HostSyncCountsBelongToTheirThread) {
   EXPECT_EQ(other, (HostSyncCounts{0, 0, 1})) << "the other thread's own count";
   EXPECT_EQ(host_sync_counts() - before, HostSyncCounts{})
       << "another thread's synchronisation is not this thread's (each in-process rank is one)";
+}
+
+// Launch counts (launch_count.h): the core's own kernels and the library calls, exactly.
+TEST(GpuRuntime, LaunchesAreCountedOneByOne) {
+  GTL_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  const Tensor a = Tensor::full({8, 4}, 1.0, DType::Float32, gpu);
+  const Tensor b = Tensor::full({4, 8}, 2.0, DType::Float32, gpu);
+  LaunchCounts before = launch_counts();
+  const Tensor sum = ops::add(a, a);
+  EXPECT_EQ(launch_counts() - before, (LaunchCounts{1, 0})) << "an elementwise add: one kernel";
+  before = launch_counts();
+  const Tensor product = ops::matmul(a, b);
+  EXPECT_EQ(launch_counts() - before, (LaunchCounts{0, 1})) << "a matmul: one cuBLAS GEMM";
+  before = launch_counts();
+  const Tensor on_cpu = ops::add(Tensor::ones({3}), Tensor::ones({3}));
+  EXPECT_EQ(launch_counts() - before, LaunchCounts{}) << "CPU work launches nothing";
+  EXPECT_EQ(product.to(Device::cpu()).to_vector()[0], 8.f);
+  EXPECT_EQ(sum.to(Device::cpu()).to_vector()[0], 2.f);
 }
 
 TEST(GpuRuntime, DeviceGuardRestoresTheDevice) {
