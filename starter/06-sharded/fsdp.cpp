@@ -28,8 +28,8 @@ Fsdp::Fsdp(Communicator& comm, Module& model, std::vector<Unit>& units, int pref
   hooks.before_backward = on_unit(&Fsdp::before_backward);
   hooks.after_backward = on_unit(&Fsdp::after_backward);
   hooks_ = model.add_hooks(std::move(hooks));
-  // TODO(lab06) step 4a: from here on, between uses, a rank holds only the shards (fsdp-memory
-  //   is exact). Which full buffers does a freshly built FlatParameter hold? About 4 lines.
+  // TODO(lab06) step 4a: from here on, between uses, a rank holds only the units' shards
+  //   (fsdp-memory measures every byte, from the first hook on). About 4 lines.
   // END TODO(lab06)
 }
 
