@@ -8,25 +8,25 @@
 namespace lab06 {
 
 int64_t shard_size(int64_t numel, int world_size) {
-  // SOLUTION(lab06) step 1a: ceil(numel / N)
+  // SOLUTION(lab06) step 1 (shard size): ceil(numel / N)
   return (numel + world_size - 1) / world_size;
   // END SOLUTION(lab06)
 }
 
 int64_t padded_numel(int64_t numel, int world_size) {
-  // SOLUTION(lab06) step 1b: N shards of shard_size
+  // SOLUTION(lab06) step 1 (padded size): N shards of shard_size
   return shard_size(numel, world_size) * world_size;
   // END SOLUTION(lab06)
 }
 
 int64_t shard_offset(int64_t numel, int world_size, int rank) {
-  // SOLUTION(lab06) step 1c: rank r starts r shards in
+  // SOLUTION(lab06) step 1 (shard offset): rank r starts r shards in
   return rank * shard_size(numel, world_size);
   // END SOLUTION(lab06)
 }
 
 int64_t shard_real_numel(int64_t numel, int world_size, int rank) {
-  // SOLUTION(lab06) step 1d: the real elements left at the shard's start, clamped to 0 .. size
+  // SOLUTION(lab06) step 1 (real elements): what is left at the shard start, in 0 .. size
   const int64_t left = numel - shard_offset(numel, world_size, rank);
   const int64_t size = shard_size(numel, world_size);
   return left <= 0 ? 0 : (left < size ? left : size);
@@ -34,7 +34,7 @@ int64_t shard_real_numel(int64_t numel, int world_size, int rank) {
 }
 
 int shard_owner(int64_t i, int64_t numel, int world_size) {
-  // SOLUTION(lab06) step 1e: whole shards before element i
+  // SOLUTION(lab06) step 1 (owner): whole shards before element i
   return static_cast<int>(i / shard_size(numel, world_size));
   // END SOLUTION(lab06)
 }

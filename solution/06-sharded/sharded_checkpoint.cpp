@@ -34,7 +34,7 @@ void save_sharded(const std::string& dir, const Communicator& comm, const std::v
 
 void load_sharded(const std::string& dir, const Communicator& comm, std::vector<Unit>& units,
                   gtl::optim::AdamW& optimizer) {
-  // SOLUTION(lab06) step 6b: the same file back, after checking its layout
+  // SOLUTION(lab06) step 6a (load): the same file back, after checking its layout
   const std::string path = shard_file(dir, comm.rank(), comm.world_size());
   const gtl::io::CheckpointFile ckpt = gtl::io::CheckpointFile::load(path);
   GTL_CHECK(ckpt.get_int("world_size") == comm.world_size() && ckpt.get_int("rank") == comm.rank(),
@@ -55,7 +55,7 @@ void load_sharded(const std::string& dir, const Communicator& comm, std::vector<
 
 void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelConfig& config,
                  const std::string& path) {
-  // SOLUTION(lab06) step 6c: every rank's chunk into full flat buffers, then one entry per
+  // SOLUTION(lab06) step 6b: every rank's chunk into full flat buffers, then one entry per
   // parameter
   std::unique_ptr<gtl::nn::Sequential> model = gtl::nn::make_model(config);
   std::vector<std::unique_ptr<gtl::nn::FlatParameter>> flats;

@@ -28,8 +28,8 @@ Fsdp::Fsdp(Communicator& comm, Module& model, std::vector<Unit>& units, int pref
   hooks.before_backward = on_unit(&Fsdp::before_backward);
   hooks.after_backward = on_unit(&Fsdp::after_backward);
   hooks_ = model.add_hooks(std::move(hooks));
-  // TODO(lab06) step 4a: from here on, between uses, a rank holds only the shards (fsdp-memory
-  //   is exact). Which full buffers does a freshly built FlatParameter hold? About 4 lines.
+  // TODO(lab06) step 4a: from here on, between uses, a rank holds only the units' shards
+  //   (fsdp-memory measures every byte, from the first hook on). About 4 lines.
   // END TODO(lab06)
 }
 
@@ -55,8 +55,8 @@ void Fsdp::before_forward(int64_t u) {
   //   layers read its full values, which must be the current weights of every rank's shard; out
   //   of use, the rank holds u's shards and nothing else of u (the holding check looks at every
   //   hook, the memory checks count every byte). Hint: sketch one unit's bytes over a whole
-  //   step (its forward, the other units', its backward) before you write. With prefetch_ > 0,
-  //   TODO 5 adds a line here. About 2 lines over the two functions.
+  //   step (its forward, the other units', its backward) before you write. About 2 lines over
+  //   the two functions (TODO 5's calls not counted).
   (void)u;
   // END TODO(lab06)
 }
@@ -74,8 +74,8 @@ void Fsdp::before_backward(int64_t u) {
   //   gradient averaged over ranks, as DDP's, and the rank holds only u's shards again. Every
   //   rank issues the same collectives in unit order, and the step sends 1.5x DDP's bytes with
   //   no all-reduce: account for every byte before you write. Hint: this backward is u's last use
-  //   in the step: what of it must survive, and in which buffer? With prefetch_ > 0, TODO 5 adds a
-  //   line here. About 6 lines over the two functions.
+  //   in the step: what of it must survive, and in which buffer? About 6 lines over the two
+  //   functions (TODO 5's calls not counted).
   (void)u;
   // END TODO(lab06)
 }

@@ -8,39 +8,41 @@
 namespace lab06 {
 
 int64_t shard_size(int64_t numel, int world_size) {
-  // TODO(lab06) step 1a: the size of each of the world_size equal shards (sharded.h, section 1:
-  //   the padded buffer is the smallest multiple of world_size that holds numel). Check it on
-  //   numel 3 with 5 ranks and numel 7 with 3 ranks. About 1 line.
+  // TODO(lab06) step 1: the layout of sharded.h section 1, over the five functions of this
+  //   file. Spec: the padded buffer is the smallest multiple of world_size that holds numel, cut
+  //   into world_size equal shards in rank order; the real-element count is in 0 .. shard_size
+  //   for every rank and the ranks' counts add up to numel; every element of the padded buffer
+  //   has exactly one owner, the rank whose shard holds it. Work it out on paper first for numel
+  //   7 on 3 ranks, 10 on 4 and 3 on 5 (where ranks 3 and 4 hold only padding). About 8 lines
+  //   over the five functions.
   (void)numel, (void)world_size;
   return 0;
   // END TODO(lab06)
 }
 
 int64_t padded_numel(int64_t numel, int world_size) {
-  // TODO(lab06) step 1b: the padded size (sharded.h, section 1). About 1 line.
+  // TODO(lab06) step 1 (padded size): the spec is in shard_size.
   (void)numel, (void)world_size;
   return 0;
   // END TODO(lab06)
 }
 
 int64_t shard_offset(int64_t numel, int world_size, int rank) {
-  // TODO(lab06) step 1c: where rank `rank`'s shard starts in the padded buffer. About 1 line.
+  // TODO(lab06) step 1 (shard offset): the spec is in shard_size.
   (void)numel, (void)world_size, (void)rank;
   return 0;
   // END TODO(lab06)
 }
 
 int64_t shard_real_numel(int64_t numel, int world_size, int rank) {
-  // TODO(lab06) step 1d: how many of the shard's elements are real (index < numel), always in
-  //   0 .. shard_size. Hint: a shard can be all real, part real, or all padding; try every rank
-  //   of numel 3 on 5 ranks and of numel 10 on 4. About 3 lines.
+  // TODO(lab06) step 1 (real elements): the spec is in shard_size.
   (void)numel, (void)world_size, (void)rank;
   return 0;
   // END TODO(lab06)
 }
 
 int shard_owner(int64_t i, int64_t numel, int world_size) {
-  // TODO(lab06) step 1e: the rank whose shard holds element i. About 1 line.
+  // TODO(lab06) step 1 (owner): the spec is in shard_size.
   (void)i, (void)numel, (void)world_size;
   return 0;
   // END TODO(lab06)

@@ -19,24 +19,26 @@ std::string shard_file(const std::string& dir, int rank, int world_size) {
 
 void save_sharded(const std::string& dir, const Communicator& comm, const std::vector<Unit>& units,
                   const gtl::optim::AdamW& optimizer) {
-  // TODO(lab06) step 6a: shard_file(dir, rank, N), a gtl::io::CheckpointFile holding exactly
-  //   the entries sharded.h lists (their names are pinned by the tests). About 9 lines.
+  // TODO(lab06) step 6a: save and load, over save_sharded and load_sharded. Spec: save writes
+  //   shard_file(dir, rank, N), a gtl::io::CheckpointFile holding exactly the entries sharded.h
+  //   lists (their names are pinned by the tests); load reads it back into the units' shards and
+  //   the optimizer so that the run continues bit for bit, and a file cut for another N or rank
+  //   throws gtl::Error naming both (GTL_CHECK). Decide how the loaded numbers reach the tensors
+  //   the model and AdamW already hold. About 23 lines over the two functions.
   (void)dir, (void)comm, (void)units, (void)optimizer;
   // END TODO(lab06)
 }
 
 void load_sharded(const std::string& dir, const Communicator& comm, std::vector<Unit>& units,
                   gtl::optim::AdamW& optimizer) {
-  // TODO(lab06) step 6b: the reverse of 6a: afterwards the run continues bit for bit, and a file
-  //   cut for another N or rank throws gtl::Error naming both (GTL_CHECK). Hint: adamw.h has the
-  //   setters. About 14 lines.
+  // TODO(lab06) step 6a (load): the spec is in save_sharded.
   (void)dir, (void)comm, (void)units, (void)optimizer;
   // END TODO(lab06)
 }
 
 void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelConfig& config,
                  const std::string& path) {
-  // TODO(lab06) step 6c: `path` gets one entry "model.<name>" per parameter of make_model(config)
+  // TODO(lab06) step 6b: `path` gets one entry "model.<name>" per parameter of make_model(config)
   //   (shape and name as Trainer::save), padding dropped, read from the N files of `dir`. Decide
   //   how to put each unit's flat order back into parameters (TODO 1 and the units' rule in
   //   sharded.h section 4 are enough; the core can help). About 18 lines.

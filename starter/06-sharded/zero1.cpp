@@ -2,8 +2,7 @@
 //
 // AdamW's m and v are 8 of the 16 bytes a parameter costs under DDP, and each rank only needs
 // them for the elements it updates: with N ranks each updates 1/N of the model, and every rank
-// needs the others' updates before its next forward. Same traffic as DDP: lab 05's ring
-// all-reduce has two halves, and ZeRO-1 needs each at a different moment.
+// needs the others' updates before its next forward. Same traffic as DDP, without its all-reduce.
 #include "sharded.h"
 
 namespace lab06 {
@@ -12,24 +11,25 @@ using gtl::dist::ReduceOp;
 
 Zero1::Zero1(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options)
     : comm_(comm), flat_(flat) {
-  // TODO(lab06) step 2a: optimizer_ = an AdamW whose m and v cover exactly this rank's REAL
-  //   shard elements (8 bytes each, none for padding: zero1-memory is exact), or no
-  //   optimizer when there are none. Hint: FlatParameter already offers the shard as a ParamRef.
-  //   About 3 lines.
+  // TODO(lab06) step 2: one ZeRO-1 step, over this constructor, after_backward and step().
+  //   Spec (sharded.h section 2): the optimizer's m and v cover exactly this rank's REAL shard
+  //   elements, 8 bytes each (zero1-memory is exact; a rank whose shard is all padding has no
+  //   optimizer). When after_backward returns, the gradient the optimizer reads holds this step's
+  //   gradient averaged over ranks; when step() returns, every rank's flat_.values() are the whole
+  //   updated model. The step moves exactly DDP's bytes, without an all-reduce. Decide which
+  //   collective runs in each function, and which buffers it reads and writes. About 6 lines over
+  //   the three functions.
   (void)options;
   // END TODO(lab06)
 }
 
 void Zero1::after_backward() {
-  // TODO(lab06) step 2b: the gradient this rank's optimizer reads = its average over ranks,
-  //   moving half of DDP's bytes (zero1-traffic counts them). Hint: find where shard_param()'s
-  //   gradient points in flat_parameter.h, then pick the collective. About 1 line.
+  // TODO(lab06) step 2 (backward done): the spec is in the constructor.
   // END TODO(lab06)
 }
 
 void Zero1::step() {
-  // TODO(lab06) step 2c: afterwards every rank's flat_.values() are the whole updated model,
-  //   moving the other half of DDP's bytes. About 2 lines.
+  // TODO(lab06) step 2 (the update): the spec is in the constructor.
   // END TODO(lab06)
 }
 

@@ -59,11 +59,10 @@ class Zero1 {
   // AdamW over this rank's shard only: its m and v, 8 bytes per REAL element of the shard (a
   // rank whose shard is all padding has no optimizer).
   Zero1(Communicator& comm, gtl::nn::FlatParameter& flat, gtl::optim::AdamWOptions options);
-  // After backward: the gradient this rank's optimizer reads becomes the AVERAGE over ranks,
-  // moving exactly half of DDP's bytes.
+  // After backward: the gradient this rank's optimizer reads becomes the AVERAGE over ranks.
   void after_backward();
-  // AdamW on the shard; afterwards every rank's full values are the whole updated model, moving
-  // the other half of DDP's bytes.
+  // AdamW on the shard; afterwards every rank's full values are the whole updated model. With
+  // after_backward, one step moves exactly DDP's bytes, without an all-reduce.
   void step();
 
  private:
@@ -123,11 +122,10 @@ class Fsdp {
   // prefetch(u) issued is waited for, never issued again.
   void gather(int64_t u);
 
-  // TODO 5. Starts unit u's all-gather asynchronously (all_gather_async) and returns without
-  // waiting: the unit's full values allocated (4 bytes per padded element), the Work kept for
-  // gather(u) (in_flight(u)). Does nothing when u is out of range or its values are already
-  // present or in flight. With prefetch 1 the unit that computes next is gathered while u
-  // computes; where the hooks call it is TODO 5's question.
+  // TODO 5. Starts unit u's all-gather asynchronously and returns without waiting for it; the
+  // gather's Work is in_flight(u) until gather(u) waits for it. Does nothing when u is out of
+  // range or its values are already present or in flight. With prefetch 1 the unit that computes
+  // next is gathered while u computes; where the hooks call it is TODO 5's question.
   void prefetch(int64_t u);
   // Unit u's prefetch in flight, if any: the Work gather(u) waits for (TODO 5's own checks wait
   // on it too, so they do not need gather, TODO 4).
@@ -152,7 +150,7 @@ class Fsdp {
 //   "world_size", "rank"            the layout the shards were cut for
 //   "unit<u>.values"                 unit u's shard_values() (its padding included)
 //   "optim.<name>"                   every tensor of optimizer.state() (this rank's m and v)
-//   "optim.step_count"               the one AdamW number outside state() that a resume needs
+//   "optim.step_count"               AdamW's step count
 std::string shard_file(const std::string& dir, int rank,
                        int world_size);  // "<dir>/shard-1-of-4.ckpt"
 void save_sharded(const std::string& dir, const Communicator& comm, const std::vector<Unit>& units,
@@ -183,11 +181,10 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
                               float max_norm);
 
 // ---- 8. bf16 compute copies under FSDP (fsdp_mixed_precision.cpp) -------------------------------
-// FSDP's all-gathers are its largest traffic (TODO 4 counts them). Mixed precision gathers a
-// bf16 COMPUTE copy instead of the fp32 values (round to nearest even, as Tensor::to rounds), and
-// the unit computes on the bf16 copy: half the bytes on the wire and half the memory of a
-// gathered unit. What persists stays fp32: the value shards (the master weights AdamW updates),
-// the gradient shards, m and v.
+// FSDP's all-gathers are its largest traffic (TODO 4 counts them). Under mixed precision a unit
+// computes on a bf16 COMPUTE copy of its weights (round to nearest even, as Tensor::to rounds):
+// the goal is half the bytes on the wire and half the memory of a gathered unit. What persists
+// stays fp32: the value shards (the master weights AdamW updates), the gradient shards, m and v.
 // Gradients are reduce-scattered in fp32 (PyTorch FSDP's MixedPrecision(param_dtype=bf16,
 // reduce_dtype=fp32)): a sum of N bf16 gradients would round at every addition, and the fp32
 // reduce-scatter moves only a third of a step's bytes.
@@ -197,7 +194,7 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
 // sending half of fp32's bytes; while the copy lives the rank holds exactly 2 x padded_numel
 // bytes more than its persistent state; the fp32 shard is left untouched. Every rank calls it.
 Tensor gather_bf16_values(Communicator& comm, const gtl::nn::FlatParameter& flat);
-// Bytes this rank sends in that all-gather on a ring.
+// Bytes this rank sends in that all-gather on a ring (the communicator's all_gather counter).
 int64_t bf16_gather_bytes_sent(const gtl::nn::FlatParameter& flat);
 
 }  // namespace lab06

@@ -274,7 +274,7 @@ std::string zero2_equivalence() {
   return trains_like_ddp("Zero2");
 }
 std::string zero2_memory() {
-  // Once built (step 3a): no full gradient, and the formula's bytes (AdamW's m and v included).
+  // Once built (TODO 3's constructor): no full gradient, and the formula's bytes (m, v included).
   Recorded built("Zero2.KeepsOnlyItsShardOfGradientsOnceBuilt");
   const std::vector<int64_t> numels{lab06::testing::model_numel(lab06::lab_model())};
   for (int n : {1, 2, 3, 5})

@@ -23,8 +23,7 @@ std::string units_str(const std::set<int64_t>& units) {
 
 // The equivalence checks verify the communication too (ranks are threads, so
 // DDP's weights could come from another rank's memory through a global): with N > 1, a step of
-// FSDP sends on each rank 1.5x what DDP's all-reduce of the same padded units sends (two gathers
-// and one reduce-scatter of every unit, N-1 shards each, against DDP's 2 (N-1)).
+// FSDP sends on each rank 1.5x what DDP's all-reduce of the same padded units sends.
 std::string fsdp_traffic_problem(const TrainResult& zero, const gtl::nn::ModelConfig& model, int n,
                                  int r) {
   if (n == 1) return "";
@@ -87,8 +86,8 @@ TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffers) {
   const std::string constructor =
       step.seen.front().with_values.size() == std::size_t(units) ||
               step.seen.front().with_grads.size() == std::size_t(units)
-          ? " (every unit holds them at the very first hook: what does a freshly built "
-            "FlatParameter hold, and what may a unit hold between uses? step 4a)"
+          ? " (every unit holds them at the very first hook, before any unit computed: revisit "
+            "what a unit may hold between uses, from construction on, step 4a)"
           : "";
   for (const testing::Seen& s : step.seen) {
     const bool before = s.hook.rfind("before", 0) == 0;

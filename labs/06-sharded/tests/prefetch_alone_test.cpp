@@ -6,7 +6,7 @@
 //   - once that Work is done, the unit's full values are its weights bit for bit, and the rank's
 //     allocator holds exactly 4 x the unit's padded size more than before (the full values);
 //   - prefetch(u) again, in flight or done, issues and allocates nothing;
-//   - prefetch(-1) and prefetch(num_units()) (the ends of forward and backward) do nothing.
+//   - prefetch(-1) and prefetch(num_units()), out of range, do nothing.
 // The lab model on fixed worlds and a seeded model and world (lab06_cases.h); each test records
 // what the student's prefetch produced for lab06_judge, which recomputes it from the seed.
 #include <gtest/gtest.h>
@@ -107,8 +107,8 @@ void check_prefetches(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& conf
           EXPECT_EQ(p.again, 0) << at << ": prefetch(u) of a unit whose values are in flight or "
                                 << "present must issue nothing";
           EXPECT_EQ(p.added, 4 * flat.padded_numel())
-              << at << ": after the prefetch the rank holds exactly the unit's full values more "
-              << "(materialize_values before the gather, 4 bytes per padded element)";
+              << at << ": after the prefetch the rank holds " << p.added << " bytes more, expected "
+              << "exactly the unit's full values (" << 4 * flat.padded_numel() << " bytes)";
           EXPECT_EQ(bitwise_diff(p.values, weights[u]), "")
               << at << ": once its Work is done, the prefetched full values must be the unit's "
               << "weights (every rank's shard, in rank order)";

@@ -1,10 +1,10 @@
-// TODO 5: prefetch. With a prefetch distance of 1 the next unit's all-gather is issued, async,
-// before the current unit computes (forward: u + 1, backward: u - 1), it costs exactly one extra
-// unit of memory, training stays bit for bit DDP's, and on the reference cluster the simulated
-// timeline hides most of the gathers behind compute (none without prefetch). The order, holding,
-// memory and timeline checks run two steps on the same model and Fsdp and check each step: a
-// prefetch that happens in the first step only (state kept across steps) gathers the second step
-// just in time, right weights and no overlap.
+// TODO 5: prefetch. With a prefetch distance of 1 the all-gather of the unit that computes next
+// runs, async, while the current unit computes, it costs exactly one extra unit of memory, training
+// stays bit for bit DDP's, and on the reference cluster the simulated timeline hides most of the
+// gathers behind compute (none without prefetch). The order, holding, memory and timeline checks
+// run two steps on the same model and Fsdp and check each step: a prefetch that happens in the
+// first step only (state kept across steps) gathers the second step just in time, right weights and
+// no overlap.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -39,9 +39,7 @@ TEST(Prefetch, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
   }
 }
 
-// Rank 0's timeline of one step with prefetch 1 (fsdp_step.h's lines): unit 0 gathered, then for
-// each unit u the next unit's async gather before u computes; backward the same way down, each
-// unit's reduce-scatter after its backward.
+// Rank 0's timeline of one step with prefetch 1 (fsdp_step.h's lines), as the contract gives it.
 std::vector<std::string> prefetch_timeline(const testing::FsdpStep& step) {
   const int64_t units = static_cast<int64_t>(step.padded.size());
   const auto gather = [&](int64_t u, bool async) {

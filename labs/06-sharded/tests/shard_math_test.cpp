@@ -45,8 +45,6 @@ TEST(ShardMath, PaddedBufferIsTheSmallestMultipleOfTheWorldSize) {
       EXPECT_GE(padded, numel) << "numel " << numel << ", N " << n << ": padding adds, never cuts";
       EXPECT_LT(padded - numel, n) << "numel " << numel << ", N " << n << ": padded " << padded
                                    << " is not the SMALLEST multiple of N: round up, not by N";
-      EXPECT_EQ(shard_size(numel, n) * n, padded)
-          << "numel " << numel << ", N " << n << ": N shards of shard_size make the padded buffer";
     }
   }
 }
@@ -54,20 +52,28 @@ TEST(ShardMath, PaddedBufferIsTheSmallestMultipleOfTheWorldSize) {
 TEST(ShardMath, ShardsTileThePaddedBufferInRankOrder) {
   for (int n = 1; n <= 7; ++n) {
     for (int64_t numel : {1, 3, 5, 7, 13, 101}) {
-      int64_t real = 0;
+      const std::string at = "numel " + std::to_string(numel) + ", N " + std::to_string(n);
+      const int64_t size = shard_size(numel, n);
+      EXPECT_GT(size, 0) << at << ": every shard holds at least one element, got " << size;
+      int64_t end = 0, real = 0;  // where the shards so far end; their real elements
       for (int r = 0; r < n; ++r) {
-        EXPECT_EQ(shard_offset(numel, n, r), r * shard_size(numel, n))
-            << "numel " << numel << ", N " << n << ": rank " << r << "'s shard starts where rank "
-            << r - 1 << "'s ends";
+        EXPECT_EQ(shard_offset(numel, n, r), end)
+            << at << ": rank " << r << "'s shard starts at " << shard_offset(numel, n, r)
+            << ", expected " << end << ", where the shards of ranks 0 .. " << r - 1
+            << " end (equal shards, in rank order, no gap, no overlap)";
+        end += size;
         const int64_t mine = shard_real_numel(numel, n, r);
-        EXPECT_GE(mine, 0) << "numel " << numel << ", N " << n << ", rank " << r
+        EXPECT_GE(mine, 0) << at << ", rank " << r
                            << ": a shard past the real elements holds 0 of them, not " << mine;
-        EXPECT_LE(mine, shard_size(numel, n)) << "numel " << numel << ", N " << n << ", rank " << r
-                                              << ": at most shard_size real elements";
+        EXPECT_LE(mine, size) << at << ", rank " << r << ": " << mine
+                              << " real elements in a shard of " << size;
         real += mine;
       }
-      EXPECT_EQ(real, numel) << "numel " << numel << ", N " << n
-                             << ": the shards' real elements must add up to numel";
+      EXPECT_EQ(end, padded_numel(numel, n))
+          << at << ": the N shards end at element " << end << ", the padded buffer at "
+          << padded_numel(numel, n) << ": the shards must tile it exactly";
+      EXPECT_EQ(real, numel) << at << ": the shards' real elements add up to " << real
+                             << ", expected numel";
     }
   }
 }

@@ -36,11 +36,10 @@ TEST(Zero2, MovesExactlyWhatDdpMovesPerStep) {
   testing::expect_ddp_traffic_on_two_three_five_ranks(kZero2);
 }
 
-// Step 3a on its own: ZeRO-2 holds no full gradient from the moment it is built, not only after
-// its first backward (the checks above measure after a step, when after_backward has released it
-// anyway). Built as the harness builds it (one FlatParameter over the model, shard_grads; AdamW
-// creates m and v when built), each rank's allocator must then hold exactly the ZeRO-2 formula's
-// bytes, relative to before the model.
+// TODO 3's constructor on its own: ZeRO-2 holds no full gradient from the moment it is built, not
+// only between steps (the checks above measure after a step). Built as the harness builds it (one
+// FlatParameter over the model, shard_grads; AdamW creates m and v when built), each rank's
+// allocator must then hold exactly the ZeRO-2 formula's bytes, relative to before the model.
 TEST(Zero2, KeepsOnlyItsShardOfGradientsOnceBuilt) {
   gtl::judge::Outputs out("Zero2.KeepsOnlyItsShardOfGradientsOnceBuilt");
   const int64_t p = testing::model_numel(lab_model());
@@ -74,13 +73,13 @@ TEST(Zero2, KeepsOnlyItsShardOfGradientsOnceBuilt) {
       EXPECT_EQ(full[static_cast<std::size_t>(r)], 0)
           << "N " << n << ", rank " << r << ": right after Zero2's constructor the rank holds a "
           << "full gradient buffer. ZeRO-2 keeps only the gradient's shard between steps, and "
-          << "the time before the first backward is between steps too (step 3a: what does a "
-          << "FlatParameter hold once built?)";
+          << "the time before the first backward is between steps too (TODO 3, the "
+          << "constructor)";
       EXPECT_EQ(held[static_cast<std::size_t>(r)], expected)
           << "N " << n << ", rank " << r << ": bytes held once Zero2 is built, expected the "
           << "ZeRO-2 formula's " << expected << ", got " << held[static_cast<std::size_t>(r)]
           << " (a full buffer of this model is 4 Pp = "
-          << 4 * gtl::nn::ShardLayout(p, n).padded_numel() << " bytes; step 3a)";
+          << 4 * gtl::nn::ShardLayout(p, n).padded_numel() << " bytes; TODO 3, the constructor)";
     }
   }
 }
