@@ -51,7 +51,7 @@ std::string bf16_rounding() {
 std::string underflow() {
   Recorded r("Underflow.SeededValuesMatchTheGpuRounding");
   const lab03::UnderflowReport want =
-      lab03_cases::core_underflow(lab03_cases::seeded_underflow_values());
+      lab03_cases::expected_underflow(lab03_cases::seeded_underflow_values());
   gtl::judge::expect_equal(r.next<int64_t>("nonzero"), want.nonzero, "the non-zero count");
   gtl::judge::expect_equal(r.next<int64_t>("fp16_zeros"), want.fp16_zeros, "the fp16 underflows");
   gtl::judge::expect_equal(r.next<int64_t>("bf16_zeros"), want.bf16_zeros, "the bf16 underflows");
@@ -204,7 +204,7 @@ std::string bf16_recipe() {
     gtl::judge::expect_equal(r.next<bool>(what), half, what + ".master_weights");
   }
   const auto want = lab03_test::train_lab_model(PrecisionPolicy::bf16(), nullptr, 60);
-  Recorded run("Bf16Training.TracksFloat32WithNoScaler");
+  Recorded run("Bf16Training.TracksFloat32WithTheBf16Recipe");
   for (std::size_t i = 0; i < want.size(); ++i)
     gtl::judge::expect_equal(run.next<float>("a loss"), want[i].loss,
                              "the bf16 recipe's loss at step " + std::to_string(i));

@@ -31,10 +31,7 @@ TEST(Autocast, MatmulsInHalfTheFloat32IslandsStayFloat32) {
       recorded.record(static_cast<int>(lab03::autocast_dtype(op, policy)));
       EXPECT_EQ(lab03::autocast_dtype(op, policy), expected)
           << "TODO 2a: under " << policy.name() << ", " << lab03::op_name(op) << " must run in "
-          << expected
-          << (runs_in_half(op) ? " (tensor-core work, and the elementwise op on its output)"
-                               : " (exp/log of sums, mean/variance, long sums and the residual "
-                                 "stream break in half precision)");
+          << expected << ": revisit the two questions of the handout's \"Tensor cores\"";
     }
   }
 }
