@@ -175,6 +175,24 @@ TEST(LossScaler, UnscalesInOnePassWithoutAllocatingAndSeesInfFromAFiniteInput) {
          "reported no overflow: the optimizer would have stepped on an inf";
 }
 
+// The handout's "the scale never becomes inf", at the one scale where growing would make it inf.
+TEST(LossScaler, TheScaleNeverBecomesInf) {
+  const auto call = lab03_student_call::todo3();  // no core loss scaler inside
+  lab03::DynamicLossScaler scaler(script_options());
+  lab03::ScalerState top;
+  top.scale = 0x1p127f;    // the largest power of two a float holds
+  top.growth_tracker = 2;  // one clean step short of growth_interval (3)
+  scaler.load_state(top);
+  Rig rig;
+  rig.backward(1.f);
+  EXPECT_FALSE(scaler.unscale_({rig.p}));
+  EXPECT_TRUE(scaler.step(rig.sgd));
+  scaler.update();
+  EXPECT_TRUE(std::isfinite(scaler.state().scale) && scaler.state().scale >= 0x1p127f)
+      << "TODO 3: a clean step completing growth_interval at scale 2^127 left the scale at "
+      << scaler.state().scale << ": expected a finite scale, not below 2^127";
+}
+
 // Each step's loss, whether it stepped and its scale, for the judge.
 void record_run(const char* test, const std::vector<lab03_test::LoopStep>& run) {
   gtl::judge::Outputs recorded(test);
