@@ -66,10 +66,10 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
   // END SOLUTION(lab03)
 }
 
+// SOLUTION(lab03) step 2c
 HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(dtype) {
   GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
             "HalfWeightCache: expected float16 or bfloat16, got " << dtype);
-  // SOLUTION(lab03) step 2c
   for (ParamRef* p : model.parameter_slots()) {
     if (p->value.dim() < 2) continue;
     GTL_CHECK(!p->value.is_cuda(), "HalfWeightCache: CPU parameters only");
@@ -77,11 +77,9 @@ HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(d
     slots_.push_back(p);
   }
   refresh();
-  // END SOLUTION(lab03)
 }
 
 void HalfWeightCache::refresh() const {
-  // SOLUTION(lab03) step 2c
   for (const ParamRef* p : slots_) {
     const float* v = p->value.data<float>();
     uint16_t* h = static_cast<uint16_t*>(p->compute.data_ptr());
@@ -89,15 +87,13 @@ void HalfWeightCache::refresh() const {
       h[i] = dtype_ == DType::Float16 ? gtl::half(v[i]).bits : gtl::bfloat16(v[i]).bits;
     }
   }
-  // END SOLUTION(lab03)
 }
 
 int64_t HalfWeightCache::bytes() const {
-  // SOLUTION(lab03) step 2c
   int64_t total = 0;
   for (const ParamRef* p : slots_) total += static_cast<int64_t>(p->compute.nbytes());
   return total;
-  // END SOLUTION(lab03)
 }
+// END SOLUTION(lab03)
 
 }  // namespace lab03

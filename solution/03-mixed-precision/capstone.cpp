@@ -11,7 +11,7 @@
 // includes them differs from run to run. On the CPU the row's peak is the state building the
 // trainer left (weights, gradients, AdamW state) plus the steps' own peak (activations and the
 // transients of backward), the same on every run and every machine for a fixed
-// GTL_BLAS_THREADS; how to measure it is step 7a's question. A GPU row reads the device
+// GTL_BLAS_THREADS; how to measure it is step 7's question. A GPU row reads the device
 // allocator's peak over the steps (reset after the build), which includes the batches the loader
 // copies to the device.
 #include <chrono>
@@ -49,7 +49,7 @@ CapstoneRow run_capstone_row(const std::string& name, gtl::Device device,
   row.name = name;
   row.device = device.str();
   row.precision = precision;
-  // SOLUTION(lab03) step 7a
+  // SOLUTION(lab03) step 7
   if (device.is_cuda() && !gtl::cuda_available()) {
     row.skipped = true;
     row.skip_reason = gtl::cuda_unavailable_reason();  // the table prints "skipped: " + it
@@ -92,10 +92,10 @@ CapstoneRow run_capstone_row(const std::string& name, gtl::Device device,
   return row;
 }
 
+// Given: the four rows of the table, and each row's speedup over the CPU row.
 std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options) {
-  std::vector<CapstoneRow> rows;
-  // SOLUTION(lab03) step 7b
   const gtl::Device gpu = gtl::Device::cuda(0);
+  std::vector<CapstoneRow> rows;
   rows.push_back(run_capstone_row("CPU FP32", gtl::Device::cpu(), "fp32", options));
   rows.push_back(run_capstone_row("GPU FP32", gpu, "fp32", options));
   rows.push_back(run_capstone_row("GPU FP16+scaler", gpu, "fp16", options));
@@ -104,7 +104,6 @@ std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options) {
   for (CapstoneRow& r : rows) {
     if (!r.skipped && r.seconds_per_epoch > 0) r.speedup_vs_cpu = cpu / r.seconds_per_epoch;
   }
-  // END SOLUTION(lab03)
   return rows;
 }
 

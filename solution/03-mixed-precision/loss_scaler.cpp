@@ -3,16 +3,16 @@
 // fp16 gradients below 2^-24 (6e-8) round to zero. Scaling the loss by S scales every gradient by
 // S (the chain rule is linear), lifting them into fp16's range; unscale_ divides them by S again
 // in float32 before anything reads them. Too large an S overflows a gradient to inf, which is
-// harmless if seen: skip that step and halve S. After growth_interval clean steps in a row, try a
-// larger S (x2). The scale settles just below the overflow edge, as high as the gradients allow.
+// harmless if it is seen before the optimizer uses it; too small an S lets gradients underflow
+// again. The scale adapts to settle just below the overflow edge.
 #include <cmath>
 
 #include "mixed_precision.h"
 
 namespace lab03 {
 
+// SOLUTION(lab03) step 3
 bool DynamicLossScaler::unscale_(const std::vector<ParamRef>& params) {
-  // SOLUTION(lab03) step 3a
   // One pass: multiply and check each result as it is written (reading the gradients twice, once
   // to check and once to scale, would double the memory traffic of a memory-bound kernel).
   const float inv_scale = static_cast<float>(1.0 / static_cast<double>(state_.scale));
@@ -27,22 +27,18 @@ bool DynamicLossScaler::unscale_(const std::vector<ParamRef>& params) {
     }
   }
   return found_inf_;
-  // END SOLUTION(lab03)
 }
 
 bool DynamicLossScaler::step(gtl::optim::Optimizer& optimizer) {
-  // SOLUTION(lab03) step 3b
   if (found_inf_) {
     ++skipped_;
     return false;
   }
   optimizer.step();
   return true;
-  // END SOLUTION(lab03)
 }
 
 void DynamicLossScaler::update() {
-  // SOLUTION(lab03) step 3c
   if (found_inf_) {
     state_.scale *= options_.backoff_factor;
     state_.growth_tracker = 0;
@@ -52,7 +48,7 @@ void DynamicLossScaler::update() {
     state_.growth_tracker = 0;
   }
   found_inf_ = false;
-  // END SOLUTION(lab03)
 }
+// END SOLUTION(lab03)
 
 }  // namespace lab03

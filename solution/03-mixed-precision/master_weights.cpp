@@ -22,6 +22,7 @@ namespace {
 }
 }  // namespace
 
+// SOLUTION(lab03) step 4
 MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
   for (const ParamRef& p : model_) {
     GTL_CHECK(
@@ -29,31 +30,26 @@ MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::m
             p.grad.dtype() == p.value.dtype() && !p.value.is_cuda(),
         "MasterWeights: expected fp16 or bf16 CPU values and gradients, got " << p.value.str(0));
   }
-  // SOLUTION(lab03) step 4a
   for (const ParamRef& p : model_) {
     Tensor value = Tensor::empty(p.value.shape());
     for (int64_t i = 0; i < value.numel(); ++i) value.data<float>()[i] = load_half(p.value, i);
     masters_.push_back(ParamRef{value, Tensor::zeros(p.value.shape()), Tensor(), p.name});
   }
-  // END SOLUTION(lab03)
 }
 
 void MasterWeights::grads_to_master() const {
-  // SOLUTION(lab03) step 4b
   for (std::size_t k = 0; k < model_.size(); ++k) {
     float* g = masters_[k].grad.data<float>();
     for (int64_t i = 0; i < masters_[k].grad.numel(); ++i) g[i] = load_half(model_[k].grad, i);
   }
-  // END SOLUTION(lab03)
 }
 
 void MasterWeights::refresh_model() const {
-  // SOLUTION(lab03) step 4c
   for (std::size_t k = 0; k < model_.size(); ++k) {
     const float* v = masters_[k].value.data<float>();
     for (int64_t i = 0; i < masters_[k].value.numel(); ++i) store_half(model_[k].value, i, v[i]);
   }
-  // END SOLUTION(lab03)
 }
+// END SOLUTION(lab03)
 
 }  // namespace lab03

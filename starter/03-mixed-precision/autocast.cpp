@@ -61,36 +61,29 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
   // END TODO(lab03)
 }
 
+// TODO(lab03) step 2c: HalfWeightCache: the copies made once, refreshed in place, their bytes.
+// Spec (HalfWeightCache.*, BM_HalfForward): the header's contract. Afterwards a bf16 forward +
+// backward allocates no weight-sized tensor and computes what the core's own compute copy
+// computes, and refresh() allocates nothing (the tests count allocations). The API you need
+// without opening half.h (it holds the answer to 1a/1b): gtl::half(float) and
+// gtl::bfloat16(float) round like the GPU, and their uint16_t member `bits` is the stored value;
+// allowed here. Decide how to recognise the parameters a Linear or Conv2d multiplies with from a
+// ParamRef alone, where a copy must live for those layers to read it (nn::weight_as,
+// gtl/nn/precision.h), and what the cache keeps between calls. About 20 lines.
 HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(dtype) {
   GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
             "HalfWeightCache: expected float16 or bfloat16, got " << dtype);
-  // TODO(lab03) step 2c
-  // Spec (HalfWeightCache.*, BM_HalfForward): exactly the weight matrices and filters get a
-  // compute copy (biases and LayerNorm stay float32); afterwards a bf16 forward + backward
-  // allocates no weight-sized tensor, and computes what the core's own copy computes. Decide how
-  // to recognise those parameters from a ParamRef alone, and where the copies live (what does
-  // nn::weight_as, gtl/nn/precision.h, read?). About 8 lines.
   (void)model;
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache is not implemented");
-  // END TODO(lab03)
 }
 
 void HalfWeightCache::refresh() const {
-  // TODO(lab03) step 2c
-  // Spec: every copy = round(value), and refresh() allocates nothing (the test counts
-  // allocations). The API you need, without opening half.h (it holds the answer to 1a/1b):
-  // gtl::half(float) and gtl::bfloat16(float) round like the GPU, and their uint16_t member
-  // `bits` is the stored value. This step is about WHEN the copy is made, not how; gtl::half is
-  // allowed here. About 8 lines.
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::refresh is not implemented");
-  // END TODO(lab03)
 }
 
 int64_t HalfWeightCache::bytes() const {
-  // TODO(lab03) step 2c
-  // Spec: the header's. About 3 lines.
   throw gtl::Error("TODO(lab03) step 2c: HalfWeightCache::bytes is not implemented");
-  // END TODO(lab03)
 }
+// END TODO(lab03)
 
 }  // namespace lab03

@@ -22,6 +22,12 @@ namespace {
 }
 }  // namespace
 
+// TODO(lab03) step 4: MasterWeights: the masters, the gradients widened, the model refreshed.
+// Spec (MasterWeights.*): the header's contract for the three calls, exact for every fp16 and bf16
+// value, step after step; the model's layers hold the model tensors, so refresh_model writes into
+// them. The helpers load_half and store_half above read and write one element of an fp16 or bf16
+// tensor. Decide what each master owns and what it may share with its model parameter, and what
+// each call reads and writes. About 20 lines.
 MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
   for (const ParamRef& p : model_) {
     GTL_CHECK(
@@ -29,27 +35,16 @@ MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::m
             p.grad.dtype() == p.value.dtype() && !p.value.is_cuda(),
         "MasterWeights: expected fp16 or bf16 CPU values and gradients, got " << p.value.str(0));
   }
-  // TODO(lab03) step 4a
-  // Spec (MasterWeights.*): the header's contract; a master keeps, step after step, what the
-  // rounding to the model's dtype drops. Decide the storage of masters_: what may a master share
-  // with its model parameter, and what not? The helpers load_half and store_half above read and
-  // write one element of an fp16 or bf16 tensor. About 6 lines.
-  throw gtl::Error("TODO(lab03) step 4a: MasterWeights is not implemented");
-  // END TODO(lab03)
+  throw gtl::Error("TODO(lab03) step 4: MasterWeights is not implemented");
 }
 
 void MasterWeights::grads_to_master() const {
-  // TODO(lab03) step 4b
-  // Spec: the header's contract, exact for every fp16 and bf16 gradient. About 4 lines.
-  throw gtl::Error("TODO(lab03) step 4b: MasterWeights::grads_to_master is not implemented");
-  // END TODO(lab03)
+  throw gtl::Error("TODO(lab03) step 4: MasterWeights::grads_to_master is not implemented");
 }
 
 void MasterWeights::refresh_model() const {
-  // TODO(lab03) step 4c
-  // Spec: the header's contract, in place (the model's layers hold these tensors). About 4 lines.
-  throw gtl::Error("TODO(lab03) step 4c: MasterWeights::refresh_model is not implemented");
-  // END TODO(lab03)
+  throw gtl::Error("TODO(lab03) step 4: MasterWeights::refresh_model is not implemented");
 }
+// END TODO(lab03)
 
 }  // namespace lab03

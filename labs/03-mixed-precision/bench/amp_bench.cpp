@@ -115,13 +115,13 @@ void BM_HalfForward(benchmark::State& state) {
   try {
     auto model = nn::make_model(config);
     std::unique_ptr<lab03::HalfWeightCache> cache;
-    int64_t matrix_elements = 0;
-    for (const auto& p : model->parameters())
-      matrix_elements += p.value.dim() >= 2 ? p.value.numel() : 0;
     if (half) {
       cache = std::make_unique<lab03::HalfWeightCache>(*model, DType::BFloat16);
-      if (cache->bytes() != 2 * matrix_elements) {
-        state.SkipWithError("HalfWeightCache::bytes() is not 2 bytes per matrix element");
+      int64_t copied_elements = 0;
+      for (const auto& p : model->parameters())
+        copied_elements += p.compute.defined() ? p.compute.numel() : 0;
+      if (copied_elements == 0 || cache->bytes() != 2 * copied_elements) {
+        state.SkipWithError("HalfWeightCache::bytes() is not 2 bytes per copied element");
         return;
       }
     }

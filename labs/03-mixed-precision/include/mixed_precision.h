@@ -112,7 +112,7 @@ struct ScalerOptions {
 // What a checkpoint saves to continue the schedule exactly.
 struct ScalerState {
   float scale = 65536.f;
-  int64_t growth_tracker = 0;  // clean steps in a row since the scale last changed
+  int64_t growth_tracker = 0;  // the schedule's counter (the handout's table, tracker row)
 };
 
 class DynamicLossScaler final : public GradScaler {
@@ -121,9 +121,9 @@ class DynamicLossScaler final : public GradScaler {
       : options_(options), state_{options.init_scale, 0} {}
 
   float scale() const override { return state_.scale; }
-  bool unscale_(const std::vector<ParamRef>& params) override;  // TODO 3a
-  bool step(gtl::optim::Optimizer& optimizer) override;         // TODO 3b
-  void update() override;                                       // TODO 3c
+  bool unscale_(const std::vector<ParamRef>& params) override;  // TODO 3
+  bool step(gtl::optim::Optimizer& optimizer) override;         // TODO 3
+  void update() override;                                       // TODO 3
 
   bool found_inf() const { return found_inf_; }       // the last unscale_'s verdict, until update()
   int64_t skipped_steps() const { return skipped_; }  // steps step() skipped so far
@@ -142,15 +142,16 @@ class DynamicLossScaler final : public GradScaler {
 class MasterWeights {
  public:
   // `model_params`: what the model computes with, value and grad in fp16 or bf16 (CPU). Builds a
-  // float32 master for each: value = widen(model value), grad = zeros.
-  explicit MasterWeights(std::vector<ParamRef> model_params);  // TODO 4a
+  // float32 master for each, holding exactly the model's value and a gradient of zeros.
+  explicit MasterWeights(std::vector<ParamRef> model_params);  // TODO 4
   // What the optimizer, the scaler and clipping work on: the float32 masters (same names).
   const std::vector<ParamRef>& masters() const { return masters_; }
   const std::vector<ParamRef>& model_params() const { return model_; }
-  // master grad = widen(model grad), exact.
-  void grads_to_master() const;  // TODO 4b
-  // model value = round(master value): after every optimizer step.
-  void refresh_model() const;  // TODO 4c
+  // Afterwards every master gradient holds its model gradient's value exactly.
+  void grads_to_master() const;  // TODO 4
+  // Afterwards every model value is its master's value to the nearest fp16/bf16: after every
+  // optimizer step.
+  void refresh_model() const;  // TODO 4
 
  private:
   std::vector<ParamRef> model_, masters_;
@@ -209,8 +210,8 @@ struct CapstoneRow {
 // core's train::Trainer (which scales the loss for fp16), then evaluates it.
 CapstoneRow run_capstone_row(const std::string& name, gtl::Device device,
                              const std::string& precision,
-                             const CapstoneOptions& options);  // TODO 7a
+                             const CapstoneOptions& options);  // TODO 7
 // The four rows in the order above; GPU rows are skipped (with the reason) without a GPU.
-std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options);  // TODO 7b
+std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options);  // given
 
 }  // namespace lab03

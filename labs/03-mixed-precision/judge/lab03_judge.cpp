@@ -51,7 +51,7 @@ std::string bf16_rounding() {
 std::string underflow() {
   Recorded r("Underflow.SeededValuesMatchTheGpuRounding");
   const lab03::UnderflowReport want =
-      lab03_cases::core_underflow(lab03_cases::seeded_underflow_values());
+      lab03_cases::expected_underflow(lab03_cases::seeded_underflow_values());
   gtl::judge::expect_equal(r.next<int64_t>("nonzero"), want.nonzero, "the non-zero count");
   gtl::judge::expect_equal(r.next<int64_t>("fp16_zeros"), want.fp16_zeros, "the fp16 underflows");
   gtl::judge::expect_equal(r.next<int64_t>("bf16_zeros"), want.bf16_zeros, "the bf16 underflows");
@@ -83,11 +83,15 @@ std::string activation_memory() {
   return "every prediction equals the bytes the core's forward saves";
 }
 
-// The compute copy `round` makes of every matrix of `model`, one digest each.
+// The compute copy `round` makes of every parameter of `model` a layer reads through one, one
+// digest each.
 template <typename Round>
-void expect_copies(Recorded& r, gtl::nn::Module& model, Round round, const std::string& what) {
-  for (const auto& p : model.parameters()) {
-    if (p.value.dim() < 2) continue;
+void expect_copies(Recorded& r, gtl::nn::Module& model, const std::vector<bool>& multiplied,
+                   Round round, const std::string& what) {
+  const std::vector<gtl::optim::ParamRef> params = model.parameters();
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const gtl::optim::ParamRef& p = params[k];
+    if (!multiplied[k]) continue;
     std::vector<uint16_t> want;
     for (float v : p.value.to_vector()) want.push_back(round(v));
     r.expect_digest(want, what + " of '" + p.name + "'");
@@ -97,16 +101,18 @@ void expect_copies(Recorded& r, gtl::nn::Module& model, Round round, const std::
 std::string weight_copy() {
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
+  const std::vector<bool> multiplied = lab03_cases::read_through_compute_copy(config);
+  const std::vector<gtl::optim::ParamRef> params = model->parameters();
   int64_t bytes = 0;
-  for (const auto& p : model->parameters())
-    if (p.value.dim() >= 2) bytes += 2 * p.value.numel();
+  for (std::size_t k = 0; k < params.size(); ++k)
+    if (multiplied[k]) bytes += 2 * params[k].value.numel();
   Recorded every("HalfWeightCache.EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32");
   gtl::judge::expect_equal(every.next<int64_t>("bytes()"), bytes, "HalfWeightCache::bytes()");
-  expect_copies(every, *model, gtl::float_to_bfloat16_bits, "the bf16 copy");
+  expect_copies(every, *model, multiplied, gtl::float_to_bfloat16_bits, "the bf16 copy");
   Recorded refreshed("HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating");
   for (int step = 1; step <= 2; ++step) {
     lab03_cases::write_seeded_values(*model, step);
-    expect_copies(refreshed, *model, gtl::float_to_half_bits,
+    expect_copies(refreshed, *model, multiplied, gtl::float_to_half_bits,
                   "the fp16 copy refreshed after step " + std::to_string(step));
   }
   return "every copy exact";
@@ -198,7 +204,7 @@ std::string bf16_recipe() {
     gtl::judge::expect_equal(r.next<bool>(what), half, what + ".master_weights");
   }
   const auto want = lab03_test::train_lab_model(PrecisionPolicy::bf16(), nullptr, 60);
-  Recorded run("Bf16Training.TracksFloat32WithNoScaler");
+  Recorded run("Bf16Training.TracksFloat32WithTheBf16Recipe");
   for (std::size_t i = 0; i < want.size(); ++i)
     gtl::judge::expect_equal(run.next<float>("a loss"), want[i].loss,
                              "the bf16 recipe's loss at step " + std::to_string(i));

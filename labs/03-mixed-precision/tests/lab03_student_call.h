@@ -19,12 +19,12 @@ namespace lab03_student_call {
 
 using gtl::grading::StudentCall;
 
-// TODO 3a-3c, DynamicLossScaler. A scope around a whole training run (amp_loop.h) with your
+// TODO 3, DynamicLossScaler. A scope around a whole training run (amp_loop.h) with your
 // scaler is sound: the loop itself uses no core loss scaler then.
 inline StudentCall todo3() {
   return StudentCall("DynamicLossScaler (TODO 3, loss_scaler.cpp)", {"gtl::optim::LossScaler::"});
 }
-// TODO 4a-4c, MasterWeights: the names all three forbid. Not around a backward pass: the core's
+// TODO 4, MasterWeights: the names it forbids. Not around a backward pass: the core's
 // Module::backward widens half gradients with detail::convert_into itself.
 inline StudentCall todo4() {
   return StudentCall("MasterWeights (TODO 4, master_weights.cpp)",

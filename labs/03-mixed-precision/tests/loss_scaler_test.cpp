@@ -58,27 +58,28 @@ void run_script(lab03::DynamicLossScaler& scaler, Rig& rig, int begin, int end) 
     const std::vector<float> before = rig.p.value.to_vector();
     rig.backward(scale, e.overflow ? (i % 2 ? kInf : kNaN) : 0.f);
     const bool found = scaler.unscale_({rig.p});
-    ASSERT_EQ(found, e.overflow) << "TODO 3a: step " << i + 1 << ": gradients "
+    ASSERT_EQ(found, e.overflow) << "TODO 3: step " << i + 1 << ": gradients "
                                  << (e.overflow ? "hold an inf/NaN" : "are finite")
                                  << ", unscale_ returned " << found;
     const bool stepped = scaler.step(rig.sgd);
-    ASSERT_EQ(stepped, !e.overflow) << "TODO 3b: step " << i + 1 << ": an overflowed step is "
+    ASSERT_EQ(stepped, !e.overflow) << "TODO 3: step " << i + 1 << ": an overflowed step is "
                                     << "skipped, a clean one steps";
     if (!e.overflow) {
       const std::vector<float> after = rig.p.value.to_vector();
       ASSERT_EQ(after[0], before[0] - 0.5f)
-          << "TODO 3a: the step must see the UNSCALED gradient 0.5 (scale " << scale << ")";
-      ASSERT_EQ(after[1], before[1] + 0.25f) << "TODO 3a: unscaled gradient -0.25";
+          << "TODO 3: the step must see the UNSCALED gradient 0.5 (scale " << scale << ")";
+      ASSERT_EQ(after[1], before[1] + 0.25f) << "TODO 3: unscaled gradient -0.25";
     } else {
-      ASSERT_EQ(rig.p.value.to_vector(), before) << "TODO 3b: a skipped step changes nothing";
+      ASSERT_EQ(rig.p.value.to_vector(), before) << "TODO 3: a skipped step changes nothing";
     }
     scaler.update();
     ASSERT_EQ(scaler.state().scale, e.scale_after)
-        << "TODO 3c: after step " << i + 1 << " (" << (e.overflow ? "overflow" : "clean")
-        << ", scale was " << scale << "): halve on overflow, x2 after 3 clean steps in a row";
+        << "TODO 3: after step " << i + 1 << " (" << (e.overflow ? "overflow" : "clean")
+        << ", scale was " << scale
+        << "): the schedule of the handout's table (\"The loss scaler\")";
     ASSERT_EQ(scaler.state().growth_tracker, e.tracker_after)
-        << "TODO 3c: growth tracker after step " << i + 1
-        << ": clean steps in a row, reset to 0 on overflow AND when the scale grows";
+        << "TODO 3: growth tracker after step " << i + 1
+        << ": the table's tracker row (\"The loss scaler\")";
   }
 }
 
@@ -93,13 +94,13 @@ TEST(LossScaler, StartsAt2To16AndGrowsAfter2000CleanSteps) {
     scaler.step(rig.sgd);
     scaler.update();
   }
-  EXPECT_EQ(scaler.scale(), 65536.f) << "TODO 3c: 1999 clean steps: not yet";
+  EXPECT_EQ(scaler.scale(), 65536.f) << "TODO 3: 1999 clean steps: not yet";
   EXPECT_EQ(scaler.state().growth_tracker, 1999);
   rig.backward(scaler.scale());
   scaler.unscale_({rig.p});
   scaler.step(rig.sgd);
   scaler.update();
-  EXPECT_EQ(scaler.scale(), 131072.f) << "TODO 3c: the 2000th clean step doubles the scale";
+  EXPECT_EQ(scaler.scale(), 131072.f) << "TODO 3: the 2000th clean step doubles the scale";
 }
 
 TEST(LossScaler, FollowsTheScriptedStateMachine) {
@@ -107,7 +108,7 @@ TEST(LossScaler, FollowsTheScriptedStateMachine) {
   lab03::DynamicLossScaler scaler(script_options());
   Rig rig;
   run_script(scaler, rig, 0, 11);
-  EXPECT_EQ(scaler.skipped_steps(), 2) << "TODO 3b: two overflowed steps were skipped";
+  EXPECT_EQ(scaler.skipped_steps(), 2) << "TODO 3: two overflowed steps were skipped";
 }
 
 TEST(LossScaler, SaveAndRestoreMidSequenceContinuesExactly) {
@@ -140,14 +141,14 @@ TEST(LossScaler, FollowsASeededScript) {
     recorded.record(s.found), recorded.record(s.stepped), recorded.record(s.scale),
         recorded.record(s.value);
   for (std::size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].found, want[i].found) << "TODO 3a: step " << i + 1 << " of the seeded script ("
+    ASSERT_EQ(got[i].found, want[i].found) << "TODO 3: step " << i + 1 << " of the seeded script ("
                                            << gtl::test_seed::describe() << ")";
-    ASSERT_EQ(got[i].stepped, want[i].stepped) << "TODO 3b: step " << i + 1;
+    ASSERT_EQ(got[i].stepped, want[i].stepped) << "TODO 3: step " << i + 1;
     ASSERT_EQ(got[i].scale, want[i].scale)
-        << "TODO 3c: the scale after step " << i + 1 << " (init " << script.init_scale
+        << "TODO 3: the scale after step " << i + 1 << " (init " << script.init_scale
         << ", growth interval " << script.growth_interval << ", " << gtl::test_seed::describe()
         << ")";
-    ASSERT_EQ(got[i].value, want[i].value) << "TODO 3a: the step must see the unscaled gradient";
+    ASSERT_EQ(got[i].value, want[i].value) << "TODO 3: the step must see the unscaled gradient";
   }
 }
 
@@ -160,9 +161,9 @@ TEST(LossScaler, UnscalesInOnePassWithoutAllocatingAndSeesInfFromAFiniteInput) {
   const int64_t allocs = allocator->stats().num_allocs;
   EXPECT_FALSE(scaler.unscale_({rig.p}));
   EXPECT_EQ(allocator->stats().num_allocs, allocs)
-      << "TODO 3a: unscale_ works in place: no temporary tensor";
+      << "TODO 3: unscale_ works in place: no temporary tensor";
   EXPECT_EQ(rig.p.grad.to_vector(), (std::vector<float>{0.5f, -0.25f, 2.f}))
-      << "TODO 3a: grad *= 1/scale (8): exact for a power of two";
+      << "TODO 3: grad *= 1/scale (8): exact for a power of two";
   scaler.update();
   // A gradient that is finite but overflows when unscaled by a scale below 1.
   lab03::ScalerState tiny;
@@ -170,8 +171,26 @@ TEST(LossScaler, UnscalesInOnePassWithoutAllocatingAndSeesInfFromAFiniteInput) {
   scaler.load_state(tiny);
   rig.p.grad.data<float>()[1] = 3e38f;
   EXPECT_TRUE(scaler.unscale_({rig.p}))
-      << "TODO 3a: a finite gradient of 3e38 at scale 2^-10 overflowed when unscaled, and your "
-         "check did not see it: which value must be finite?";
+      << "TODO 3: at scale 2^-10, a finite gradient of 3e38 is inf once unscaled, and unscale_ "
+         "reported no overflow: the optimizer would have stepped on an inf";
+}
+
+// The handout's "the scale never becomes inf", at the one scale where growing would make it inf.
+TEST(LossScaler, TheScaleNeverBecomesInf) {
+  const auto call = lab03_student_call::todo3();  // no core loss scaler inside
+  lab03::DynamicLossScaler scaler(script_options());
+  lab03::ScalerState top;
+  top.scale = 0x1p127f;    // the largest power of two a float holds
+  top.growth_tracker = 2;  // one clean step short of growth_interval (3)
+  scaler.load_state(top);
+  Rig rig;
+  rig.backward(1.f);
+  EXPECT_FALSE(scaler.unscale_({rig.p}));
+  EXPECT_TRUE(scaler.step(rig.sgd));
+  scaler.update();
+  EXPECT_TRUE(std::isfinite(scaler.state().scale) && scaler.state().scale >= 0x1p127f)
+      << "TODO 3: a clean step completing growth_interval at scale 2^127 left the scale at "
+      << scaler.state().scale << ": expected a finite scale, not below 2^127";
 }
 
 // Each step's loss, whether it stepped and its scale, for the judge.
@@ -218,14 +237,14 @@ TEST(AmpTraining, ADeliberatelyOverflowingRunRecovers) {
   for (int i = 1; i < skipped; ++i) {
     EXPECT_EQ(run[static_cast<std::size_t>(i)].scale,
               0.5f * run[static_cast<std::size_t>(i - 1)].scale)
-        << "TODO 3c: each overflowed step halves the scale";
+        << "TODO 3: each overflowed step halves the scale";
   }
   for (std::size_t i = static_cast<std::size_t>(skipped); i < run.size(); ++i) {
     ASSERT_TRUE(std::isfinite(run[i].loss)) << "step " << i << ": the loss must stay finite";
   }
   int64_t skipped_in_total = 0;
   for (const lab03_test::LoopStep& s : run) skipped_in_total += !s.stepped;
-  EXPECT_EQ(scaler.skipped_steps(), skipped_in_total) << "TODO 3b: every step skipped, counted";
+  EXPECT_EQ(scaler.skipped_steps(), skipped_in_total) << "TODO 3: every step skipped, counted";
   EXPECT_LT(run.back().loss, run[static_cast<std::size_t>(skipped)].loss)
       << "after recovering, the run learns";
 }
