@@ -1,8 +1,8 @@
-// Lab 05, TODO 6: gradient accumulation over k micro-batches with communication only on the last.
+// Lab 05, TODO 6: gradient accumulation over k micro-batches with one all-reduce per optimizer
+// step.
 //
-// Why: the all-reduce of a sum is the sum of all-reduces, so reducing once per optimizer step
-// moves 1/k of the bytes of reducing after every micro-batch, for the same result (PyTorch's
-// DDP.no_sync()).
+// Why: reducing once per optimizer step moves 1/k of the bytes of reducing after every
+// micro-batch, for the same gradient (PyTorch's DDP.no_sync()).
 #include "data_parallel.h"
 #include "gtl/runtime/error.h"
 
@@ -14,16 +14,14 @@ NoSyncAccumulator::NoSyncAccumulator(Communicator& comm, const gtl::nn::Paramete
   GTL_CHECK(micro_batches > 0, "NoSyncAccumulator: micro_batches must be positive");
 }
 
+// SOLUTION(lab05) step 6: mode() and after_backward(): k micro-batches, one all-reduce per step.
 gtl::nn::GradMode NoSyncAccumulator::mode(int64_t micro_batch) const {
-  // SOLUTION(lab05) step 6a: the grad mode of each micro-batch's backward.
   return micro_batch == 0 ? gtl::nn::GradMode::Overwrite : gtl::nn::GradMode::Accumulate;
-  // END SOLUTION(lab05)
 }
 
 void NoSyncAccumulator::after_backward(int64_t micro_batch) {
-  // SOLUTION(lab05) step 6b: one all-reduce per optimizer step.
   if (micro_batch == micro_batches_ - 1) comm_.all_reduce(grads_, gtl::dist::ReduceOp::Avg);
-  // END SOLUTION(lab05)
 }
+// END SOLUTION(lab05)
 
 }  // namespace lab05

@@ -1,15 +1,22 @@
-// Lab 05, TODO 4: flat DDP, one all-reduce over the flat gradient buffer.
+// Lab 05, TODO 4: flat DDP, one all-reduce for all the gradients.
 //
 // One call instead of one per parameter: the latency is paid once and the ring moves one large
-// buffer at full bandwidth. Still nothing overlaps the backward pass (TODO 5 does that).
+// buffer at full bandwidth. The gradients are separate tensors in general, and a collective takes
+// one: gathering them into one buffer and back is the price of the single call (Horovod's tensor
+// fusion). nn::ParameterBuffer avoids that price by making every gradient a view of one flat
+// tensor from the start, which TODO 5's buckets slice. Still nothing overlaps the backward pass.
 #include "data_parallel.h"
 
 namespace lab05 {
 
-void flat_ddp_sync(Communicator& comm, const gtl::nn::ParameterBuffer& buffer) {
-  // TODO(lab05) step 4: the average over ranks of the whole flat gradient, in one all-reduce.
-  //   Hint: what does nn::ParameterBuffer hold (gtl/nn/parameter_buffer.h)? About 1 line.
-  (void)comm, (void)buffer;
+void flat_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params) {
+  // TODO(lab05) step 4: every gradient becomes its average over ranks, through ONE all-reduce.
+  //   Spec (data_parallel.h): one all-reduce per call, carrying exactly the gradients' bytes (all
+  //   of them, in the order of `params`, nothing else), and no other collective; whether or not
+  //   the gradients lie in one buffer, on the CPU or a GPU (the grads' device). Yours to decide:
+  //   the one tensor the call reduces, and how every gradient gets into it and its average back
+  //   out. About 12 lines.
+  (void)comm, (void)params;
   // END TODO(lab05)
 }
 

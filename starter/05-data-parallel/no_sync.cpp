@@ -1,8 +1,8 @@
-// Lab 05, TODO 6: gradient accumulation over k micro-batches with communication only on the last.
+// Lab 05, TODO 6: gradient accumulation over k micro-batches with one all-reduce per optimizer
+// step.
 //
-// Why: the all-reduce of a sum is the sum of all-reduces, so reducing once per optimizer step
-// moves 1/k of the bytes of reducing after every micro-batch, for the same result (PyTorch's
-// DDP.no_sync()).
+// Why: reducing once per optimizer step moves 1/k of the bytes of reducing after every
+// micro-batch, for the same gradient (PyTorch's DDP.no_sync()).
 #include "data_parallel.h"
 #include "gtl/runtime/error.h"
 
@@ -14,22 +14,21 @@ NoSyncAccumulator::NoSyncAccumulator(Communicator& comm, const gtl::nn::Paramete
   GTL_CHECK(micro_batches > 0, "NoSyncAccumulator: micro_batches must be positive");
 }
 
+// TODO(lab05) step 6: mode() and after_backward(): k micro-batches, one all-reduce per step.
+//   Spec (data_parallel.h): the caller runs micro-batch i's backward with mode(i), then calls
+//   after_backward(i), and never zeroes the gradients, so they hold last step's result when a
+//   step begins. After after_backward(k-1) grads_ holds the average over ranks of the sum over the
+//   step's micro-batches, nothing of an earlier step, with at most one collective per step, and
+//   that for every k >= 1. Decide the two functions together. About 8 lines.
 gtl::nn::GradMode NoSyncAccumulator::mode(int64_t micro_batch) const {
-  // TODO(lab05) step 6a: the grad mode of each micro-batch's backward.
-  //   Spec (data_parallel.h): no zero_grad between steps, and last step's gradients never leak
-  //   in. Decide 6a and 6b together. About 1 line.
   (void)micro_batch;
-  return gtl::nn::GradMode::Overwrite;
-  // END TODO(lab05)
+  throw gtl::Error("TODO(lab05) step 6: NoSyncAccumulator::mode is not implemented");
 }
 
 void NoSyncAccumulator::after_backward(int64_t micro_batch) {
-  // TODO(lab05) step 6b: one all-reduce per optimizer step.
-  //   Spec (data_parallel.h): after after_backward(micro_batches_ - 1), grads_ holds the average
-  //   over ranks of the sum over the step's micro-batches; at most one collective per step.
-  //   Hint: is the average of sums the sum of averages? About 1 line.
   (void)micro_batch;
-  // END TODO(lab05)
+  throw gtl::Error("TODO(lab05) step 6: NoSyncAccumulator::after_backward is not implemented");
 }
+// END TODO(lab05)
 
 }  // namespace lab05

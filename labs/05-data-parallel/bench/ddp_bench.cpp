@@ -136,7 +136,7 @@ void BM_NaiveSync(benchmark::State& state) {
 void BM_FlatSync(benchmark::State& state) {
   run_timed(state, [](Communicator& comm) {
     auto g = std::make_shared<Grads>(comm.rank());
-    return Job{[g] { g->reset(); }, [&comm, g] { flat_ddp_sync(comm, g->buffer); },
+    return Job{[g] { g->reset(); }, [&comm, g] { flat_ddp_sync(comm, g->buffer.params()); },
                [g] { return g->check(); }};
   });
 }

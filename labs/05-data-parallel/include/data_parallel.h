@@ -63,9 +63,11 @@ void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& param
 void naive_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params);
 
 // ---- 4. Flat DDP (flat_ddp.cpp) ---------------------------------------------------------------
-// After backward: the whole flat gradient (buffer.grads()) becomes its average over ranks, in ONE
-// all-reduce.
-void flat_ddp_sync(Communicator& comm, const gtl::nn::ParameterBuffer& buffer);
+// After backward: every gradient becomes its average over ranks, through ONE all-reduce that
+// carries exactly all the gradients' bytes (in the order of `params`). The gradients need not lie
+// in one buffer: the lab's model keeps them in a ParameterBuffer, the tests also pass separate
+// tensors. They may be on a GPU.
+void flat_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params);
 
 // ---- 5. Bucketed DDP overlapped with backward (bucketed_ddp.cpp) --------------------------------
 // One bucket: a contiguous slice [offset, offset + numel) of the flat gradient holding the

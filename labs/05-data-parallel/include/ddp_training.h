@@ -3,7 +3,7 @@
 //
 //   TrainResult r = train_lab_model(comm, config, [](Communicator& c, nn::Module& m,
 //                                                    nn::ParameterBuffer& b) {
-//     return [&c, &b] { flat_ddp_sync(c, b); };   // what runs after each backward
+//     return [&c, &b] { flat_ddp_sync(c, b.params()); };   // what runs after each backward
 //   });
 //
 // Each rank builds the lab model from the same seed, reads its own shard of SyntheticDigits (the

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         *comm, config,
         [&sync](lab05::Communicator& c, gtl::nn::Module& model,
                 gtl::nn::ParameterBuffer& buffer) -> std::function<void()> {
-          if (sync == "flat") return [&c, &buffer] { lab05::flat_ddp_sync(c, buffer); };
+          if (sync == "flat") return [&c, &buffer] { lab05::flat_ddp_sync(c, buffer.params()); };
           if (sync == "naive") return [&c, &buffer] { lab05::naive_ddp_sync(c, buffer.params()); };
           if (sync == "no-sync") return no_sync(c, buffer);
           auto ddp = std::make_shared<lab05::BucketedDdp>(c, model, buffer, kBucketBytes);

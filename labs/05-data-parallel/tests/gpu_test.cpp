@@ -36,7 +36,7 @@ std::vector<float> synced_grad(gtl::Device device) {
         Tensor x = Tensor::full({4, 1, 28, 28}, 0.25 * (comm.rank() + 1)).to(device);
         Tensor y = model->forward(x, ctx);
         model->backward(ctx, Tensor::ones(y.shape()).to(device));
-        flat_ddp_sync(comm, buffer);
+        flat_ddp_sync(comm, buffer.params());
         if (comm.rank() == 0) out = buffer.grads().to(gtl::Device::cpu()).to_vector();
       },
       options);

@@ -1,4 +1,4 @@
-// TODO 6: k micro-batches, communication only after the last. Gradients of each micro-batch are
+// TODO 6: k micro-batches, one all-reduce per optimizer step. Gradients of each micro-batch are
 // small integers here (set by hand through the flat buffer), so the expected result is exact.
 #include <gtest/gtest.h>
 
@@ -16,22 +16,42 @@ namespace {
 // Micro-batch m's gradient on rank r, element i: an integer (lab05_cases.h, shared with the judge).
 using lab05_cases::micro_grad;
 
-TEST(NoSync, GradModeOverwritesFirstThenAccumulates) {
-  gtl::dist::run_ranks(
-      1,
-      [](Communicator& comm) {
-        auto model = gtl::nn::make_model(lab_model());
-        gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
-        NoSyncAccumulator acc(comm, buffer, 3);
-        // The caller never zeroes the gradients: they hold last step's sum when micro-batch 0
-        // runs.
-        for (int64_t i = 0; i < 3; ++i) {
-          EXPECT_EQ(acc.mode(i) == gtl::nn::GradMode::Overwrite, i == 0)
-              << "micro-batch " << i << " of 3 gets the wrong mode: revisit what the gradients "
-              << "hold when its backward runs, and what they must hold after it";
-        }
-      },
-      testing::fast());
+TEST(NoSync, GradModeOfEachMicroBatch) {
+  // One rank, so the step's result is the sum of its micro-batches whatever the sync does; the
+  // gradients start as last step's (1000 everywhere): the caller never zeroes them.
+  for (const int64_t k : {int64_t{1}, int64_t{3}}) {
+    gtl::dist::run_ranks(
+        1,
+        [k](Communicator& comm) {
+          auto model = gtl::nn::make_model(lab_model());
+          gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+          const int64_t n = buffer.grads().numel();
+          Tensor(buffer.grads()).copy_(Tensor::full({n}, 1000.0));
+          NoSyncAccumulator acc(comm, buffer, k);
+          std::vector<float> expected(static_cast<std::size_t>(n), 0.0f);
+          for (int64_t m = 0; m < k; ++m) {
+            std::vector<float> g(static_cast<std::size_t>(n));
+            for (int64_t i = 0; i < n; ++i) {
+              g[i] = micro_grad(0, m, i);
+              expected[i] += g[i];
+            }
+            const Tensor gm = Tensor::from_vector(g, {n});
+            // What a backward with GradMode acc.mode(m) does to the flat gradient.
+            if (acc.mode(m) == gtl::nn::GradMode::Overwrite) {
+              Tensor(buffer.grads()).copy_(gm);
+            } else {
+              gtl::ops::add_(buffer.grads(), gm);
+            }
+            acc.after_backward(m);
+          }
+          EXPECT_EQ(testing::bitwise_diff(buffer.grads().to_vector(), expected), "")
+              << "k = " << k << " micro-batches on one rank, over last step's gradients (1000 "
+              << "everywhere): expected the sum of the step's k micro-batch gradients, nothing "
+              << "else. Revisit what the gradients hold when each micro-batch's backward runs, "
+              << "and what the step must leave in them";
+        },
+        testing::fast());
+  }
 }
 
 TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
