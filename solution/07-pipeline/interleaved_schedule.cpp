@@ -1,4 +1,4 @@
-// Lab 07, TODO 7: interleaved 1F1B and its bubble.
+// Lab 07, TODO 7: the bubble of interleaved 1F1B (its order, Megatron-LM's convention, is given).
 //
 // Cut each rank's layers into v chunks placed round-robin over the ranks: the pipeline is then
 // v p virtual stages deep, but each is v times shorter, so filling and draining it (the bubble)
@@ -17,7 +17,7 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
   GTL_CHECK(ranks >= 1 && chunks >= 1 && m >= 1 && m % ranks == 0,
             "interleaved_schedule: need p >= 1, v >= 1 and m a multiple of p, got p "
                 << ranks << ", v " << chunks << ", m " << m);
-  // SOLUTION(lab07) step 7a: Megatron-LM's order of chunks and micro-batches.
+  // Given: Megatron-LM's convention (pipeline.h), not yours to derive.
   const int64_t p = ranks, v = chunks, total = v * m;
   auto micro_batch = [&](int64_t k) { return (k / (p * v)) * p + k % p; };
   auto chunk = [&](int64_t k, bool forward) {
@@ -42,13 +42,12 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
     for (int64_t k = total - warmup; k < total; ++k) backward(k);
   }
   return schedule;
-  // END SOLUTION(lab07)
 }
 
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                           double chunk_forward_time, double chunk_backward_time) {
   GTL_CHECK(!schedule.empty() && chunks >= 1, "simulate_interleaved_bubbles: no ranks or chunks");
-  // SOLUTION(lab07) step 7b: the clock of simulate_bubbles over virtual stages.
+  // SOLUTION(lab07) step 7: the clock of simulate_bubbles over virtual stages.
   const int p = static_cast<int>(schedule.size());
   const int last = chunks * p - 1;  // the last virtual stage
   // End time of (forward?, micro-batch, virtual stage).

@@ -12,7 +12,7 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
   GTL_CHECK(m >= 1 && m <= batch, "split_micro_batches: " << m << " micro-batches of a batch of "
                                                           << batch << " rows (need 1 <= m <= "
                                                           << "batch: no empty micro-batch)");
-  // SOLUTION(lab07) step 2a: m contiguous micro-batches, the larger ones first.
+  // SOLUTION(lab07) step 2: the micro-batches, and the weight of each one's mean loss.
   std::vector<MicroBatch> out;
   int64_t begin = 0;
   for (int64_t i = 0; i < m; ++i) {
@@ -21,11 +21,9 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
     begin += rows;
   }
   return out;
-  // END SOLUTION(lab07)
 }
 
 float micro_batch_weight(const MicroBatch& mb, int64_t batch) {
-  // SOLUTION(lab07) step 2b: the share of the batch's mean loss.
   return static_cast<float>(mb.size()) / static_cast<float>(batch);
   // END SOLUTION(lab07)
 }

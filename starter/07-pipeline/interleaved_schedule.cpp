@@ -1,4 +1,4 @@
-// Lab 07, TODO 7: interleaved 1F1B and its bubble.
+// Lab 07, TODO 7: the bubble of interleaved 1F1B (its order, Megatron-LM's convention, is given).
 //
 // Cut each rank's layers into v chunks placed round-robin over the ranks: the pipeline is then
 // v p virtual stages deep, but each is v times shorter, so filling and draining it (the bubble)
@@ -17,24 +17,44 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
   GTL_CHECK(ranks >= 1 && chunks >= 1 && m >= 1 && m % ranks == 0,
             "interleaved_schedule: need p >= 1, v >= 1 and m a multiple of p, got p "
                 << ranks << ", v " << chunks << ", m " << m);
-  // TODO(lab07) step 7a: Megatron-LM's order of chunks and micro-batches.
-  //   Spec (pipeline.h, 7a): Megatron's conventions, given there in full: which (micro-batch,
-  //   chunk) the k-th forward and the k-th backward of a rank run, and rank r's warm-up w_r
-  //   (v m when m == p; otherwise the min(...) formula). The steady and cool-down phases are as
-  //   in your TODO 4. The test has the table for p = 2, v = 2, m = 4. About 20 lines.
-  (void)chunks;
-  return InterleavedSchedule(static_cast<std::size_t>(ranks));
-  // END TODO(lab07)
+  // Given: Megatron-LM's convention (pipeline.h), not yours to derive.
+  const int64_t p = ranks, v = chunks, total = v * m;
+  auto micro_batch = [&](int64_t k) { return (k / (p * v)) * p + k % p; };
+  auto chunk = [&](int64_t k, bool forward) {
+    const auto c = static_cast<int>((k % (p * v)) / p);
+    return forward ? c : chunks - 1 - c;
+  };
+  InterleavedSchedule schedule(static_cast<std::size_t>(ranks));
+  for (int64_t r = 0; r < p; ++r) {
+    auto& actions = schedule[static_cast<std::size_t>(r)];
+    const int64_t warmup = m == p ? total : std::min((p - r - 1) * 2 + (v - 1) * p, total);
+    auto forward = [&](int64_t k) {
+      actions.push_back({Op::Forward, micro_batch(k), chunk(k, true)});
+    };
+    auto backward = [&](int64_t k) {
+      actions.push_back({Op::Backward, micro_batch(k), chunk(k, false)});
+    };
+    for (int64_t k = 0; k < warmup; ++k) forward(k);
+    for (int64_t k = 0; k < total - warmup; ++k) {
+      forward(warmup + k);
+      backward(k);
+    }
+    for (int64_t k = total - warmup; k < total; ++k) backward(k);
+  }
+  return schedule;
 }
 
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                           double chunk_forward_time, double chunk_backward_time) {
   GTL_CHECK(!schedule.empty() && chunks >= 1, "simulate_interleaved_bubbles: no ranks or chunks");
-  // TODO(lab07) step 7b: the clock of simulate_bubbles over virtual stages.
-  //   Spec (pipeline.h, 7b): a rank runs its actions in order on one clock; an action on virtual
-  //   stage k = chunk * p + rank waits for its dependency on virtual stage k - 1 (forward) or
-  //   k + 1 (backward; the last virtual stage: its own forward). Throw gtl::Error when the
-  //   orders cannot run. About 40 lines.
+  // TODO(lab07) step 7: the clock of simulate_bubbles over virtual stages.
+  //   Spec (pipeline.h, 7): every rank runs its actions in order on one clock; a chunk's action
+  //   starts when its rank is free and what it waits for has ended, and lasts chunk_forward_time
+  //   or chunk_backward_time. Throw gtl::Error when the orders cannot run. The report is
+  //   simulate_bubbles's, per rank.
+  //   Yours to decide: which virtual stage an action runs on, what each action waits for in the
+  //   v p deep pipeline (the first and the last virtual stage included), and how to keep the end
+  //   times when one rank runs several stages. About 40 lines.
   return {};
   // END TODO(lab07)
 }

@@ -12,19 +12,17 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
   GTL_CHECK(m >= 1 && m <= batch, "split_micro_batches: " << m << " micro-batches of a batch of "
                                                           << batch << " rows (need 1 <= m <= "
                                                           << "batch: no empty micro-batch)");
-  // TODO(lab07) step 2a: m contiguous micro-batches, the larger ones first.
-  //   Spec (pipeline.h): sizes differing by at most one, the larger first (10 rows in 4: 3, 3,
-  //   2, 2); each starts where the previous one ends; together they cover [0, batch).
-  //   Hint: how many micro-batches get the extra row? About 8 lines.
+  // TODO(lab07) step 2: the micro-batches, and the weight of each one's mean loss.
+  //   Spec (pipeline.h, 2): split_micro_batches: m contiguous micro-batches in order, covering
+  //   [0, batch), sizes differing by at most one, the larger first. micro_batch_weight: the
+  //   dloss of mb's backward, such that the gradients accumulated over the micro-batches of ANY
+  //   split (sizes may differ) are the gradient of the whole batch's mean loss.
+  //   Yours to decide: how many micro-batches get an extra row, and the weight (write the batch's
+  //   mean loss in terms of the micro-batches' mean losses). About 9 lines in all.
   return {};
-  // END TODO(lab07)
 }
 
 float micro_batch_weight(const MicroBatch& mb, int64_t batch) {
-  // TODO(lab07) step 2b: the share of the batch's mean loss.
-  //   Spec: the factor that turns micro-batch mb's MEAN loss into its part of the whole batch's
-  //   mean loss (micro-batches may differ in size). Hint: try your factor on 10 rows in 4
-  //   micro-batches, by hand. About 1 line.
   (void)mb, (void)batch;
   return 0.f;
   // END TODO(lab07)

@@ -149,23 +149,21 @@ struct ChunkAction {
 };
 using InterleavedSchedule = std::vector<std::vector<ChunkAction>>;  // index = rank
 
-// 7a. Megatron-LM's interleaved 1F1B for p ranks, v chunks, m micro-batches (m a multiple of p,
-// else gtl::Error). These are Megatron's conventions, not consequences of the rules above:
-// - the k-th forward of a rank (k = 0 .. v m - 1) runs chunk (k mod p v) / p on micro-batch
-//   (k / (p v)) p + k mod p; its k-th backward the same micro-batch on chunk
-//   v - 1 - (k mod p v) / p;
-// - rank r's warm-up is w_r forwards, where w_r = v m when m == p (no steady phase: all forwards
-//   first), and otherwise w_r = min((p - r - 1) 2 + (v - 1) p, v m).
-// After the warm-up, the steady and cool-down phases are as in TODO 4, over the rank's v m
-// forwards and v m backwards.
+// Given (interleaved_schedule.cpp, outside TODO 7's region): Megatron-LM's interleaved 1F1B for
+// p ranks, v chunks, m micro-batches (m a multiple of p, else gtl::Error). Its order is Megatron's
+// convention, not a consequence of the rules above: the k-th forward of a rank
+// (k = 0 .. v m - 1) runs chunk (k mod p v) / p on micro-batch (k / (p v)) p + k mod p, its k-th
+// backward the same micro-batch on chunk v - 1 - (k mod p v) / p; rank r's warm-up is w_r
+// forwards, where w_r = v m when m == p (no steady phase: all forwards first), and otherwise
+// w_r = min((p - r - 1) 2 + (v - 1) p, v m); then the steady and cool-down phases of 1F1B, over
+// the rank's v m forwards and v m backwards.
 InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m);
 
-// 7b. The bubble of an interleaved schedule on a clock, as simulate_bubbles: a chunk's forward
-// takes chunk_forward_time, its backward chunk_backward_time, on every rank; forward i on virtual
-// stage k waits for forward i on virtual stage k - 1, backward i on k for backward i on k + 1
-// (and the last virtual stage's backward for its own forward). Throws gtl::Error when the
-// orders cannot run. With equal chunks the bubble is (p - 1) / (v m + p - 1): v times smaller.
-// (A rank is one clock: its chunks share it.)
+// 7. The bubble of an interleaved schedule on a clock, as simulate_bubbles: a chunk's forward
+// takes chunk_forward_time, its backward chunk_backward_time, on every rank. The v p virtual
+// stages form one pipeline and obey the dependency rules of TODOs 3 and 4 (above), stage for
+// virtual stage; a rank is one clock, shared by its chunks. Throws gtl::Error when the orders
+// cannot run. With equal chunks the bubble is (p - 1) / (v m + p - 1): v times smaller.
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                           double chunk_forward_time, double chunk_backward_time);
 

@@ -97,6 +97,79 @@ inline double brute_force_optimum(const std::vector<double>& costs, int p) {
   return best;
 }
 
+// Large models (40 to 60 layers, p about L / 3) whose optimum is known by construction, with no
+// solver: enumerating every cut of them does not finish (C(49, 16) is about 2e12 cuts). Each is
+// built around a planted cut; its slowest stage is a lower bound of every cut's, so it is the
+// optimum. Even: every planted stage costs exactly T, and no cut can do better than the average
+// T. Heavy: a few single layers cost H, the largest layer, and no planted stage costs more, and no
+// cut can do better than its largest layer.
+struct PlantedPartition {
+  std::vector<double> costs;
+  int stages = 1;
+  double optimum = 0;
+};
+
+// n >= 1 positive sizes summing to total >= n, drawn from g.
+inline std::vector<int64_t> draw_sizes(std::mt19937_64& g, int64_t total, int64_t n) {
+  std::vector<int64_t> places;  // the n - 1 cuts among 1 .. total - 1: a partial shuffle
+  for (int64_t i = 1; i < total; ++i) places.push_back(i);
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const auto j = static_cast<std::size_t>(
+        gtl::test_seed::draw(g, i, static_cast<int64_t>(places.size()) - 1));
+    std::swap(places[static_cast<std::size_t>(i)], places[j]);
+  }
+  places.resize(static_cast<std::size_t>(n - 1));
+  std::sort(places.begin(), places.end());
+  std::vector<int64_t> sizes;
+  int64_t last = 0;
+  for (int64_t at : places) sizes.push_back(at - last), last = at;
+  sizes.push_back(total - last);
+  return sizes;
+}
+
+// n >= 1 integer costs >= 0 summing to sum, drawn from g.
+inline std::vector<double> draw_costs(std::mt19937_64& g, int64_t sum, int64_t n) {
+  std::vector<double> costs;
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const int64_t c = gtl::test_seed::draw(g, 0, std::min<int64_t>(sum, 2 * sum / n + 1));
+    costs.push_back(static_cast<double>(c));
+    sum -= c;
+  }
+  costs.push_back(static_cast<double>(sum));
+  return costs;
+}
+
+inline std::vector<PlantedPartition> seeded_planted_partitions() {
+  std::mt19937_64 g = gtl::test_seed::generator("Partition.SeededLargeModels");
+  std::vector<PlantedPartition> cases;
+  for (int k = 0; k < 4; ++k) {
+    const bool heavy = k % 2 == 1;
+    const int64_t layers = gtl::test_seed::draw(g, 40, 60);
+    const int64_t p = layers / 3 + gtl::test_seed::draw(g, -2, 2);
+    const int64_t top = gtl::test_seed::draw(g, 30, 60);  // T, or H
+    PlantedPartition c;
+    c.stages = static_cast<int>(p);
+    c.optimum = static_cast<double>(top);
+    // Heavy: one planted stage is the layer H alone, at a drawn place; the others cost T / 3 to
+    // 2 T / 3 each, so that a greedy fill up to the average cost does not find the cut.
+    const int64_t alone = heavy ? gtl::test_seed::draw(g, 0, p - 1) : -1;
+    const std::vector<int64_t> sizes =
+        draw_sizes(g, heavy ? layers - 1 : layers, heavy ? p - 1 : p);
+    for (int64_t s = 0, next = 0; s < p; ++s) {
+      if (s == alone) {
+        c.costs.push_back(static_cast<double>(top));
+        continue;
+      }
+      const int64_t n = sizes[static_cast<std::size_t>(next++)];
+      const int64_t sum = heavy ? gtl::test_seed::draw(g, top / 3, 2 * top / 3) : top;
+      const std::vector<double> stage = draw_costs(g, sum, n);
+      c.costs.insert(c.costs.end(), stage.begin(), stage.end());
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 // ---- TODO 2: micro-batches --------------------------------------------------------------------
 struct SplitCase {
   int64_t batch = 1, m = 1;
@@ -318,35 +391,6 @@ inline std::vector<InterleavedCase> seeded_interleaved_cases() {
     c.m = c.p * gtl::test_seed::draw(g, 1, 4);
   }
   return cases;
-}
-
-// The shapes of Interleaved.SeededShapesFollowTheHeadersOrderExactly: p = 3 with m = p (no steady
-// phase: every forward first) and with m = k p (k >= 2), then p from 2 to 6 with m = p and with
-// m = k p; v from 1 to 4 in each.
-inline std::vector<InterleavedCase> seeded_interleaved_order_cases() {
-  std::mt19937_64 g =
-      gtl::test_seed::generator("Interleaved.SeededShapesFollowTheHeadersOrderExactly");
-  std::vector<InterleavedCase> cases(4);
-  for (std::size_t k = 0; k < cases.size(); ++k) {
-    InterleavedCase& c = cases[k];
-    c.p = k < 2 ? 3 : static_cast<int>(gtl::test_seed::draw(g, 2, 6));
-    c.v = static_cast<int>(gtl::test_seed::draw(g, 1, 4));
-    c.m = k % 2 == 0 ? c.p : c.p * gtl::test_seed::draw(g, 2, 4);
-  }
-  return cases;
-}
-
-// An interleaved schedule for the judge: ranks, then each rank's actions as "F0.1 B0.1".
-inline void record_interleaved(gtl::judge::Outputs& out, const lab07::InterleavedSchedule& s) {
-  out.record(s.size());
-  for (const auto& rank : s) {
-    std::string text = "actions";
-    for (const auto& a : rank) {
-      text += std::string(" ") + (a.op == lab07::Op::Forward ? "F" : "B") +
-              std::to_string(a.micro_batch) + "." + std::to_string(a.chunk);
-    }
-    out.record(text);
-  }
 }
 
 }  // namespace lab07_cases

@@ -72,8 +72,17 @@ TEST(MicroBatches, CoverEveryRowOnceInOrderLargerOnesFirst) {
   }
 }
 
-// Batches and micro-batch counts drawn from the grading seed: the sizes the header's rule gives
-// (differing by at most one, the larger first), contiguous, and each weight right.
+// The part of the whole batch's mean loss that micro-batch mb's mean loss stands for, from the
+// definition: a loss of 1 on mb's rows and 0 elsewhere has a mean of 1 over mb, and its mean over
+// the whole batch is what mb's weighted mean must give.
+float expected_weight(const MicroBatch& mb, int64_t batch) {
+  double sum = 0;
+  for (int64_t row = 0; row < batch; ++row) sum += (row >= mb.begin && row < mb.end) ? 1.0 : 0.0;
+  return static_cast<float>(sum / static_cast<double>(batch));
+}
+
+// Batches and micro-batch counts drawn from the grading seed: the header's rule (contiguous,
+// covering the batch, sizes differing by at most one, the larger first), and each weight right.
 TEST(MicroBatches, SeededBatchesAndCounts) {
   gtl::judge::Outputs recorded("MicroBatches.SeededBatchesAndCounts");
   for (const lab07_cases::SplitCase& c : lab07_cases::seeded_splits()) {
@@ -82,25 +91,28 @@ TEST(MicroBatches, SeededBatchesAndCounts) {
     std::vector<float> weights;
     for (const MicroBatch& mb : mbs) weights.push_back(student_weight(mb, c.batch));
     recorded.record_all(weights);
-    ASSERT_EQ(static_cast<int64_t>(mbs.size()), c.m)
-        << "a batch of " << c.batch << " in " << c.m << " micro-batches, "
-        << gtl::test_seed::describe();
+    const std::string where = "batch " + std::to_string(c.batch) + ", m " + std::to_string(c.m) +
+                              ", " + gtl::test_seed::describe() + ": " + describe(mbs);
+    ASSERT_EQ(static_cast<int64_t>(mbs.size()), c.m) << "expected m micro-batches, " << where;
     int64_t next = 0;
     for (std::size_t i = 0; i < mbs.size(); ++i) {
-      const int64_t rows = c.batch / c.m + (static_cast<int64_t>(i) < c.batch % c.m ? 1 : 0);
       EXPECT_EQ(mbs[i].begin, next)
-          << "batch " << c.batch << ", m " << c.m << ": micro-batch " << i
-          << " must start where the previous one ends, " << gtl::test_seed::describe();
-      EXPECT_EQ(mbs[i].size(), rows) << "batch " << c.batch << ", m " << c.m << ": micro-batch "
-                                     << i << " has " << mbs[i].size() << " rows, expected " << rows
-                                     << " (the larger first), " << gtl::test_seed::describe();
-      EXPECT_FLOAT_EQ(weights[i], static_cast<float>(mbs[i].size()) / static_cast<float>(c.batch))
-          << "batch " << c.batch << ", m " << c.m << ": micro-batch " << i << "'s weight is its "
-          << "share of the batch's rows, " << gtl::test_seed::describe();
+          << "micro-batch " << i << " must start where the previous one ends, " << where;
+      EXPECT_GE(mbs[i].size(), 1) << "micro-batch " << i << " is empty, " << where;
+      EXPECT_LE(mbs[0].size() - mbs[i].size(), 1)
+          << "micro-batch " << i << " has " << mbs[i].size() << " rows, micro-batch 0 "
+          << mbs[0].size() << ": sizes differ by at most one, the larger first, " << where;
+      if (i > 0) {
+        EXPECT_LE(mbs[i].size(), mbs[i - 1].size()) << "micro-batch " << i << " is larger than "
+                                                    << i - 1 << ": the larger first, " << where;
+      }
+      const float expected = expected_weight(mbs[i], c.batch);
+      EXPECT_FLOAT_EQ(weights[i], expected)
+          << "micro-batch " << i << "'s weight: expected " << expected << ", got " << weights[i]
+          << " (revisit the background's micro-batches and their gradients), " << where;
       next = mbs[i].end;
     }
-    EXPECT_EQ(next, c.batch) << "every row of the batch must be in a micro-batch, "
-                             << gtl::test_seed::describe();
+    EXPECT_EQ(next, c.batch) << "every row of the batch must be in a micro-batch, " << where;
   }
 }
 
@@ -112,13 +124,19 @@ TEST(MicroBatches, RejectsAnEmptyMicroBatch) {
   EXPECT_THROW(student_split(3, 0), gtl::Error) << "0 micro-batches";
 }
 
-TEST(MicroBatches, WeightIsTheShareOfTheBatchsRows) {
-  gtl::judge::Outputs recorded("MicroBatches.WeightIsTheShareOfTheBatchsRows");
+TEST(MicroBatches, WeightsOfUnequalMicroBatches) {
+  gtl::judge::Outputs recorded("MicroBatches.WeightsOfUnequalMicroBatches");
   recorded.record(student_weight({0, 3}, 10));
   recorded.record(student_weight({8, 10}, 10));
-  EXPECT_FLOAT_EQ(student_weight({0, 3}, 10), 0.3f) << "3 rows of 10";
-  EXPECT_FLOAT_EQ(student_weight({8, 10}, 10), 0.2f)
-      << "2 rows of 10: not 1/m = 0.25 (the micro-batches of 10 rows in 4 are 3, 3, 2, 2)";
+  // 10 rows in 4 micro-batches (3, 3, 2, 2): the first and the last.
+  for (const MicroBatch& mb : {MicroBatch{0, 3}, MicroBatch{8, 10}}) {
+    const float expected = expected_weight(mb, 10), got = student_weight(mb, 10);
+    EXPECT_FLOAT_EQ(got, expected)
+        << "rows [" << mb.begin << ", " << mb.end << ") of a batch of 10 split 3, 3, 2, 2: "
+        << "expected a weight of " << expected << ", got " << got << " (the weights must make "
+        << "the accumulated gradients the whole batch's mean-loss gradient when micro-batches "
+        << "differ in size; revisit the background's micro-batches)";
+  }
 }
 
 // The same gradient as lab07_cases::full_batch_grad, accumulated over m micro-batches.
@@ -162,9 +180,9 @@ void expect_accumulated_equals_full(const lab07_cases::GradientCase& c,
     const double relative = std::sqrt(diff2 / norm2);
     EXPECT_LE(relative, 1e-5)
         << rows << " rows in " << m << " micro-batches: the accumulated gradient is " << relative
-        << " (relative L2) away from the whole batch's: each micro-batch's mean loss "
-        << "must be weighted by its share of the rows (micro_batch_weight), and the first "
-        << "backward overwrites, the others accumulate" << where;
+        << " (relative L2) away from the whole batch's, expected at most 1e-5: revisit "
+        << "micro_batch_weight (the weighted mean losses must add up to the whole batch's mean "
+        << "loss) and split_micro_batches" << where;
   }
 }
 
