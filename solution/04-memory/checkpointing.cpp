@@ -49,10 +49,13 @@ std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& 
 // SOLUTION(lab04) step 5b: the sqrt(L) policy.
 int64_t sqrt_segment_length(int64_t blocks) {
   GTL_CHECK(blocks >= 1, "sqrt_segment_length: blocks >= 1, got " << blocks);
-  int64_t k = static_cast<int64_t>(std::sqrt(static_cast<double>(blocks)));
-  while (k * k < blocks) ++k;
-  while (k > 1 && (k - 1) * (k - 1) >= blocks) --k;
-  return k;
+  // ceil(L/k) + k >= k: past the best cost found, no longer length can beat it.
+  int64_t best = 1, best_cost = blocks + 1;
+  for (int64_t k = 2; k <= blocks && k < best_cost; ++k) {
+    const int64_t cost = (blocks + k - 1) / k + k;
+    if (cost < best_cost) best = k, best_cost = cost;
+  }
+  return best;
 }
 // END SOLUTION(lab04)
 

@@ -3,21 +3,23 @@
 
 namespace lab04 {
 
-// SOLUTION(lab04) step 4: k forward/backward passes of b samples, summed, loss scaled 1/k.
+// SOLUTION(lab04) step 4: k forward/backward passes, each part's mean loss weighted b_i / n.
 float accumulate_gradients(gtl::nn::Module& model, const Tensor& images, const Tensor& labels,
                            int64_t micro_batches) {
   const int64_t n = images.size(0);
-  GTL_CHECK(micro_batches >= 1 && n % micro_batches == 0,
+  GTL_CHECK(micro_batches >= 1 && micro_batches <= n,
             "accumulate_gradients: " << n << " samples do not split into " << micro_batches);
-  const int64_t b = n / micro_batches;
-  const float scale = 1.f / static_cast<float>(micro_batches);
   float loss = 0.f;
   for (int64_t i = 0; i < micro_batches; ++i) {
+    // Part i: [i*n/k, (i+1)*n/k), sizes differing by at most one; the whole batch's mean loss
+    // is the sum of the parts' means, each weighted by its share of the samples.
+    const int64_t begin = i * n / micro_batches, end = (i + 1) * n / micro_batches;
+    const float weight = static_cast<float>(end - begin) / static_cast<float>(n);
     const auto mode = i == 0 ? gtl::nn::GradMode::Overwrite : gtl::nn::GradMode::Accumulate;
-    loss += forward_backward(model, images.slice(i * b, (i + 1) * b),
-                             labels.slice(i * b, (i + 1) * b), scale, mode);
+    loss += weight * forward_backward(model, images.slice(begin, end), labels.slice(begin, end),
+                                      weight, mode);
   }
-  return loss * scale;
+  return loss;
 }
 // END SOLUTION(lab04)
 

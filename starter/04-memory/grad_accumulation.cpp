@@ -3,13 +3,12 @@
 
 namespace lab04 {
 
-// TODO(lab04) step 4: k forward/backward passes of b samples, the gradient of the whole batch.
+// TODO(lab04) step 4: k forward/backward passes, the gradient of the whole batch.
 float accumulate_gradients(gtl::nn::Module& model, const Tensor& images, const Tensor& labels,
                            int64_t micro_batches) {
-  // Split the batch into micro_batches equal parts with slice() (views: no copy). For each
-  // part, forward_backward(model, ..., dloss, mode): which loss scale gives the gradient of the
-  // WHOLE batch's mean loss, and which GradMode for the first part and for the others? Return
-  // the mean loss. About 12 lines.
+  // One forward_backward(model, ..., dloss, mode) per part (memory_lab.h: parts of sizes that
+  // differ by at most one, and not a copy of the batch). The tests compare the gradients with
+  // the whole batch's, with stale gradients in the model before the call. About 12 lines.
   (void)model;
   (void)images;
   (void)labels;

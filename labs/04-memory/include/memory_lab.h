@@ -330,17 +330,20 @@ inline RecordedRun record_training_step(const ModelConfig& config, int64_t batch
 }
 
 // ---- 4. Gradient accumulation (grad_accumulation.cpp) ------------------------------------------
-// Forward and backward of `images` / `labels` ([k*b] samples) in `micro_batches` = k parts of b
-// samples, leaving in the model's gradients what ONE forward/backward of the whole batch leaves
-// (the mean loss's gradient), while holding the activations of one micro-batch at a time.
-// Returns the mean loss over the batch.
+// Forward and backward of `images` / `labels` (n samples) in `micro_batches` = k parts
+// (1 <= k <= n), leaving in the model's gradients what ONE forward/backward of the whole batch
+// leaves (the mean loss's gradient), while holding the activations of one micro-batch at a time.
+// k need not divide n: the parts' sizes then differ by at most one sample (so none holds more
+// than ceil(n/k)). Returns the mean loss over the batch.
 float accumulate_gradients(gtl::nn::Module& model, const Tensor& images, const Tensor& labels,
                            int64_t micro_batches);  // TODO 4
 
 // ---- 5. Activation checkpointing (checkpointing.cpp) -------------------------------------------
-// A segment of the model whose forward keeps only its input; backward recomputes the segment's
-// forward from it, then runs its backward. Hooks see each module of the segment run forward
-// exactly twice per step.
+// A segment of the model under activation checkpointing (the handout, "Activation
+// checkpointing"). What the tests check: between forward and backward it holds no more than its
+// input's bytes; the gradients are bitwise the plain segment's, in either GradMode and with
+// several forwards in flight; hooks see each module of the segment run forward exactly twice per
+// step.
 class Checkpoint final : public gtl::nn::Module {
  public:
   explicit Checkpoint(std::unique_ptr<gtl::nn::Module> segment);
@@ -353,13 +356,13 @@ class Checkpoint final : public gtl::nn::Module {
 // The lab MLP of `config` (same initial weights as gtl::nn::make_model(config)) with its
 // residual blocks grouped into segments of `every` consecutive blocks, each wrapped in a
 // Checkpoint (the last segment may be shorter); every == 0: no checkpointing (plain model).
-// Top level: make_stage pieces added whole (a stage is a Sequential): the layers before the first
-// block, one Checkpoint per segment (each wrapping the make_stage of its blocks), then the head.
-// Parameter names then differ from make_model's; the tests compare values in order.
+// The parameters come in make_model's order (names may differ: the tests compare values in
+// order).
 std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& config,
                                                              int64_t every);  // TODO 5a
-// The sqrt(L) policy: the segment length that minimises the handout's bound for L blocks,
-// ceil(sqrt(L)) (L >= 1).
+// The sqrt(L) policy, made exact: for L >= 1 blocks, the segment length k in 1..L that minimises
+// the textbook cost ceil(L/k) + k (kept inputs + recomputed blocks); among lengths of equal
+// cost, the SMALLEST k (a recomputed block costs more than a kept input).
 int64_t sqrt_segment_length(int64_t blocks);  // TODO 5b
 
 // ---- 6. Largest batch under a memory limit (largest_batch.cpp) ---------------------------------

@@ -306,12 +306,35 @@ std::string accumulation_gradients() {
                              r.sequence<float>("a gradient", want.size()), 0, tolerance,
                              "an accumulated gradient");
   }
+  // k not dividing n (the fixed case and the seeded one): the test's bound 4 (n + 3) eps max|g|.
+  const std::string seeded = "GradAccumulation.GradientsOfUnevenMicroBatchesAtASeededShape";
+  const std::pair<std::string, int64_t> uneven[] = {
+      {"GradAccumulation.GradientsOfUnevenMicroBatchesEqualTheWholeBatch", 66},
+      {seeded, lab04_cases::seeded_uneven_split(seeded).n}};
+  for (const auto& [test, n] : uneven) {
+    const lab04::LabBatch nb = lab04::make_batch(config, n);
+    auto nwhole = gtl::nn::make_model(config);
+    const float nloss = lab04::forward_backward(*nwhole, nb.images, nb.labels);
+    Recorded u(test);
+    const float got = u.next<float>("the loss");
+    if (!(std::fabs(got - nloss) <= 1e-5f * std::fabs(nloss)))
+      throw Rejection("the accumulated loss " + gtl::judge::show(got) + " of " + std::to_string(n) +
+                      " samples is not the whole batch's " + gtl::judge::show(nloss));
+    for (const auto& want : gradients(*nwhole)) {
+      float scale = 0.f;
+      for (float g : want) scale = std::max(scale, std::fabs(g));
+      const float tolerance = 4 * static_cast<float>(n + 3) * kEps * scale + 1e-12f;
+      gtl::judge::expect_close({want.begin(), want.end()},
+                               u.sequence<float>("a gradient", want.size()), 0, tolerance,
+                               "an accumulated gradient of uneven micro-batches");
+    }
+  }
   const lab04::LabBatch small = lab04::make_batch(config, 32);
   auto plain = gtl::nn::make_model(config);
   lab04::forward_backward(*plain, small.images, small.labels);
   Recorded one("GradAccumulation.OneMicroBatchIsBitwiseThePlainStep");
   for (const auto& g : gradients(*plain)) one.expect_digest(g, "a gradient of k = 1");
-  return "gradients within the derived bound, k = 1 bitwise the plain step";
+  return "gradients within the derived bounds (k dividing n or not), k = 1 bitwise the plain step";
 }
 
 using lab04_cases::step_peak;
@@ -325,7 +348,7 @@ std::string accumulation_memory() {
   {
     const gtl::AllocatorScope scope(allocator);
     model = gtl::nn::make_model(config);
-    micro = lab04::make_batch(config, 32);
+    micro = lab04::make_batch(config, 33);  // the largest of 4 parts of 130 samples
   }
   const int64_t one = std::max(
       step_peak(allocator, [&] { lab04::forward_backward(*model, micro.images, micro.labels); }),
@@ -353,15 +376,26 @@ std::string checkpoint_memory() {
   return "held bytes follow the formula";
 }
 
+// The smallest k in 1..L of least cost ceil(L/k) + k (memory_lab.h), by trying every k.
+int64_t least_cost_length(int64_t blocks) {
+  int64_t best = 1;
+  for (int64_t k = 2; k <= blocks; ++k)
+    if (lab04_cases::checkpoint_cost(blocks, k) < lab04_cases::checkpoint_cost(blocks, best))
+      best = k;
+  return best;
+}
+
 std::string sqrt_policy() {
-  Recorded r("Checkpointing.SqrtPolicyIsCeilOfSqrt");
-  for (int64_t blocks : {1, 2, 3, 4, 5, 9, 10, 16, 17, 100}) {
-    int64_t k = 1;
-    while (k * k < blocks) ++k;
-    gtl::judge::expect_equal(r.next<int64_t>("a length"), k,
+  Recorded r("Checkpointing.SqrtPolicyMinimisesTheTextbookCost");
+  for (int64_t blocks : {1, 2, 3, 4, 5, 9, 10, 12, 16, 17, 100})
+    gtl::judge::expect_equal(r.next<int64_t>("a length"), least_cost_length(blocks),
                              "sqrt_segment_length(" + std::to_string(blocks) + ")");
-  }
-  return "ceil(sqrt(L)) for every L";
+  const std::string seeded = "Checkpointing.SqrtPolicyMinimisesTheCostAtSeededBlockCounts";
+  Recorded s(seeded);
+  for (int64_t blocks : lab04_cases::seeded_block_counts(seeded, lab04_cases::kSeededBlockCounts))
+    gtl::judge::expect_equal(s.next<int64_t>("a length"), least_cost_length(blocks),
+                             "sqrt_segment_length(" + std::to_string(blocks) + ")");
+  return "the least-cost length, the shortest among ties, for every L";
 }
 
 std::string checkpoint_recompute() {

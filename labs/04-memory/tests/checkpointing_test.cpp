@@ -29,16 +29,46 @@ int64_t held_after_forward(gtl::nn::Module& model, const lab04::LabBatch& b) {
   return allocator->stats().allocated_bytes;
 }
 
-TEST(Checkpointing, SqrtPolicyIsCeilOfSqrt) {
-  const std::map<int64_t, int64_t> expected = {{1, 1}, {2, 2},  {3, 2},  {4, 2},  {5, 3},
-                                               {9, 3}, {10, 4}, {16, 4}, {17, 5}, {100, 10}};
+// The policy's length for L blocks against its definition (memory_lab.h): in 1..L, no length of
+// lower cost ceil(L/k) + k, no SHORTER length of the same cost.
+void expect_policy(int64_t blocks, int64_t k, const std::string& where) {
+  using lab04_cases::checkpoint_cost;
+  ASSERT_TRUE(k >= 1 && k <= blocks)
+      << "TODO 5b: L = " << blocks << where << ": a segment length in 1..L, got " << k;
+  for (int64_t j = 1; j <= blocks; ++j) {
+    if (checkpoint_cost(blocks, j) < checkpoint_cost(blocks, k) ||
+        (j < k && checkpoint_cost(blocks, j) == checkpoint_cost(blocks, k))) {
+      ADD_FAILURE() << "TODO 5b: L = " << blocks << where << ": got k = " << k << ", of cost "
+                    << checkpoint_cost(blocks, k) << " (kept inputs + recomputed blocks), but "
+                    << "k = " << j << " costs " << checkpoint_cost(blocks, j)
+                    << ". Revisit the cost over the integers and the tie rule (memory_lab.h).";
+      return;
+    }
+  }
+}
+
+TEST(Checkpointing, SqrtPolicyMinimisesTheTextbookCost) {
+  const std::map<int64_t, int64_t> expected = {{1, 1},  {2, 1},  {3, 1},  {4, 2},  {5, 2},   {9, 3},
+                                               {10, 2}, {12, 3}, {16, 4}, {17, 3}, {100, 10}};
   const auto call = lab04_student_call::todo5b();  // no core checkpoint inside
-  gtl::judge::Outputs recorded("Checkpointing.SqrtPolicyIsCeilOfSqrt");
+  gtl::judge::Outputs recorded("Checkpointing.SqrtPolicyMinimisesTheTextbookCost");
   for (const auto& [blocks, k] : expected) {
-    recorded.record(lab04::sqrt_segment_length(blocks));
-    EXPECT_EQ(lab04::sqrt_segment_length(blocks), k)
-        << "TODO 5b: L = " << blocks << ": segments of ceil(sqrt(L)) blocks (the handout: "
-        << "ceil(L/k) kept inputs + k recomputed blocks is smallest there)";
+    const int64_t got = lab04::sqrt_segment_length(blocks);
+    recorded.record(got);
+    expect_policy(blocks, got, "");
+    EXPECT_EQ(got, k) << "TODO 5b: L = " << blocks << ": expected k = " << k << ", got " << got;
+  }
+}
+
+// The same at block counts drawn from the grading seed (lab04_cases.h), up to 100,000.
+TEST(Checkpointing, SqrtPolicyMinimisesTheCostAtSeededBlockCounts) {
+  const auto call = lab04_student_call::todo5b();
+  const std::string name = "Checkpointing.SqrtPolicyMinimisesTheCostAtSeededBlockCounts";
+  gtl::judge::Outputs recorded(name);
+  for (int64_t blocks : lab04_cases::seeded_block_counts(name, lab04_cases::kSeededBlockCounts)) {
+    const int64_t got = lab04::sqrt_segment_length(blocks);
+    recorded.record(got);
+    expect_policy(blocks, got, " (" + gtl::test_seed::describe() + ")");
   }
 }
 
@@ -75,8 +105,8 @@ TEST(Checkpointing, GradientsAreBitwiseThePlainModels) {
   const float plain_loss = lab04::forward_backward(*plain, b.images, b.labels);
   gtl::judge::Outputs grads("Checkpointing.GradientsAreBitwiseThePlainModels");
   const auto call = lab04_student_call::todo5a();  // the plain model above, your Checkpoint below
-  // 3 = ceil(sqrt(5)), the policy's segment length, written out: this check grades TODO 5a
-  // alone, whatever TODO 5b returns.
+  // Segment lengths written out (not TODO 5b's policy): this check grades TODO 5a alone, whatever
+  // TODO 5b returns.
   for (int64_t every : {int64_t(1), int64_t(2), int64_t(3)}) {
     auto model = lab04::make_checkpointed_model(config, every);
     ASSERT_EQ(model->num_parameters(), plain->num_parameters())

@@ -106,6 +106,35 @@ inline std::vector<Shape> seeded_shapes(const std::string& test, int count) {
 }
 constexpr int kSeededShapes = 3;
 
+// ---- TODO 4: gradient accumulation
+// ---------------------------------------------------------------- A batch of n samples in k
+// micro-batches, k not dividing n: n in [20, 160], k in [3, 7].
+struct UnevenSplit {
+  int64_t n = 0, k = 0;
+};
+inline UnevenSplit seeded_uneven_split(const std::string& test) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  UnevenSplit s;
+  s.k = gtl::test_seed::draw(g, 3, 7);
+  s.n = gtl::test_seed::draw(g, 20, 160);
+  if (s.n % s.k == 0) ++s.n;
+  return s;
+}
+
+// ---- TODO 5b: the segment-length policy ---------------------------------------------------------
+// The textbook cost of segments of k for L blocks: ceil(L/k) kept inputs + k recomputed blocks.
+inline int64_t checkpoint_cost(int64_t blocks, int64_t k) {
+  return (blocks + k - 1) / k + k;
+}
+// `count` block counts for `test`, 1 to 100,000, drawn from the grading seed.
+inline std::vector<int64_t> seeded_block_counts(const std::string& test, int count) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  std::vector<int64_t> blocks(static_cast<std::size_t>(count));
+  for (int64_t& l : blocks) l = gtl::test_seed::draw(g, 1, 100000);
+  return blocks;
+}
+constexpr int kSeededBlockCounts = 8;
+
 // ---- TODO 3: the timeline -----------------------------------------------------------------------
 // The runs the timeline tests record: two steps (the second has AdamW's moments, so its backward
 // is the run's peak). The fixed one: D = 32, 2 blocks, batch 32.

@@ -43,9 +43,10 @@ void expect_largest(int64_t limit, int64_t max_batch) {
          "its model, optimizer and batch";
   EXPECT_EQ(s.num_ooms, found.ooms) << "TODO 6: count every OutOfMemoryError you caught";
   EXPECT_LE(found.tries, 2 * static_cast<int64_t>(std::ceil(std::log2(max_batch))) + 2)
-      << "TODO 6: " << found.tries << " tries; a search in O(log max_batch) tries needs at most "
+      << "TODO 6: expected at most "
       << 2 * static_cast<int64_t>(std::ceil(std::log2(max_batch))) + 2
-      << ": revisit how you find an upper bound and then narrow it";
+      << " tries (O(log max_batch)) for max_batch " << max_batch << ", got " << found.tries
+      << ": revisit what one try tells you about every other batch size";
   EXPECT_GT(found.tries, 0);
   const bool largest_fits = found.largest == 0 || step_fits(config, limit, found.largest);
   EXPECT_TRUE(largest_fits) << "TODO 6: batch " << found.largest << " does not fit under "
