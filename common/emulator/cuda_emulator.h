@@ -445,6 +445,14 @@ struct cudaDeviceProp {
   int multiProcessorCount;
   int l2CacheSize;
   int memoryBusWidth;
+  // The SM's limits (gtl/runtime/occupancy.h reads them).
+  size_t sharedMemPerMultiprocessor;
+  size_t sharedMemPerBlockOptin;
+  size_t reservedSharedMemPerBlock;
+  int maxThreadsPerMultiProcessor;
+  int maxBlocksPerMultiProcessor;
+  int regsPerMultiprocessor;
+  int regsPerBlock;
 };
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   if (d != 0) return emu::error(cudaErrorInvalidDevice);
@@ -457,6 +465,13 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   p->major = 9;
   p->minor = 0;
   p->multiProcessorCount = 132;
+  p->sharedMemPerMultiprocessor = 228 << 10;
+  p->sharedMemPerBlockOptin = 227 << 10;
+  p->reservedSharedMemPerBlock = 1 << 10;
+  p->maxThreadsPerMultiProcessor = 2048;
+  p->maxBlocksPerMultiProcessor = 32;
+  p->regsPerMultiprocessor = 65536;
+  p->regsPerBlock = 65536;
   p->l2CacheSize = 50 << 20;
   p->memoryBusWidth = 5120;
   return cudaSuccess;

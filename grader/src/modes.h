@@ -62,7 +62,8 @@ std::vector<std::string> graded_submissions(const std::string& csv_text);
 // inline assembly or includes outside its folder (suspicious.h). Empty when there are none.
 std::string suspicious_report(const std::filesystem::path& submissions,
                               const std::vector<Rubric>& labs);
-// A rubric's YAML without hidden checks (and without references to them in todos).
-std::string strip_hidden_checks(const std::string& rubric_yaml);
+// A rubric's YAML for the students' release: without hidden checks (and without references to
+// them in todos) and without the checks' judges.
+std::string release_rubric(const std::string& rubric_yaml);
 
 }  // namespace gtl::grader

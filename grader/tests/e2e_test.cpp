@@ -353,11 +353,13 @@ TEST(GraderE2E, ExportReleaseLeavesOutSolutionAndHiddenChecks) {
   EXPECT_FALSE(fs::exists(release / "solution"));
   EXPECT_FALSE(fs::exists(release / "labs/01-sum/hidden"));
   EXPECT_FALSE(fs::exists(release / "grader/tests")) << "the grader's fixtures hold solutions";
+  EXPECT_FALSE(fs::exists(release / "labs/01-sum/judge")) << "a judge is reference code";
   EXPECT_TRUE(fs::exists(release / "grader/README.md"));
   EXPECT_TRUE(fs::exists(release / "starter/01-sum/sum.cpp"));
   const std::string rubric = read_file(release / "labs/01-sum/rubric.yaml");
   EXPECT_EQ(rubric.find("sum-hidden"), std::string::npos) << rubric;
   EXPECT_NE(rubric.find("sum-speed"), std::string::npos);
+  EXPECT_EQ(rubric.find("judge:"), std::string::npos) << "the release's checks name no judge";
 
   // The release grades on its own.
   limits.timeout_s = 240;

@@ -69,20 +69,5 @@ TEST(OccupancyGpu, TheCalculatorAgreesWithCudas) {
   expect_cudas_figures(many_registers, "many_registers");
 }
 
-TEST(OccupancyGpu, PresetsMatchTheDevice) {
-  GTL_REQUIRE_GPU();
-  const SmLimits dev = SmLimits::of_device(0);
-  if (dev.arch != "sm_80" && dev.arch != "sm_90")
-    GTEST_SKIP() << "the presets are sm_80 and sm_90; this GPU is " << dev.arch;
-  const SmLimits preset = dev.arch == "sm_80" ? SmLimits::sm_80() : SmLimits::sm_90();
-  EXPECT_EQ(dev.shared_per_sm, preset.shared_per_sm);
-  EXPECT_EQ(dev.max_shared_per_block, preset.max_shared_per_block);
-  EXPECT_EQ(dev.reserved_shared_per_block, preset.reserved_shared_per_block);
-  EXPECT_EQ(dev.max_threads_per_sm, preset.max_threads_per_sm);
-  EXPECT_EQ(dev.max_blocks_per_sm, preset.max_blocks_per_sm);
-  EXPECT_EQ(dev.registers_per_sm, preset.registers_per_sm);
-  EXPECT_EQ(dev.max_registers_per_block, preset.max_registers_per_block);
-}
-
 }  // namespace
 }  // namespace gtl

@@ -10,6 +10,7 @@
 #include "gtl/runtime/error.h"
 #include "gtl/runtime/host_sync.h"
 #include "gtl/runtime/launch_count.h"
+#include "gtl/runtime/occupancy.h"
 #include "gtl/runtime/stream.h"
 #include "gtl/tensor/tensor.h"
 #include "gtl_test.h"
@@ -107,6 +108,23 @@ TEST(GpuRuntime, LaunchesAreCountedOneByOne) {
   EXPECT_EQ(launch_counts() - before, LaunchCounts{}) << "CPU work launches nothing";
   EXPECT_EQ(product.to(Device::cpu()).to_vector()[0], 8.f);
   EXPECT_EQ(sum.to(Device::cpu()).to_vector()[0], 2.f);
+}
+
+// The occupancy calculator's limits read from the device (the emulator reports an H100's).
+TEST(GpuRuntime, SmLimitsOfTheDeviceAreItsArchitecturesPreset) {
+  GTL_REQUIRE_GPU();
+  const SmLimits dev = SmLimits::of_device(0);
+  if (dev.arch != "sm_80" && dev.arch != "sm_90")
+    GTEST_SKIP() << "the presets are sm_80 and sm_90; this GPU is " << dev.arch;
+  const SmLimits preset = dev.arch == "sm_80" ? SmLimits::sm_80() : SmLimits::sm_90();
+  EXPECT_EQ(dev.shared_per_sm, preset.shared_per_sm);
+  EXPECT_EQ(dev.max_shared_per_block, preset.max_shared_per_block);
+  EXPECT_EQ(dev.reserved_shared_per_block, preset.reserved_shared_per_block);
+  EXPECT_EQ(dev.max_threads_per_sm, preset.max_threads_per_sm);
+  EXPECT_EQ(dev.max_threads_per_block, preset.max_threads_per_block);
+  EXPECT_EQ(dev.max_blocks_per_sm, preset.max_blocks_per_sm);
+  EXPECT_EQ(dev.registers_per_sm, preset.registers_per_sm);
+  EXPECT_EQ(dev.max_registers_per_block, preset.max_registers_per_block);
 }
 
 TEST(GpuRuntime, DeviceGuardRestoresTheDevice) {
