@@ -276,7 +276,7 @@ inline std::vector<double> replicated_bound(const Tensor& a, const Tensor& b, in
 }
 
 // ---- Step 5: data x tensor parallelism ----------------------------------------------------------
-// A grid of dp replicas of a tp-way sharded model; world rank = dp_rank * tp + tp_rank.
+// A grid of dp replicas of a tp-way sharded model, laid out as the core's ProcessGrid lays it.
 struct Grid {
   int dp = 1, tp = 1;
   int world() const { return dp * tp; }
