@@ -466,8 +466,8 @@ inline int64_t ring_sent(int64_t bytes, int g) {
   return 2 * (g - 1) * bytes / g;
 }
 // What rank w of grid g issues in the synchronisation, its TP group's calls first, then its DP
-// group's, each in parameter order: one TP all-reduce per replicated parameter (the sum of the
-// ranks' positions), one DP all-reduce per parameter (the mean over the replicas).
+// group's, each in parameter order: one TP all-reduce per replicated parameter, one DP all-reduce
+// per parameter.
 inline std::vector<std::string> dp_tp_collectives(const Grid& g, int w) {
   const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
   std::vector<std::string> out;
