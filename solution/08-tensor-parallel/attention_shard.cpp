@@ -6,8 +6,7 @@
 // needs only the qkv rows that produce them (qkv becomes column-parallel) and only the proj
 // columns that read them (proj becomes row-parallel), and nothing crosses ranks in between. The
 // core's fused qkv Linear lays its 3D output features out as q (all heads), then k, then v
-// (common/gtl/nn/causal_self_attention.cpp, kSplitHeads): a rank's rows are therefore NOT one
-// contiguous block of the fused weight.
+// (common/gtl/nn/causal_self_attention.cpp, kSplitHeads).
 #include <string>
 
 #include "gtl/runtime/error.h"

@@ -4,9 +4,9 @@
 // k times over, each rank on the same [B, T, D] tensor, and keeps k copies of their activations.
 // These regions act position by position, so they can run on a slice of the sequence instead:
 // rank r keeps positions tp_slice(T) only. Between the regions the column/row pair still needs
-// every position on every rank, so the all-reduce of step 1 splits into its two halves: the
-// all-gather in front of the pair and the reduce-scatter after it, the same bytes in all. What
-// changes is what each rank holds, and which gradients are no longer whole on one rank.
+// every position on every rank, so the all-reduce of step 1 splits into its two halves, an
+// all-gather and a reduce-scatter, the same bytes in all. Where each half goes, what each rank
+// then holds, and which gradients are no longer whole on one rank, is this TODO.
 #include <vector>
 
 #include "gtl/ops/activations.h"
@@ -46,12 +46,12 @@ Tensor scatter_sequence(const Tensor& partial, Communicator& tp) {
   // END SOLUTION(lab08)
 }
 
+// SOLUTION(lab08) step 4b: SequenceParallelMLP's forward and backward on this rank's positions.
 Tensor SequenceParallelMLP::forward_impl(const Tensor& x, nn::Context& ctx) {
   GTL_CHECK(x.dim() == 3 && x.size(2) == dim_ && x.dtype() == gtl::DType::Float32,
             "SequenceParallelMLP '" << path() << "': expected float32 [B, T/k, " << dim_
                                     << "], got " << gtl::shape_str(x.shape()));
   namespace ops = gtl::ops;
-  // SOLUTION(lab08) step 4b: forward on this rank's positions.
   const int64_t b = x.size(0), part = x.size(1), t = part * tp_.world_size();
   const Tensor x2 = x.reshape({b * part, dim_});
   ops::LayerNormForward ln = ops::layernorm_forward(x2, params_[0].value, params_[1].value);
@@ -65,12 +65,10 @@ Tensor SequenceParallelMLP::forward_impl(const Tensor& x, nn::Context& ctx) {
   ops::bias_add_(sum, params_[5].value);  // once, on the whole sum of this rank's positions
   ctx.saved = {x2, ln.mean, ln.rstd, whole, h, g};
   return ops::add(x2, sum).reshape({b, part, dim_});
-  // END SOLUTION(lab08)
 }
 
 Tensor SequenceParallelMLP::backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
   namespace ops = gtl::ops;
-  // SOLUTION(lab08) step 4b: backward on this rank's positions.
   const Tensor& x2 = ctx.saved.at(0);
   const Tensor& whole = ctx.saved.at(3);
   const Tensor& h = ctx.saved.at(4);
@@ -94,7 +92,7 @@ Tensor SequenceParallelMLP::backward_impl(nn::Context& ctx, const Tensor& dy, nn
   write_grad(params_[1], ln.dbias, mode);
   write_grad(params_[5], dbias, mode);
   return ops::add(dy2, ln.dx).reshape({b, part, dim_});
-  // END SOLUTION(lab08)
 }
+// END SOLUTION(lab08)
 
 }  // namespace lab08

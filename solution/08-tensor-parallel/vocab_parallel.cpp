@@ -23,11 +23,11 @@ VocabParallelEmbedding::VocabParallelEmbedding(const nn::TokenEmbedding& full, C
   add_parameter("weight", full.weight().value.slice(rows_.begin, rows_.end).clone());
 }
 
+// SOLUTION(lab08) step 3a: VocabParallelEmbedding's forward and backward.
 Tensor VocabParallelEmbedding::forward_impl(const Tensor& ids, nn::Context& ctx) {
   GTL_CHECK(ids.dim() == 2 && ids.dtype() == gtl::DType::Int64,
             "VocabParallelEmbedding '" << path() << "': expected int64 ids [B, T], got "
                                        << gtl::shape_str(ids.shape()));
-  // SOLUTION(lab08) step 3a: the lookup of this rank's rows, completed across the group.
   const int64_t n = ids.numel();
   Tensor y = Tensor::zeros({n, dim_});
   const int64_t* id = ids.data<int64_t>();
@@ -43,12 +43,10 @@ Tensor VocabParallelEmbedding::forward_impl(const Tensor& ids, nn::Context& ctx)
   tp_.all_reduce(y);  // exactly one rank contributes each row: the sum is that row
   ctx.saved = {ids};
   return y.reshape({ids.size(0), ids.size(1), dim_});
-  // END SOLUTION(lab08)
 }
 
 Tensor VocabParallelEmbedding::backward_impl(nn::Context& ctx, const Tensor& dy,
                                              nn::GradMode mode) {
-  // SOLUTION(lab08) step 3a: the gradient of this rank's rows.
   const Tensor& ids = ctx.saved.at(0);
   const int64_t n = ids.numel();
   Tensor grad = Tensor::zeros({rows_.size(), dim_});
@@ -62,9 +60,10 @@ Tensor VocabParallelEmbedding::backward_impl(nn::Context& ctx, const Tensor& dy,
   }
   write_grad(params_[0], grad, mode);
   return Tensor();
-  // END SOLUTION(lab08)
 }
+// END SOLUTION(lab08)
 
+// SOLUTION(lab08) step 3b: VocabParallelCrossEntropy's forward and backward.
 Tensor VocabParallelCrossEntropy::forward(const Tensor& local_logits, const Tensor& labels,
                                           nn::Context& ctx) const {
   GTL_CHECK(
@@ -75,7 +74,6 @@ Tensor VocabParallelCrossEntropy::forward(const Tensor& local_logits, const Tens
           << gtl::shape_str(local_logits.shape()) << " and " << gtl::shape_str(labels.shape()));
   const int64_t rows = local_logits.size(0), width = local_logits.size(1);
   const Slice mine = {tp_.rank() * width, (tp_.rank() + 1) * width};
-  // SOLUTION(lab08) step 3b: the mean cross-entropy without the full logits.
   const float* x = local_logits.data<float>();
   const int64_t* label = labels.data<int64_t>();
   Tensor m = Tensor::empty({rows}), target = Tensor::zeros({rows}), s = Tensor::empty({rows});
@@ -103,11 +101,9 @@ Tensor VocabParallelCrossEntropy::forward(const Tensor& local_logits, const Tens
   for (int64_t i = 0; i < rows; ++i) total += std::log(ps[i]) + pm[i] - pt[i];
   ctx.saved = {local_logits, labels, m, s};
   return Tensor::from_vector({static_cast<float>(total / static_cast<double>(rows))}, {1});
-  // END SOLUTION(lab08)
 }
 
 Tensor VocabParallelCrossEntropy::backward(nn::Context& ctx, float dloss) const {
-  // SOLUTION(lab08) step 3b: this rank's columns of dlogits.
   const Tensor& logits = ctx.saved.at(0);
   const int64_t rows = logits.size(0), width = logits.size(1);
   const int64_t begin = tp_.rank() * width;
@@ -124,7 +120,7 @@ Tensor VocabParallelCrossEntropy::backward(nn::Context& ctx, float dloss) const 
           (std::exp(x[i * width + j] - m[i]) / s[i] - (label[i] == begin + j ? 1.f : 0.f)) * scale;
   ctx.clear();
   return dx;
-  // END SOLUTION(lab08)
 }
+// END SOLUTION(lab08)
 
 }  // namespace lab08

@@ -6,8 +6,7 @@
 // needs only the qkv rows that produce them (qkv becomes column-parallel) and only the proj
 // columns that read them (proj becomes row-parallel), and nothing crosses ranks in between. The
 // core's fused qkv Linear lays its 3D output features out as q (all heads), then k, then v
-// (common/gtl/nn/causal_self_attention.cpp, kSplitHeads): a rank's rows are therefore NOT one
-// contiguous block of the fused weight.
+// (common/gtl/nn/causal_self_attention.cpp, kSplitHeads).
 #include <string>
 
 #include "gtl/runtime/error.h"
@@ -24,9 +23,8 @@ AttentionShard shard_attention(const nn::CausalSelfAttention& full, int tp_rank,
   //   Spec: see AttentionShard in tensor_parallel.h. Refuse a TP size that does not divide the
   //   heads with a gtl::Error whose message names both numbers (a test checks them); TP sizes
   //   below 1 and ranks outside [0, size) are errors too. The shard's tensors are new
-  //   contiguous float32 CPU tensors (copy rows with slice + copy_, columns element by element).
-  //   Hint: for the qkv weight, first write down which rows of [3D, D] hold head h's q, its k
-  //   and its v. About 22 lines.
+  //   contiguous float32 CPU tensors. Hint: for the qkv weight, first write down which rows of
+  //   [3D, D] hold head h's q, its k and its v. About 22 lines.
   (void)tp_rank, (void)tp_size, (void)dim, (void)heads, (void)d, (void)p;
   throw gtl::Error("TODO(lab08) step 2: shard_attention is not implemented");
   // END TODO(lab08)

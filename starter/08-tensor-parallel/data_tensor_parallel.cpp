@@ -35,8 +35,8 @@ void finalize_gradients(const std::vector<nn::ParamRef>& params,
   //   Spec: as the header says, from each rank's micro-batch gradients to the gradient of the
   //   mean loss over the whole batch, with one all-reduce per replicated parameter in one group
   //   and one per parameter in the other, each group's calls in parameter order. Hint: for each
-  //   group ask what its ranks hold of the same gradient (pieces of one sum, or estimates of
-  //   one mean over different sequences?) and pick the ReduceOp that says so. About 3 lines.
+  //   group, write what its ranks hold of one gradient and the whole batch's gradient in terms
+  //   of those, then pick the ReduceOp that says so. About 3 lines.
   (void)params, (void)replicated, (void)tp, (void)dp;
   throw gtl::Error("TODO(lab08) step 5b: finalize_gradients is not implemented");
   // END TODO(lab08)

@@ -4,9 +4,8 @@
 // A linear layer y = x W^T + b can be cut two ways. By output features, every rank needs all of x
 // and produces some columns of y. By input features, every rank needs some columns of x and
 // produces a PARTIAL SUM of all of y. A column-parallel layer feeding a row-parallel one (the MLP,
-// attention) therefore needs no communication in between, one all-reduce after the pair in
-// forward, and one in front of the pair in backward. Where exactly each goes, and what must not
-// be communicated at all, is this TODO.
+// attention) needs no communication in between, and one all-reduce in each pass (the traffic
+// check counts them). Where each goes, and what must not be communicated at all, is this TODO.
 #include "gtl/nn/precision.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/ops/matmul.h"
@@ -29,58 +28,52 @@ namespace {
 }
 }  // namespace
 
+// TODO(lab08) step 1a: ColumnParallelLinear: its shard, forward and backward, f inside.
+//   Spec: tensor_parallel.h, ColumnParallelLinear. The constructor registers "weight" then
+//   "bias" (add_parameter), this rank's own copies of its slice of `full` (p[0] the weight, p[1]
+//   the bias), never views: an optimizer step on a shard must not touch the unsharded layer.
+//   Forward and backward are nn::Linear's in float32 on the shard, with the ops it uses
+//   (common/gtl/nn/linear.cpp), honouring `mode` as it does: the tests compare bits with the
+//   unsharded layer. Which of the tensors each pass returns needs the other ranks, and which
+//   must not? About 14 lines besides the given ones.
 ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& full, Communicator& tp)
     : Module("column_parallel_linear"), tp_(tp), in_(full.in_features()), out_local_(0) {
   const Slice rows = tp_slice(full.out_features(), tp.rank(), tp.world_size(), "output features");
   out_local_ = rows.size();
   const std::vector<nn::ParamRef> p = full.parameters();
   GTL_CHECK(p.size() == 2, "ColumnParallelLinear: the full layer must have a bias");
-  // TODO(lab08) step 1a: this rank's parameters.
-  //   Spec: register "weight" [out/k, in] and then "bias" [out/k] (add_parameter), copies of the
-  //   full layer's rows `rows` (p[0].value is the weight [out, in], p[1].value the bias). They
-  //   must be copies: the shard is this rank's own tensor, not a view into the full layer.
-  //   About 2 lines.
   (void)p;
   throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear's shard is not implemented");
-  // END TODO(lab08)
 }
 
 Tensor ColumnParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
   GTL_CHECK(x.dim() == 2 && x.size(1) == in_, "ColumnParallelLinear '"
                                                   << path() << "': expected [N, " << in_
                                                   << "], got " << gtl::shape_str(x.shape()));
-  // TODO(lab08) step 1a: forward of f, then this rank's columns of y.
-  //   Spec: y_r = x W_r^T + b_r, [N, out/k] float32; save what backward reads. Compute it with
-  //   the ops the core's nn::Linear uses in float32 (common/gtl/nn/linear.cpp): the tests compare
-  //   bits with the unsharded layer's columns. About 4 lines.
   (void)ctx;
   throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear::forward is not implemented");
-  // END TODO(lab08)
 }
 
 Tensor ColumnParallelLinear::backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
-  // TODO(lab08) step 1a: this rank's weight and bias gradients, then dx through f's backward.
-  //   Spec: dy is [N, out/k] (this rank's columns of the full dy). Write this rank's weight and
-  //   bias gradients, honouring `mode` (Overwrite or Accumulate) the way nn::Linear does, and
-  //   return the FULL dx [N, in] on every rank. Which of these need the other ranks, and which
-  //   must not? About 8 lines.
   (void)ctx, (void)dy, (void)mode;
   throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear::backward is not implemented");
-  // END TODO(lab08)
 }
+// END TODO(lab08)
 
+// TODO(lab08) step 1b: RowParallelLinear: its shard, forward and backward, g inside.
+//   Spec: tensor_parallel.h, RowParallelLinear. The constructor registers "weight" then "bias",
+//   this rank's own copies (copy_columns above copies a block of columns). Forward and backward
+//   are nn::Linear's in float32 on the shard, with the same ops, honouring `mode`, plus g.
+//   Compare what a rank holds in each pass with what the header says it must return: the gap
+//   is where the group talks. About 14 lines besides the given ones.
 RowParallelLinear::RowParallelLinear(const nn::Linear& full, Communicator& tp)
     : Module("row_parallel_linear"), tp_(tp), in_local_(0), out_(full.out_features()) {
   const Slice cols = tp_slice(full.in_features(), tp.rank(), tp.world_size(), "input features");
   in_local_ = cols.size();
   const std::vector<nn::ParamRef> p = full.parameters();
   GTL_CHECK(p.size() == 2, "RowParallelLinear: the full layer must have a bias");
-  // TODO(lab08) step 1b: this rank's parameters.
-  //   Spec: register "weight" [out, in/k], this rank's columns `cols` of the full weight
-  //   (copy_columns above), then "bias" [out]. About 2 lines.
   (void)p, (void)cols;
   throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear's shard is not implemented");
-  // END TODO(lab08)
 }
 
 Tensor RowParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
@@ -88,23 +81,14 @@ Tensor RowParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
                                                         << path() << "': expected [N, " << in_local_
                                                         << "] (this rank's columns"
                                                         << "), got " << gtl::shape_str(x.shape()));
-  // TODO(lab08) step 1b: this rank's partial y, g's forward, the bias.
-  //   Spec: return the unsharded layer's FULL y [N, out] on every rank, the same bits on every
-  //   rank; save what backward reads.
-  //   About 5 lines.
   (void)x, (void)ctx;
   throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear::forward is not implemented");
-  // END TODO(lab08)
 }
 
 Tensor RowParallelLinear::backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
-  // TODO(lab08) step 1b: g's backward, then this rank's gradients.
-  //   Spec: dy is the full [N, out], the same on every rank. Write this rank's weight gradient
-  //   and the (whole) bias gradient, honouring `mode`; return dx_r [N, in/k], this rank's
-  //   columns of dx. About 7 lines.
   (void)ctx, (void)dy, (void)mode;
   throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear::backward is not implemented");
-  // END TODO(lab08)
 }
+// END TODO(lab08)
 
 }  // namespace lab08

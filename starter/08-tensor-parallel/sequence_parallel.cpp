@@ -4,9 +4,9 @@
 // k times over, each rank on the same [B, T, D] tensor, and keeps k copies of their activations.
 // These regions act position by position, so they can run on a slice of the sequence instead:
 // rank r keeps positions tp_slice(T) only. Between the regions the column/row pair still needs
-// every position on every rank, so the all-reduce of step 1 splits into its two halves: the
-// all-gather in front of the pair and the reduce-scatter after it, the same bytes in all. What
-// changes is what each rank holds, and which gradients are no longer whole on one rank.
+// every position on every rank, so the all-reduce of step 1 splits into its two halves, an
+// all-gather and a reduce-scatter, the same bytes in all. Where each half goes, what each rank
+// then holds, and which gradients are no longer whole on one rank, is this TODO.
 #include <vector>
 
 #include "gtl/ops/activations.h"
@@ -49,35 +49,32 @@ Tensor scatter_sequence(const Tensor& partial, Communicator& tp) {
   // END TODO(lab08)
 }
 
+// TODO(lab08) step 4b: SequenceParallelMLP's forward and backward on this rank's positions.
+//   Spec: tensor_parallel.h, SequenceParallelMLP: y_r = x_r + fc2(gelu(fc1(ln(x_r)))) at this
+//   rank's positions, [B, T/k, D], with step 1's cut of fc1 and fc2 and your 4a pair as the
+//   group's only communication besides the replicated gradients' all-reduces; backward returns
+//   dx_r and writes every gradient, honouring `mode` as nn::Linear does. Which parts need every
+//   position, and which only this rank's? Compute each piece with the op the core's layer uses
+//   (ops::layernorm_forward/backward, ops::matmul, ops::matmul_out, ops::bias_add_, ops::gelu,
+//   ops::gelu_backward, ops::add, ops::sum_rows, Module::write_grad): the checks compare bits.
+//   Save exactly what the header lists: the memory check counts every byte still held. What is
+//   the backward of each 4a function? A replicated parameter's gradient is a sum over ALL B*T
+//   positions, the same on every rank: what does this rank's backward see of that sum?
+//   About 35 lines besides the given ones.
 Tensor SequenceParallelMLP::forward_impl(const Tensor& x, nn::Context& ctx) {
   GTL_CHECK(x.dim() == 3 && x.size(2) == dim_ && x.dtype() == gtl::DType::Float32,
             "SequenceParallelMLP '" << path() << "': expected float32 [B, T/k, " << dim_
                                     << "], got " << gtl::shape_str(x.shape()));
   namespace ops = gtl::ops;
-  // TODO(lab08) step 4b: forward on this rank's positions.
-  //   Spec: y_r = x_r + fc2(gelu(fc1(ln(x_r)))) at this rank's positions, [B, T/k, D], with
-  //   step 1's cut of fc1 and fc2 and your 4a pair as the group's only communication. Which
-  //   parts need every position, and which only this rank's? Compute each piece with the op the
-  //   core's layer uses (nn::LayerNorm, nn::Linear, nn::GELU: ops::layernorm_forward,
-  //   ops::matmul, ops::bias_add_, ops::gelu, ops::add): the checks compare bits. Save exactly
-  //   what the header lists: the memory check counts every byte still held. About 13 lines.
   (void)ctx;
   throw gtl::Error("TODO(lab08) step 4b: SequenceParallelMLP::forward is not implemented");
-  // END TODO(lab08)
 }
 
 Tensor SequenceParallelMLP::backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
   namespace ops = gtl::ops;
-  // TODO(lab08) step 4b: backward on this rank's positions.
-  //   Spec: from dy_r [B, T/k, D] return dx_r [B, T/k, D]; write fc1's and fc2's shard gradients
-  //   and the replicated ln.weight, ln.bias and fc2.bias gradients, honouring `mode` as
-  //   nn::Linear does, with the ops the core's layers' backwards use (ops::layernorm_backward,
-  //   ops::gelu_backward, ops::matmul_out, ops::sum_rows, Module::write_grad). What is the backward
-  //   of each 4a function? A replicated parameter's gradient is a sum over ALL B*T positions,
-  //   the same on every rank: what does this rank's backward see of that sum? About 22 lines.
   (void)ctx, (void)dy, (void)mode;
   throw gtl::Error("TODO(lab08) step 4b: SequenceParallelMLP::backward is not implemented");
-  // END TODO(lab08)
 }
+// END TODO(lab08)
 
 }  // namespace lab08

@@ -171,12 +171,12 @@ class VocabParallelEmbedding final : public nn::Module {
 // The mean cross-entropy of logits [N, V] against labels [N] (int64, in [0, V)) when rank r holds
 // only the columns tp_slice(V) of the logits, local_logits [N, V/k] float32 (the head of a
 // vocabulary-parallel GPT produces exactly that). The full logits are NEVER assembled: per row,
-// the max (all-reduce Max), the label's logit (all-reduce Sum: only its owner contributes) and
-// the sum of exp(logit - max) (all-reduce Sum) are combined, three all-reduces of N floats, in
-// that order. Returns the loss [1] float32, the same on every rank; a label outside [0, V)
-// makes every rank throw gtl::Error naming the label and V. Beyond its input, a rank
-// allocates per-row vectors and at most ONE [N, V/k] float buffer (backward's result): the
-// allocator's peak is checked.
+// three numbers are combined across the group, three all-reduces of N floats in this order: the
+// row's max, the label's logit, the sum of exp(logit - max) over the row (which reduction each
+// needs, and what each rank contributes, is the step). Returns the loss [1] float32, the same on
+// every rank; a label outside [0, V) makes every rank throw gtl::Error naming the label and V.
+// Beyond its input, a rank allocates per-row vectors and at most ONE [N, V/k] float buffer
+// (backward's result): the allocator's peak is checked.
 class VocabParallelCrossEntropy {
  public:
   explicit VocabParallelCrossEntropy(Communicator& tp) : tp_(tp) {}
@@ -193,8 +193,8 @@ class VocabParallelCrossEntropy {
 // rank of the group above computes the same thing on the same [B, T, D] tensor. Sequence
 // parallelism cuts those regions along the SEQUENCE: rank r holds positions tp_slice(T) of every
 // sequence, x_r [B, T/k, D] (all B sequences, its T/k positions of each, in order), and the
-// group's all-reduce becomes an all-gather entering the column/row pair and a reduce-scatter
-// leaving it. T must be divisible by k: this lab refuses otherwise, as Megatron-LM does.
+// group's all-reduce becomes an all-gather and a reduce-scatter of the same bytes. T must be
+// divisible by k: this lab refuses otherwise, as Megatron-LM does.
 
 // [B, T/k, D] float32 on every rank, rank r's positions -> [B, T, D], the whole sequence, the
 // same on every rank, each position exactly the bits its owner sent. One all-gather of B*T*D
@@ -236,10 +236,9 @@ class SequenceParallelMLP final : public nn::Module {
 // ---- 5. Data x tensor parallelism on the process grid (data_tensor_parallel.cpp) ---------------
 // A world of dp * tp ranks runs dp replicas of one tp-way sharded model, each replica on its own
 // B/dp sequences of the batch. The ranks are laid out as the core's gtl::dist::ProcessGrid lays
-// them out with one pipeline stage: TP innermost, so the tp ranks of a replica are neighbours (one
-// node, NVLink) and a DP group takes one rank from each replica.
-//
-//   world rank = dp_rank * tp + tp_rank
+// them out with one pipeline stage: TP innermost, so the tp ranks of a replica are neighbours,
+// consecutive world ranks with replica 0 first (one node, NVLink), and a DP group takes one rank
+// from each replica.
 
 // 5a. Each rank's two groups, split from `world`: `tp`, the tp ranks of its replica (same
 // dp_rank), and `dp`, the dp ranks holding the same shard (same tp_rank); in both, the ranks are

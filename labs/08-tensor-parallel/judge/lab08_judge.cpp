@@ -474,8 +474,8 @@ std::string dp_tp_groups() {
           tp != lab08_cases::tp_members(g, w) || dp != lab08_cases::dp_members(g, w))
         throw Rejection(r.test() + ": " + who + " recorded tp_rank " + std::to_string(tp_rank) +
                         ", dp_rank " + std::to_string(dp_rank) +
-                        " or groups other than the grid's (TP innermost: world rank = dp_rank * "
-                        "tp + tp_rank)");
+                        " or groups other than the grid's (TP innermost: the tp ranks of a "
+                        "replica are consecutive world ranks)");
     }
   Recorded refusal("DataTensorParallel.GroupsRefuseATpSizeTheWorldCannotHold");
   for (int i = 0; i < 6 + 4 + 8; ++i)  // TP = 4 on 6 ranks, 3 on 4, 3 on 8: every rank refuses

@@ -196,10 +196,12 @@ void expect_gradients(const Case& c, const std::string& test) {
                                 "'s gradient against one process on "
                                 "the whole batch, " +
                                 who,
-                            rep ? "5b: a replicated gradient is the SUM of the TP ranks' "
-                                  "positions, then the MEAN over the DP replicas"
-                                : "5b: a shard's gradient is the MEAN over the DP replicas "
-                                  "of the same shard (the DP group, not the TP group)"),
+                            rep ? "5b: what a replicated parameter's gradient is in terms of "
+                                  "what its TP group and its DP group hold (handout, \"Two "
+                                  "dimensions: data x tensor\")"
+                                : "5b: what a shard's gradient is in terms of what its DP "
+                                  "group holds, and which group holds copies of the same shard "
+                                  "(handout, \"Two dimensions: data x tensor\")"),
             "");
         // Ranks that hold the same parameter must hold the same bits: a shard on its DP group,
         // a replicated parameter on the whole world.

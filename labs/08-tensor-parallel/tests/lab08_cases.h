@@ -276,7 +276,7 @@ inline std::vector<double> replicated_bound(const Tensor& a, const Tensor& b, in
 }
 
 // ---- Step 5: data x tensor parallelism ----------------------------------------------------------
-// A grid of dp replicas of a tp-way sharded model; world rank = dp_rank * tp + tp_rank.
+// A grid of dp replicas of a tp-way sharded model, laid out as the core's ProcessGrid lays it.
 struct Grid {
   int dp = 1, tp = 1;
   int world() const { return dp * tp; }
@@ -466,8 +466,8 @@ inline int64_t ring_sent(int64_t bytes, int g) {
   return 2 * (g - 1) * bytes / g;
 }
 // What rank w of grid g issues in the synchronisation, its TP group's calls first, then its DP
-// group's, each in parameter order: one TP all-reduce per replicated parameter (the sum of the
-// ranks' positions), one DP all-reduce per parameter (the mean over the replicas).
+// group's, each in parameter order: one TP all-reduce per replicated parameter, one DP all-reduce
+// per parameter.
 inline std::vector<std::string> dp_tp_collectives(const Grid& g, int w) {
   const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
   std::vector<std::string> out;

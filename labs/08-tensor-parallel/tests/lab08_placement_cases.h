@@ -72,9 +72,9 @@ inline Traces traced_tp_step(int k, int64_t rows, int64_t dim = kDim) {
     gtl::nn::HookHandle traced = gtl::dist::trace_modules(block, comm.trace());
     gtl::nn::Context ctx;
     const gtl::Tensor y = block.forward(x, ctx);
-    comm.all_reduce(y);  // g: the partial sums of fc2's output
+    comm.all_reduce(y);
     const gtl::Tensor dx = block.backward(ctx, dy);
-    comm.all_reduce(dx);  // f's backward: the partial sums of fc1's input gradient
+    comm.all_reduce(dx);
     traces[static_cast<std::size_t>(comm.rank())] = comm.trace()->events();
   });
   return traces;

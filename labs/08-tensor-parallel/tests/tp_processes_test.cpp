@@ -154,9 +154,9 @@ TEST(TpProcesses, TwoProcessesMatchTheUnshardedCrossEntropy) {
         "rank " + std::to_string(r) + " of " + std::to_string(world) + " processes, " + c.str();
     for (const auto& v : got.values) recorded.record_all(v);
     EXPECT_EQ(bounded_problem(got.values[0], {float(loss_ref)}, {loss_bound}, "the loss, " + who,
-                              "each of the three per-row numbers every rank must share: the "
-                              "GLOBAL row max, the label's logit (only its owner holds it) and "
-                              "the sum of exp over the whole row." +
+                              "each of the three per-row numbers every rank must share (the "
+                              "row's max, the label's logit, the sum of exp over the whole row): "
+                              "which reduction gives each, what each rank contributes." +
                                   why()),
               "");
     const Slice cols = tp_slice(lab08_cases::kVocab, r, world, "vocabulary");
@@ -167,8 +167,8 @@ TEST(TpProcesses, TwoProcessesMatchTheUnshardedCrossEntropy) {
       bound[i] = lab08_cases::dlogit_bound(want[i], labels.data<int64_t>()[row] == col, c.rows());
     }
     EXPECT_EQ(bounded_problem(got.values[1], want, bound, "dlogits, " + who,
-                              "the backward: softmax from the saved global max and sum, minus the "
-                              "one-hot on the label's owner only." +
+                              "the backward: d loss / d logit on this rank's columns, from what "
+                              "forward saved." +
                                   why()),
               "");
   }

@@ -210,9 +210,9 @@ void expect_loss_equals_unsharded(const Case& c, float low, float high, const st
                   ? " (and rank 0 got " + show(ranks[0].loss) +
                         ": the ranks disagree, so one per-row number is still a local one)"
                   : std::string())
-          << ". Revisit each of the three per-row numbers every rank must share: the GLOBAL row "
-             "max (all-reduced with Max), the label's logit (only its owner holds it) and the sum "
-             "of exp over the whole row";
+          << ". Revisit each of the three per-row numbers every rank must share (the row's max, "
+             "the label's logit, the sum of exp over the whole row): which reduction gives each, "
+             "and what each rank contributes (handout, \"The vocabulary\")";
       const Slice cols = tp_slice(kVocab, r, k, "vocabulary");
       const std::vector<float> want = lab08_cases::columns(d_ref, cols.begin, cols.end).to_vector();
       std::vector<double> bound(want.size());
@@ -222,8 +222,8 @@ void expect_loss_equals_unsharded(const Case& c, float low, float high, const st
         bound[i] = lab08_cases::dlogit_bound(want[i], labels.data<int64_t>()[row] == col, c.rows());
       }
       EXPECT_EQ(bounded_problem(got.dlogits, want, bound, "dlogits, " + who,
-                                "the backward: softmax from the saved global max and sum, minus "
-                                "the one-hot on the label's owner only"),
+                                "the backward: d loss / d logit on this rank's columns, from "
+                                "what forward saved (handout, \"The vocabulary\")"),
                 "");
     }
   }
@@ -295,7 +295,7 @@ TEST(VocabParallel, NeverAllocatesTheFullLogitsAndSendsThreeRowVectors) {
           << joined(want) << " (max, label logit, sum of exp)";
       EXPECT_TRUE(got.backward_comm.empty())
           << who << ": the loss's backward issued " << joined(got.backward_comm)
-          << ", expected nothing: forward saved the global max and sum";
+          << ", expected nothing: what forward shared is all backward needs";
     }
   }
 }
