@@ -1,4 +1,5 @@
-// Lab 07, TODO 7: the bubble of interleaved 1F1B (its order, Megatron-LM's convention, is given).
+// Lab 07, TODO 7: the bubble of interleaved 1F1B (its order, Megatron-LM's convention, is the
+// harness's: interleaved_schedule in src/interleaved_order.cpp).
 //
 // Cut each rank's layers into v chunks placed round-robin over the ranks: the pipeline is then
 // v p virtual stages deep, but each is v times shorter, so filling and draining it (the bubble)
@@ -12,37 +13,6 @@
 #include "pipeline.h"
 
 namespace lab07 {
-
-InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m) {
-  GTL_CHECK(ranks >= 1 && chunks >= 1 && m >= 1 && m % ranks == 0,
-            "interleaved_schedule: need p >= 1, v >= 1 and m a multiple of p, got p "
-                << ranks << ", v " << chunks << ", m " << m);
-  // Given: Megatron-LM's convention (pipeline.h), not yours to derive.
-  const int64_t p = ranks, v = chunks, total = v * m;
-  auto micro_batch = [&](int64_t k) { return (k / (p * v)) * p + k % p; };
-  auto chunk = [&](int64_t k, bool forward) {
-    const auto c = static_cast<int>((k % (p * v)) / p);
-    return forward ? c : chunks - 1 - c;
-  };
-  InterleavedSchedule schedule(static_cast<std::size_t>(ranks));
-  for (int64_t r = 0; r < p; ++r) {
-    auto& actions = schedule[static_cast<std::size_t>(r)];
-    const int64_t warmup = m == p ? total : std::min((p - r - 1) * 2 + (v - 1) * p, total);
-    auto forward = [&](int64_t k) {
-      actions.push_back({Op::Forward, micro_batch(k), chunk(k, true)});
-    };
-    auto backward = [&](int64_t k) {
-      actions.push_back({Op::Backward, micro_batch(k), chunk(k, false)});
-    };
-    for (int64_t k = 0; k < warmup; ++k) forward(k);
-    for (int64_t k = 0; k < total - warmup; ++k) {
-      forward(warmup + k);
-      backward(k);
-    }
-    for (int64_t k = total - warmup; k < total; ++k) backward(k);
-  }
-  return schedule;
-}
 
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                           double chunk_forward_time, double chunk_backward_time) {

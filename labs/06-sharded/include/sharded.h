@@ -125,7 +125,9 @@ class Fsdp {
   // TODO 5. Starts unit u's all-gather asynchronously and returns without waiting for it; the
   // gather's Work is in_flight(u) until gather(u) waits for it. Does nothing when u is out of
   // range or its values are already present or in flight. With prefetch 1 the unit that computes
-  // next is gathered while u computes; where the hooks call it is TODO 5's question.
+  // next is gathered while u computes, within a pass: forward prefetches only forward units,
+  // backward only backward units (the last unit's forward still releases it, and its backward
+  // gathers it again, as TODO 4 does). Where the hooks call it is TODO 5's question.
   void prefetch(int64_t u);
   // Unit u's prefetch in flight, if any: the Work gather(u) waits for (TODO 5's own checks wait
   // on it too, so they do not need gather, TODO 4).
@@ -146,7 +148,8 @@ class Fsdp {
 
 // ---- 6. Sharded checkpoint (sharded_checkpoint.cpp) ---------------------------------------------
 // Each rank saves only what it owns, in its own file shard_file(dir, rank, N), a
-// gtl::io::CheckpointFile written atomically: no rank ever holds the whole model. Its entries:
+// gtl::io::CheckpointFile written atomically: no rank ever holds the whole model. Its entries
+// (numbers as put_int scalars, tensors as tensors):
 //   "world_size", "rank"            the layout the shards were cut for
 //   "unit<u>.values"                 unit u's shard_values() (its padding included)
 //   "optim.<name>"                   every tensor of optimizer.state() (this rank's m and v)

@@ -149,7 +149,8 @@ struct ChunkAction {
 };
 using InterleavedSchedule = std::vector<std::vector<ChunkAction>>;  // index = rank
 
-// Given (interleaved_schedule.cpp, outside TODO 7's region): Megatron-LM's interleaved 1F1B for
+// Given (the harness, src/interleaved_order.cpp: leave it closed until TODO 4 is done, its phases
+// are 1F1B's): Megatron-LM's interleaved 1F1B for
 // p ranks, v chunks, m micro-batches (m a multiple of p, else gtl::Error). Its order is Megatron's
 // convention, not a consequence of the rules above: the k-th forward of a rank
 // (k = 0 .. v m - 1) runs chunk (k mod p v) / p on micro-batch (k / (p v)) p + k mod p, its k-th

@@ -808,7 +808,7 @@ std::string bubbles() {
 
 using Interleaved = InterleavedSchedule;
 
-// Megatron-LM's order in the header's words (given in interleaved_schedule.cpp).
+// Megatron-LM's order in the header's words (the harness's, src/interleaved_order.cpp).
 Interleaved interleaved_order(int p, int v, int64_t m) {
   const int64_t total = v * m, pv = int64_t{p} * v;
   Interleaved out(static_cast<std::size_t>(p));

@@ -275,7 +275,8 @@ enum class TpPlacement {
 };
 struct TpStepFigures {
   double step_time = 0;      // seconds: the group's simulated step, forward and backward
-  double comm_time = 0;      // seconds: the sum of the group's all-reduces' durations
+  double comm_time = 0;      // seconds: the sum of the all-reduces' durations, each counted
+                             // once (the group's ranks spend it together)
   double comm_fraction = 0;  // comm_time / step_time (0 when step_time is 0)
 };
 // traces[r]: TP rank r's events in seq order (world ranks 0 .. k-1, k = traces.size() >= 1), only
