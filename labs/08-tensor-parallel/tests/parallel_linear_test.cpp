@@ -86,7 +86,7 @@ void expect_mlp_equals_unsharded(const Case& c, const std::string& test) {
       const Slice hid = tp_slice(lab08_cases::kHidden, r, k, "hidden");
       if (k == 1) {
         EXPECT_EQ(bitwise_problem(got.y, ref.y.to_vector(), "the MLP's output, " + who,
-                                  "the row-parallel forward (g, then the bias once)"),
+                                  "the row-parallel forward, and where its bias is added"),
                   "");
         EXPECT_EQ(bitwise_problem(got.dx, ref.dx.to_vector(), "the MLP's dx, " + who,
                                   "the column-parallel backward"),
@@ -190,8 +190,8 @@ TEST(ParallelLinear, TwoAdamWStepsKeepEveryShardTheUnshardedSlice) {
   }
 }
 
-// One all-reduce of [N, D] float32 in forward (g after fc2) and one in backward (f in front of
-// fc1), on every rank, and nothing else.
+// One all-reduce of [N, D] float32 in forward and one in backward, on every rank, and nothing
+// else.
 TEST(ParallelLinear, OneAllReduceOfNxDForwardAndOneBackward) {
   const std::string test = "ParallelLinear.OneAllReduceOfNxDForwardAndOneBackward";
   const Case c = lab08_cases::seeded_case(test);
@@ -205,11 +205,13 @@ TEST(ParallelLinear, OneAllReduceOfNxDForwardAndOneBackward) {
       EXPECT_EQ(got.forward_comm, want)
           << "TP = " << k << ", rank " << r << ", " << c.str() << ": the MLP's FORWARD issued "
           << joined(got.forward_comm) << ", expected " << joined(want)
-          << ". Revisit f and g: forward communicates once, after the row-parallel product";
+          << ". Revisit f and g: which layer's forward leaves a partial sum where its contract "
+             "promises the full tensor";
       EXPECT_EQ(got.backward_comm, want)
           << "TP = " << k << ", rank " << r << ", " << c.str() << ": the MLP's BACKWARD issued "
           << joined(got.backward_comm) << ", expected " << joined(want)
-          << ". Revisit f and g: backward communicates once, dx of the column-parallel input";
+          << ". Revisit f and g: which layer's backward leaves a partial sum where its contract "
+             "promises the full tensor";
       const int64_t ring = 2 * (k - 1) * c.rows() * lab08_cases::kDim * 4 / k;
       EXPECT_EQ(got.forward_sent, ring)
           << "TP = " << k << ", rank " << r << ": bytes sent in the forward's collectives";
