@@ -45,7 +45,8 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor);
 // ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp) -----------------
 // The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in order. The epoch's
 // order is a permutation of 0..dataset_size-1 that depends only on (seed, epoch): the same on
-// every rank, different from one epoch to the next. Uneven sizes are PADDED: the permutation is
+// every rank, different from one epoch to the next and from any other (seed, epoch) pair's (a
+// run with seed 8 must not replay seed 7's epochs one epoch late). Uneven sizes are PADDED: the permutation is
 // extended by repeating its first indices up to P = ceil(dataset_size / world_size) * world_size
 // positions, and rank r takes positions r, r + world_size, r + 2 world_size, ... (P / world_size
 // indices). So every rank has the same number of samples (a rank that ran out early would leave
