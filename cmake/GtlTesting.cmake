@@ -35,3 +35,18 @@ function(gtl_add_benchmark)
   gtl_target_warnings(${B_NAME})
   set_property(GLOBAL APPEND PROPERTY GTL_BENCHMARKS ${B_NAME})
 endfunction()
+
+# gtl_add_judge(NAME name SOURCES ... [INCLUDES ...] [LIBS ...]): a lab's judge (docs/grader.md,
+# "The judge"), built from the course's sources only and linked with the core, seeing the grader's
+# channel headers. Nothing is built where the lab has no judge/ folder: the students' release
+# (gtl-grade export-release) leaves the judges out.
+function(gtl_add_judge)
+  cmake_parse_arguments(J "" "NAME" "SOURCES;INCLUDES;LIBS" ${ARGN})
+  if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/judge)
+    return()
+  endif()
+  add_executable(${J_NAME} ${J_SOURCES})
+  target_link_libraries(${J_NAME} PRIVATE gtl_core ${J_LIBS})
+  target_include_directories(${J_NAME} PRIVATE ${J_INCLUDES} ${PROJECT_SOURCE_DIR}/grader/channel)
+  gtl_target_warnings(${J_NAME})
+endfunction()
