@@ -18,8 +18,8 @@ Schedule one_f_one_b_schedule(int stages, int64_t m) {
   //   micro-batches at once, and its warm-up is the longest that bound allows.
   //   Yours to decide: each stage's warm-up length, and which forward and which backward each
   //   steady round runs. Hint: count what stage s holds just after its first steady forward.
-  //   Check yourself against the handout's picture and the tables in
-  //   labs/07-pipeline/tests/lab07_schedules.h. About 12 lines.
+  //   Check yourself against the handout's picture (stages 0 and 3 of p = 4, m = 4) and
+  //   the harness's GPipe (gpipe_schedule: the same work, all m held). About 12 lines.
   (void)m;
   return Schedule(static_cast<std::size_t>(stages));
   // END TODO(lab07)

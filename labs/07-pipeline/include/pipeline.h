@@ -69,7 +69,7 @@ struct Action {
 using StageSchedule = std::vector<Action>;    // in the order the stage runs them
 using Schedule = std::vector<StageSchedule>;  // index = stage
 
-// "F0 F1 B0 B1": a stage's actions as text (tests, messages, the handout's tables).
+// "F0 F1 B0 B1": a stage's actions as text (tests, messages, the handout's pictures).
 std::string to_string(const StageSchedule& actions);
 
 // "" when `schedule` is valid for m micro-batches: every stage runs forward i and backward i
@@ -79,8 +79,8 @@ std::string to_string(const StageSchedule& actions);
 // comes later in another stage's order). Otherwise what is wrong, in words.
 std::string schedule_problem(const Schedule& schedule, int64_t m);
 
-// 3. GPipe (gpipe_schedule.cpp): every stage runs all m forwards (0, 1, ..., m-1), then all m
-// backwards (0, 1, ..., m-1). Throws gtl::Error unless p >= 1 and m >= 1.
+// 3. GPipe (given: the harness, src/gpipe_order.cpp): every stage runs all m forwards (0, 1, ...,
+// m-1), then all m backwards (0, 1, ..., m-1). Throws gtl::Error unless p >= 1 and m >= 1.
 Schedule gpipe_schedule(int stages, int64_t m);
 
 // 4. 1F1B (one_f_one_b_schedule.cpp), PipeDream-Flush as in Megatron-LM. Every stage runs its
@@ -162,7 +162,7 @@ InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m);
 
 // 7. The bubble of an interleaved schedule on a clock, as simulate_bubbles: a chunk's forward
 // takes chunk_forward_time, its backward chunk_backward_time, on every rank. The v p virtual
-// stages form one pipeline and obey the dependency rules of TODOs 3 and 4 (above), stage for
+// stages form one pipeline and obey the dependency rules of sections 3 and 4 (above), stage for
 // virtual stage; a rank is one clock, shared by its chunks. Throws gtl::Error when the orders
 // cannot run. With equal chunks the bubble is (p - 1) / (v m + p - 1): v times smaller.
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,

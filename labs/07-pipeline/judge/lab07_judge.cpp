@@ -1,5 +1,5 @@
 // The judge of lab 07 (docs/grader.md, "The judge"): built from the course alone (the lab's
-// headers, its pristine harness src/, the tests' shared cases and schedule tables, the core), never
+// headers, its pristine harness src/, the tests' shared cases and orders, the core), never
 // from the student's files. gtl-grade runs `lab07_judge <check>` after the check's tests; each case
 // reads what those tests recorded (gtl_judge_output.h) for the inputs the grading seed drew and
 // recomputes it here:
@@ -7,7 +7,8 @@
 //                    stage holds from its layers' parameter counts
 //   micro-batches    the exact sizes (batch / m, the larger first) and weights; the whole batch's
 //                    gradient with the core's forward and backward
-//   schedules        the orders the header's words give, built here (GPipe, 1F1B, interleaved)
+//   schedules        the orders the header's words give, built here (1F1B, interleaved; GPipe,
+//                    given in the harness, for the bubbles)
 //   executor         the harness's sequential step (bit for bit); bytes from the boundaries'
 //                    sizes; send_recv pairs from the schedule; a micro-batch's context bytes from
 //                    the core's forward; the reference step's timeline re-simulated from the
@@ -264,7 +265,7 @@ std::string micro_batches() {
          "whole batch's";
 }
 
-// ---- TODOs 3 and 4: schedules -------------------------------------------------------------------
+// ---- TODO 4: the 1F1B schedule (and GPipe, the harness's, for the bubbles) ----------------------
 
 // GPipe in the header's words.
 Schedule gpipe_order(int p, int64_t m) {
@@ -316,30 +317,10 @@ void expect_schedule(Recorded& r, const std::string& name, int p, int64_t m, con
     throw Rejection("the judge's own " + what + " is invalid: " + problem);
 }
 
-std::string gpipe_schedule_check() {
-  {
-    Recorded r("GpipeSchedule.AllForwardsThenAllBackwardsOnEveryStage");
-    expect_schedule(r, "GPipe", 3, 4, gpipe_order(3, 4));
-  }
-  {
-    Recorded r("GpipeSchedule.IsValidAndHoldsAllMicroBatchesForEveryShape");
-    for (int p = 1; p <= 4; ++p)
-      for (int64_t m = 1; m <= 8; ++m) expect_schedule(r, "GPipe", p, m, gpipe_order(p, m));
-    expect_threw(r, "gpipe_schedule(0, 4)");
-    expect_threw(r, "gpipe_schedule(2, 0)");
-  }
-  {
-    Recorded r("GpipeSchedule.SeededShapes");
-    for (const auto& [p, m] : lab07_cases::seeded_schedule_shapes(r.test()))
-      expect_schedule(r, "GPipe", p, m, gpipe_order(p, m));
-  }
-  return "every GPipe schedule is the header's order";
-}
-
 std::string one_f_one_b_schedule_check() {
   {
-    Recorded r("OneFOneBSchedule.MatchesTheHandoutsTables");
-    for (const auto& [p, m] : lab07_cases::one_f_one_b_table_shapes())
+    Recorded r("OneFOneBSchedule.HandoutShapesHoldTheHeadersPropertiesAndLessThanGpipe");
+    for (const auto& [p, m] : lab07_cases::handout_schedule_shapes())
       expect_schedule(r, "1F1B", p, m, one_f_one_b_order(p, m));
   }
   {
@@ -417,14 +398,15 @@ std::string executor_equivalence() {
     for (const auto& [p, m] : shapes) expect_steps(r, lab07_cases::executor_config(p, m), "GPipe");
   }
   {
-    Recorded r("Executor.OneFOneBStepEqualsTheSequentialStepBitwise");
-    for (const auto& [p, m] : shapes) expect_steps(r, lab07_cases::executor_config(p, m), "1F1B");
+    Recorded r("Executor.SerialOrderStepEqualsTheSequentialStepBitwise");
+    for (const auto& [p, m] : shapes)
+      expect_steps(r, lab07_cases::executor_config(p, m), "serial order");
   }
   {
     Recorded r("Executor.SeededBatchStepEqualsTheSequentialStepBitwise");
     const lab07_cases::ExecutorCase c = lab07_cases::seeded_executor_case(r.test());
     expect_steps(r, c.config, "GPipe");
-    expect_steps(r, c.config, "1F1B");
+    expect_steps(r, c.config, "serial order");
   }
   return "every stage's loss and gradients are the sequential step's bit for bit";
 }
@@ -453,11 +435,10 @@ int64_t paired_messages(const StageSchedule& actions, int s, int p) {
 void expect_traffic(Recorded& r, const PipelineConfig& config) {
   const int p = static_cast<int>(config.boundaries.size()) - 1;
   const int64_t m = config.micro_batches;
-  for (const bool one_f_one_b : {false, true}) {
-    const Schedule schedule =
-        one_f_one_b ? testing::one_f_one_b_table(p, m) : testing::gpipe_table(p, m);
+  for (const bool serial : {false, true}) {
+    const Schedule schedule = serial ? testing::serial_order(p, m) : gpipe_order(p, m);
     for (int s = 0; s < p; ++s) {
-      const std::string what = std::string(one_f_one_b ? "1F1B" : "GPipe") +
+      const std::string what = std::string(serial ? "serial order" : "GPipe") +
                                " p = " + std::to_string(p) + ", m = " + std::to_string(m) +
                                ", batch " + std::to_string(config.batch) + ", stage " +
                                std::to_string(s);
@@ -492,7 +473,8 @@ void expect_finished(Recorded& r, int64_t batch) {
   const PipelineConfig config = lab07_cases::executor_config(2, 4);
   if (!r.next<bool>("whether the step finished"))
     throw Rejection(r.test() +
-                    ": the executor did not finish 1F1B p = 2, m = 4 under rendezvous "
+                    ": the executor did not finish both_neighbours_send (p = 2, m = 4) under "
+                    "rendezvous "
                     "sends (batch " +
                     std::to_string(batch) + ")");
   gtl::judge::expect_equal(
@@ -526,7 +508,7 @@ int64_t context_bytes(const PipelineConfig& config, int s, int64_t rows) {
 void expect_in_flight(Recorded& r, int p, int64_t m, int64_t rows) {
   const PipelineConfig config = lab07_cases::executor_config(p, m);
   const auto gpipe = r.sequence<int64_t>("GPipe's peaks", std::size_t(p));
-  const auto ofob = r.sequence<int64_t>("1F1B's peaks", std::size_t(p));
+  const auto serial = r.sequence<int64_t>("the serial order's peaks", std::size_t(p));
   for (int s = 1; s + 1 < p; ++s) {
     const int64_t per = context_bytes(config, s, rows);
     const std::string what = "p = " + std::to_string(p) + ", m = " + std::to_string(m) + ", " +
@@ -535,19 +517,18 @@ void expect_in_flight(Recorded& r, int p, int64_t m, int64_t rows) {
                              " bytes per micro-batch)";
     gtl::judge::expect_equal(gpipe[std::size_t(s)] / per, m,
                              r.test() + ": GPipe " + what + ": micro-batches in flight");
-    gtl::judge::expect_equal(ofob[std::size_t(s)] / per, std::min<int64_t>(p - s, m),
-                             r.test() + ": 1F1B " + what + ": micro-batches in flight");
+    gtl::judge::expect_equal(serial[std::size_t(s)] / per, int64_t{1},
+                             r.test() + ": serial order " + what + ": micro-batches in flight");
   }
   for (int s = 1; s < p; ++s)
-    if (ofob[std::size_t(s)] > gpipe[std::size_t(s)])
+    if (serial[std::size_t(s)] > gpipe[std::size_t(s)])
       throw Rejection(r.test() + ": stage " + std::to_string(s) +
-                      " held more under 1F1B than "
-                      "under GPipe");
+                      " held more under the serial order than under GPipe");
 }
 
 std::string executor_memory() {
   {
-    Recorded r("Executor.HoldsMMicroBatchesUnderGpipeAndAtMostPMinusSUnder1F1B");
+    Recorded r("Executor.HoldsMMicroBatchesUnderGpipeAndOneInTheSerialOrder");
     expect_in_flight(r, 4, 8, 3);
   }
   {
@@ -558,7 +539,7 @@ std::string executor_memory() {
     Recorded r("Executor.HoldsMMicroBatchesOnASeededBatch");
     expect_in_flight(r, 4, 8, lab07_cases::seeded_memory_rows());
   }
-  return "m micro-batches in flight under GPipe, min(p - s, m) under 1F1B, by the core's context "
+  return "m micro-batches in flight under GPipe, one in the serial order, by the core's context "
          "bytes";
 }
 
@@ -604,13 +585,13 @@ double reference_stage_flops(int s) {
 }
 
 std::string pipeline_timeline() {
-  Recorded r("PipelineTimeline.OneFOneBOnTheReferenceClusterShowsTheFormulasBubble");
+  Recorded r("PipelineTimeline.GpipeOnTheReferenceClusterShowsTheFormulasBubble");
   const int p = 4;
   const std::vector<int64_t> b = reference_boundaries();
   std::vector<double> flops;
   for (int s = 0; s < p; ++s) flops.push_back(reference_stage_flops(s));
   for (const int64_t m : {1, 4, 8}) {
-    const std::string what = "1F1B p = 4, m = " + std::to_string(m);
+    const std::string what = "GPipe p = 4, m = " + std::to_string(m);
     const auto traces = read_traces(r, p, what);
     for (int s = 0; s < p; ++s) {
       double got_flops = 0;
@@ -764,12 +745,12 @@ void expect_clocked(Recorded& r, const std::string& name, const Schedule& schedu
 
 std::string bubbles() {
   {
-    Recorded r("Bubbles.UnitCostsGiveTheFormulaForGpipeAnd1F1B");
-    for (const auto& [p, m] : lab07_cases::one_f_one_b_table_shapes()) {
+    Recorded r("Bubbles.UnitCostsGiveTheFormula");
+    for (const auto& [p, m] : lab07_cases::handout_schedule_shapes()) {
       const std::vector<double> one(std::size_t(p), 1.0);
       expect_clocked(r, "GPipe", gpipe_order(p, m), one, one);
-      expect_clocked(r, "1F1B", one_f_one_b_order(p, m), one, one);
     }
+    expect_clocked(r, "both_neighbours_send", testing::both_neighbours_send(), {1, 1}, {1, 1});
   }
   {
     Recorded r("Bubbles.BackwardTwiceAsLongAsForwardKeepsTheFraction");
@@ -777,15 +758,13 @@ std::string bubbles() {
          std::vector<std::pair<int, int64_t>>{{2, 4}, {3, 5}, {4, 2}, {4, 8}}) {
       const std::vector<double> f(std::size_t(p), 1.0), b(std::size_t(p), 2.0);
       expect_clocked(r, "GPipe", gpipe_order(p, m), f, b);
-      expect_clocked(r, "1F1B", one_f_one_b_order(p, m), f, b);
     }
+    expect_clocked(r, "both_neighbours_send", testing::both_neighbours_send(), {1, 1}, {2, 2});
   }
   {
     Recorded r("Bubbles.SeededTimesAndShapes");
     for (const auto& c : lab07_cases::seeded_bubble_cases())
-      expect_clocked(r, c.one_f_one_b ? "1F1B" : "GPipe",
-                     c.one_f_one_b ? one_f_one_b_order(c.p, c.m) : gpipe_order(c.p, c.m), c.forward,
-                     c.backward);
+      expect_clocked(r, "GPipe", gpipe_order(c.p, c.m), c.forward, c.backward);
   }
   {
     Recorded r("Bubbles.ASlowStageSetsThePace");
@@ -913,7 +892,6 @@ int main(int argc, char** argv) {
   return gtl::judge::run(argc, argv,
                          {{"partition", partition},
                           {"micro-batches", micro_batches},
-                          {"gpipe-schedule", gpipe_schedule_check},
                           {"one-f-one-b-schedule", one_f_one_b_schedule_check},
                           {"executor-equivalence", executor_equivalence},
                           {"executor-traffic", executor_traffic},

@@ -1,5 +1,5 @@
 // The 2-stage pipeline of lab 07 as a program, one process per stage (pristine: it runs your
-// executor, TODO 5, on the 1F1B schedule of the tests' table):
+// executor, TODO 5, on the tests' mpi_schedule: both neighbours sending at once):
 //
 //   mpirun -np 2 build/.../lab07_pipeline_train --out result      # 2 CPU processes, MPI
 //   lab07_pipeline_train --out result                             # no launcher: see below
@@ -27,7 +27,7 @@ int pipeline_main(int argc, char** argv) {
   std::unique_ptr<Communicator> comm = gtl::dist::init_from_environment();
   const int p = comm->world_size();
   PipelineConfig config = testing::mpi_config(p);
-  const Schedule schedule = testing::one_f_one_b_table(p, config.micro_batches);
+  const Schedule schedule = testing::mpi_schedule(p);
   const StageResult result = pipeline_step(*comm, config, schedule[comm->rank()]);
   write_stage_result(out + ".rank" + std::to_string(comm->rank()), result, comm->backend(), p);
   std::cout << "stage " << comm->rank() << "/" << p << " (" << comm->backend()

@@ -1,6 +1,6 @@
 // GPU: the stages as simulated ranks sharing one GPU (RunOptions::device) run your executor (TODO
-// 5) on 1F1B and give the CPU pipeline's gradients (the GEMMs round differently on the GPU, hence
-// a tolerance). Skipped without a GPU.
+// 5) on the serial order and give the CPU pipeline's gradients (the GEMMs round differently on the
+// GPU, hence a tolerance). Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +18,7 @@ std::vector<StageResult> run(gtl::Device device) {
   PipelineConfig config;
   config.boundaries = {0, 2, 4, 6};
   config.device = device;
-  const Schedule schedule = testing::one_f_one_b_table(3, 5);
+  const Schedule schedule = testing::serial_order(3, 5);
   config.micro_batches = 5;
   std::vector<StageResult> results(3);
   gtl::dist::RunOptions options;
@@ -48,7 +48,8 @@ TEST(GpuPipeline, ThreeStagesSharingOneGpuMatchTheCpu) {
     for (const auto& [name, grad] : cpu[s].grads) {
       ASSERT_TRUE(gpu[s].grads.count(name)) << name;
       EXPECT_EQ(gtl::testing::compare(gpu[s].grads.at(name), grad, {1e-6, 1e-3}), "")
-          << "stage " << s << ", " << name << ": 1F1B on three ranks sharing one GPU must give "
+          << "stage " << s << ", " << name
+          << ": the serial order on three ranks sharing one GPU must give "
           << "the CPU pipeline's gradient within GEMM rounding";
     }
   }

@@ -231,9 +231,11 @@ inline std::vector<Shape2> seeded_schedule_shapes(const std::string& test) {
   }
   return shapes;
 }
-// The (p, m) of lab07_schedules.h's 1F1B tables.
-inline std::vector<Shape2> one_f_one_b_table_shapes() {
-  return {{1, 4}, {2, 4}, {3, 5}, {4, 1}, {4, 2}, {4, 4}, {4, 8}};
+// The (p, m) of OneFOneBSchedule.HandoutShapesHoldTheHeadersPropertiesAndLessThanGpipe: the
+// handout's picture (p = 4, m = 4) and its timeline's m, fewer micro-batches than stages, and an
+// odd depth.
+inline std::vector<Shape2> handout_schedule_shapes() {
+  return {{1, 4}, {2, 4}, {3, 5}, {4, 1}, {4, 2}, {4, 4}, {4, 8}, {5, 7}};
 }
 
 // A schedule for the judge: the number of stages, then each stage's actions as text ("F0 B0").
@@ -267,8 +269,8 @@ inline PipelineConfig executor_config(int p, int64_t m) {
   return c;
 }
 
-// A step of the executor tests on a seeded batch: a shape of the 1F1B tables with p >= 2, a batch
-// of at least m rows and a data seed.
+// A step of the executor tests on a seeded batch: a shape with p >= 2, a batch of at least m rows
+// and a data seed.
 struct ExecutorCase {
   int p = 2;
   int64_t m = 4;
@@ -291,7 +293,8 @@ inline ExecutorCase seeded_executor_case(const std::string& test) {
   return c;
 }
 
-// The rows of a seeded 2-stage 1F1B step (m = 4) under rendezvous sends.
+// The rows of a seeded 2-stage step (m = 4, lab07_schedules.h's both_neighbours_send) under
+// rendezvous sends.
 inline int64_t seeded_deadlock_batch() {
   std::mt19937_64 g =
       gtl::test_seed::generator("Executor.ABlockingExecutorDeadlocksYoursDoesNotOnASeededBatch");
@@ -337,7 +340,6 @@ inline void record_traces(gtl::judge::Outputs& out,
 // ---- TODO 6: bubbles ---------------------------------------------------------------------------
 // A schedule on a clock with integer times per stage.
 struct BubbleCase {
-  bool one_f_one_b = false;
   int p = 1;
   int64_t m = 1;
   std::vector<double> forward, backward;
@@ -345,19 +347,12 @@ struct BubbleCase {
 inline std::vector<BubbleCase> seeded_bubble_cases() {
   std::mt19937_64 g = gtl::test_seed::generator("Bubbles.SeededTimesAndShapes");
   std::vector<BubbleCase> cases;
-  // Equal stages (the formula), then stages of their own speeds (GPipe of any shape).
+  // GPipe (the harness's) of any shape: equal stages (the formula), then stages of their own
+  // speeds.
   for (int k = 0; k < 4; ++k) {
     BubbleCase c;
-    c.one_f_one_b = k % 2 == 1;
-    if (c.one_f_one_b) {
-      const std::vector<Shape2> shapes = one_f_one_b_table_shapes();
-      const Shape2 s =
-          shapes[static_cast<std::size_t>(gtl::test_seed::draw(g, 0, int64_t(shapes.size()) - 1))];
-      c.p = s.p, c.m = s.m;
-    } else {
-      c.p = static_cast<int>(gtl::test_seed::draw(g, 1, 6));
-      c.m = gtl::test_seed::draw(g, 1, 12);
-    }
+    c.p = static_cast<int>(gtl::test_seed::draw(g, 1, 6));
+    c.m = gtl::test_seed::draw(g, 1, 12);
     const bool equal = k < 2;
     const double f = static_cast<double>(gtl::test_seed::draw(g, 1, 5));
     const double b = static_cast<double>(gtl::test_seed::draw(g, 1, 9));

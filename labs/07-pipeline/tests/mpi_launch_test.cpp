@@ -27,7 +27,7 @@ std::string temp_prefix() {
 
 std::vector<StageResult> in_process(int p) {
   const PipelineConfig config = testing::mpi_config(p);
-  const Schedule schedule = testing::one_f_one_b_table(p, config.micro_batches);
+  const Schedule schedule = testing::mpi_schedule(p);
   std::vector<StageResult> results(static_cast<std::size_t>(p));
   gtl::dist::RunOptions options;
   options.timeout = std::chrono::seconds(10);
