@@ -65,10 +65,10 @@ void expect_one_f_one_b_stage(const StageSchedule& a, int p, int st, int64_t m,
   // The stage's own warm-up, read from its order: the forwards before the pair that holds its
   // first backward (all m when it runs no pair).
   const int64_t first = forwards_before_first_backward(a);
-  const int64_t warmup = first >= m ? m : first - 1;
-  std::string phases(static_cast<std::size_t>(std::max<int64_t>(warmup, 0)), 'F');
+  const int64_t warmup = first >= m ? m : std::max<int64_t>(first - 1, 0);
+  std::string phases(static_cast<std::size_t>(warmup), 'F');
   for (int64_t k = 0; k < m - warmup; ++k) phases += "FB";
-  phases += std::string(static_cast<std::size_t>(std::max<int64_t>(warmup, 0)), 'B');
+  phases += std::string(static_cast<std::size_t>(warmup), 'B');
   EXPECT_EQ(ops(a), phases) << where << ": expected three phases (warm-up forwards, then "
                             << "forward/backward pairs, then the backwards left), got " << ops(a);
   const int64_t bound = std::min<int64_t>(p - st, m), peak = peak_in_flight(a);
