@@ -207,7 +207,8 @@ std::string clip_after_unscale() {
 // A recorded run (loss, stepped, scale per step) against the same loop with the core's scaler.
 void expect_run(const char* test, float init_scale, int steps) {
   lab03_cases::CoreScaler core(init_scale);
-  const auto want = lab03_test::train_lab_model(PrecisionPolicy::fp16(), &core, steps);
+  const auto want =
+      lab03_test::train_lab_model(PrecisionPolicy::fp16(), &core, steps, lab03_test::StepEnd::Step);
   Recorded r(test);
   const float tolerance = 4.f * 0x1p-11f * std::log(10.f);  // the test's, README "How close"
   for (std::size_t i = 0; i < want.size(); ++i) {
@@ -240,7 +241,8 @@ std::string bf16_recipe() {
                              what + ".init_scale");
     gtl::judge::expect_equal(r.next<bool>(what), half, what + ".master_weights");
   }
-  const auto want = lab03_test::train_lab_model(PrecisionPolicy::bf16(), nullptr, 60);
+  const auto want = lab03_test::train_lab_model(PrecisionPolicy::bf16(), nullptr, 60,
+                                                lab03_test::StepEnd::ClipAndStep);
   Recorded run("Bf16Training.TracksFloat32WithTheBf16Recipe");
   for (std::size_t i = 0; i < want.size(); ++i)
     gtl::judge::expect_equal(run.next<float>("a loss"), want[i].loss,

@@ -54,8 +54,10 @@ TEST(AmpRecipe, UnknownPrecisionIsAnError) {
 TEST(Bf16Training, TracksFloat32WithTheBf16Recipe) {
   const lab03::AmpRecipe recipe = lab03::amp_recipe("bf16");
   ASSERT_FALSE(recipe.loss_scaling) << kRevisit << "bf16.loss_scaling";
-  const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 60);
-  const auto bf16 = lab03_test::train_lab_model(recipe.policy, nullptr, 60);
+  const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 60,
+                                                lab03_test::StepEnd::ClipAndStep);
+  const auto bf16 =
+      lab03_test::train_lab_model(recipe.policy, nullptr, 60, lab03_test::StepEnd::ClipAndStep);
   gtl::judge::Outputs recorded("Bf16Training.TracksFloat32WithTheBf16Recipe");
   for (const auto& s : bf16) recorded.record(s.loss);
   // README, "How close is close": 4 u ln(10) with bf16's unit roundoff u = 2^-8 (8 bits of
