@@ -1,9 +1,11 @@
-// Test helper: the lab model trained with a hand-written AMP loop, so a test can plug ONE of your
-// pieces in (your loss scaler) and use the core's reference for the rest: float32 flat
-// parameters with a half compute copy (nn::ParameterBuffer), AdamW (which rewrites the copy) and
-// clip_grad_norm_ after unscale.
+// Test helper: the lab model trained with a hand-written loop, so a test can plug ONE of your
+// pieces in (your loss scaler, or your end of an AMP step) and use the core's reference for the
+// rest: float32 flat parameters with a half compute copy (nn::ParameterBuffer) and AdamW (which
+// rewrites the copy). Where clipping goes in an AMP step is TODO 5b's question: a run with a
+// loss scaler clips nothing here unless it ends with your finish_amp_step.
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -21,14 +23,33 @@ struct LoopStep {
   float loss = 0.f;
   bool stepped = true;
   float scale = 1.f;
+  // The global L2 norm of the gradients AdamW is handed (after unscale_, before any clipping);
+  // 0 when the step ends with your finish_amp_step.
+  double grad_norm = 0.0;
 };
 
-// `steps` AdamW steps (lr 2e-3, batch 64, clip 1) of the lab MLP under `policy`; `scaler` may be
-// null (no loss scaling). `finish_with_lab_step`: end each step with your lab03::finish_amp_step
-// (TODO 5) instead of the reference sequence (unscale, clip_grad_norm_, step, update).
+// The global L2 norm of `p`'s gradient, summed in double.
+inline double grad_norm(const gtl::optim::ParamRef& p) {
+  double sum = 0.0;
+  for (float g : p.grad.to_vector()) sum += static_cast<double>(g) * static_cast<double>(g);
+  return std::sqrt(sum);
+}
+
+// How each step of train_lab_model ends, after the backward of loss x scale.
+enum class StepEnd {
+  ClipAndStep,        // no scaler: clip_grad_norm_ to 1, then AdamW
+  Step,               // no clipping: AdamW through the scaler's unscale_, step and update, in the
+                      // order the GradScaler interface states (mixed_precision.h); AdamW alone
+                      // without a scaler
+  YourFinishAmpStep,  // your lab03::finish_amp_step (TODO 5b), max_norm 1, with the scaler
+};
+
+// `steps` AdamW steps (lr 2e-3, batch 64) of the lab MLP under `policy`; `scaler` may be null (no
+// loss scaling, dloss 1).
 inline std::vector<LoopStep> train_lab_model(const gtl::nn::PrecisionPolicy& policy,
-                                             lab03::GradScaler* scaler, int steps,
-                                             bool finish_with_lab_step = false) {
+                                             lab03::GradScaler* scaler, int steps, StepEnd end) {
+  GTL_CHECK(end == StepEnd::Step || (end == StepEnd::ClipAndStep) == (scaler == nullptr),
+            "train_lab_model: ClipAndStep runs without a scaler, YourFinishAmpStep with one");
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
   gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
@@ -53,13 +74,17 @@ inline std::vector<LoopStep> train_lab_model(const gtl::nn::PrecisionPolicy& pol
     st.scale = scaler ? scaler->scale() : 1.f;
     st.loss = head.forward(model->forward(batch->images, ctx), batch->labels, loss_ctx).item();
     model->backward(ctx, head.backward(loss_ctx, st.scale));
-    if (finish_with_lab_step && scaler) {
+    if (end == StepEnd::YourFinishAmpStep) {
       st.stepped = lab03::finish_amp_step(*scaler, flat, adamw, 1.f).stepped;
+    } else if (scaler) {
+      scaler->unscale_(flat);
+      st.grad_norm = grad_norm(flat[0]);
+      st.stepped = scaler->step(adamw);
+      scaler->update();
     } else {
-      const bool overflow = scaler && scaler->unscale_(flat);
-      if (!overflow) gtl::optim::clip_grad_norm_(flat, 1.f);
-      st.stepped = scaler ? scaler->step(adamw) : (adamw.step(), true);
-      if (scaler) scaler->update();
+      st.grad_norm = grad_norm(flat[0]);
+      if (end == StepEnd::ClipAndStep) gtl::optim::clip_grad_norm_(flat, 1.f);
+      adamw.step();
     }
     out.push_back(st);
   }

@@ -132,11 +132,13 @@ TEST(AmpStep, AnOverflowedStepIsSkippedCleanly) {
 
 TEST(AmpStep, TrainsTheLabModelInFp16LikeFloat32) {
   // Your finish_amp_step ends every step of a real fp16 run (the core's scaler, AdamW).
-  const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 40);
+  const auto fp32 = lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp32(), nullptr, 40,
+                                                lab03_test::StepEnd::ClipAndStep);
   CoreScaler scaler(65536.f);
   const auto fp16 = [&] {
     const auto call = lab03_student_call::todo5b_with_core_scaler();  // the loop clips nothing
-    return lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp16(), &scaler, 40, true);
+    return lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp16(), &scaler, 40,
+                                       lab03_test::StepEnd::YourFinishAmpStep);
   }();
   const float tolerance = 4.f * 0x1p-11f * std::log(10.f);  // README, "How close is close"
   for (std::size_t i = 0; i < fp32.size(); ++i) {
