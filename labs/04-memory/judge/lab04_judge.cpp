@@ -12,7 +12,8 @@
 // caching allocator's rules on the tests' fixed scenarios, the segment lengths and the forward
 // counts are checked against the rules the handout states, from the lab header's constants: the
 // tests' inputs are fixed, so these cases stop forged verdicts, not outputs copied from a
-// finished run (docs/grader.md).
+// finished run (docs/grader.md). The seeded allocator traces are replayed on the judge's own model
+// of the rules (lab04_allocator_model.h, beside this file) and compared call by call.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -218,7 +219,7 @@ void expect_trace(const std::string& test, int calls, int64_t limit) {
   Recorded r(test);
   const auto trace = lab04_model::seeded_trace(test, calls, limit);
   for (std::size_t i = 0; i < trace.size(); ++i) {
-    const std::vector<int64_t> want = lab04_model::record_of(trace[i].place, trace[i].state);
+    const std::vector<int64_t> want = lab04_trace::record_of(trace[i].place, trace[i].state);
     if (r.sequence<int64_t>("call " + std::to_string(i + 1) + "'s block and state", want.size()) !=
         want)
       throw Rejection(test + ": call " + std::to_string(i + 1) + " (" + trace[i].call.describe() +
@@ -245,7 +246,7 @@ std::string allocator_rules() {
   const auto f = frag.sequence<double>("the fragmentation", 3);
   if (!(f[0] == 2 && f[1] == double(1 << 20) && f[2] == 1.0 - double(1 << 19) / double(1 << 20)))
     throw Rejection("the fragmentation of two 512 KiB holes is not 1 - 512 KiB / 1 MiB");
-  expect_trace("CachingAllocator.FollowsTheRulesOnASeededTrace", lab04_model::kTraceCalls, 0);
+  expect_trace("CachingAllocator.FollowsTheRulesOnASeededTrace", lab04_trace::kTraceCalls, 0);
   return "every rule holds on the tests' scenarios and on the seeded trace";
 }
 
@@ -253,8 +254,8 @@ std::string allocator_oom() {
   const int64_t segment = int64_t(LabCachingAllocator::kSegment);
   Recorded r("CachingAllocator.OutOfMemoryReleasesTheCacheAndChangesNothing");
   expect_values(r, {1, 1000, segment, 3 * segment}, "the statistics around the OOM");
-  expect_trace("CachingAllocator.OutOfMemoryOnASeededTraceUnderALimit", lab04_model::kTraceCalls,
-               lab04_model::kTraceLimit);
+  expect_trace("CachingAllocator.OutOfMemoryOnASeededTraceUnderALimit", lab04_trace::kTraceCalls,
+               lab04_trace::kTraceLimit);
   return "the OOM is counted, changes nothing and frees the cache, also on the seeded trace";
 }
 

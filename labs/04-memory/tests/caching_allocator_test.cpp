@@ -1,10 +1,16 @@
 // Lab 04, TODO 2: the caching allocator's rules, each checked on exact bytes and pointers.
 #include <gtest/gtest.h>
 
-#include <map>
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gtl_judge_output.h"
-#include "lab04_allocator_model.h"
+#include "lab04_allocator_trace.h"
 #include "lab04_student_call.h"
 #include "memory_lab.h"
 
@@ -12,6 +18,7 @@ namespace {
 
 using lab04::LabCachingAllocator;
 constexpr int64_t kSegment = LabCachingAllocator::kSegment;
+constexpr int64_t kRound = LabCachingAllocator::kRound;
 
 TEST(CachingAllocator, RoundsEveryRequestTo512Bytes) {
   const auto call = lab04_student_call::todo2();  // no core caching allocator inside
@@ -195,104 +202,277 @@ TEST(CachingAllocator, SteadyStateTrainingMakesNoSystemAllocation) {
   EXPECT_EQ(s.allocated_bytes, warm.allocated_bytes) << "TODO 2: every step frees what it took";
 }
 
-// Replays a seeded trace of calls on your allocator and compares, after every call, where the
-// block landed and the statistics and cache with the rules' model (lab04_allocator_model.h).
-// Stops at the first call that differs, and says which.
+// ---- the seeded trace (lab04_allocator_trace.h) -------------------------------------------------
+// Your allocator as the test sees it from outside: the segments it took from the system (found
+// from the pointers it returns and its statistics) and its live blocks. Free memory is what a
+// segment holds between live blocks: once neighbours merge, each such stretch is one free block.
+struct Observed {
+  struct Segment {
+    int64_t id = 0;  // in the order taken from the system
+    uintptr_t start = 0;
+    int64_t bytes = 0;
+  };
+  struct Live {
+    uintptr_t start = 0;
+    int64_t bytes = 0, requested = 0;
+    void* ptr = nullptr;
+  };
+  struct Stretch {  // free bytes between live blocks of one segment
+    int64_t segment = 0;
+    uintptr_t start = 0;
+    int64_t bytes = 0;
+  };
+  std::vector<Segment> segments;
+  std::vector<Live> live;  // in allocation order
+  int64_t next_id = 0;
+
+  const Segment* holding(uintptr_t p) const {
+    for (const Segment& s : segments)
+      if (p >= s.start && p < s.start + uintptr_t(s.bytes)) return &s;
+    return nullptr;
+  }
+  bool in_use(const Segment& s) const {
+    for (const Live& l : live)
+      if (l.start >= s.start && l.start < s.start + uintptr_t(s.bytes)) return true;
+    return false;
+  }
+  std::vector<Stretch> free_stretches() const {
+    std::vector<Stretch> out;
+    for (const Segment& s : segments) {
+      std::vector<std::pair<uintptr_t, int64_t>> used;
+      for (const Live& l : live)
+        if (holding(l.start) == &s) used.push_back({l.start, l.bytes});
+      std::sort(used.begin(), used.end());
+      uintptr_t at = s.start;
+      for (const auto& [start, bytes] : used) {
+        if (start > at) out.push_back({s.id, at, int64_t(start - at)});
+        at = std::max(at, start + uintptr_t(bytes));
+      }
+      if (at < s.start + uintptr_t(s.bytes))
+        out.push_back({s.id, at, int64_t(s.start + uintptr_t(s.bytes) - at)});
+    }
+    return out;
+  }
+  // The smallest stretch of at least `bytes`, the lowest address among equals; nullopt if none.
+  std::optional<Stretch> smallest_fitting(int64_t bytes) const {
+    std::optional<Stretch> best;
+    for (const Stretch& f : free_stretches()) {
+      if (f.bytes < bytes) continue;
+      if (!best || f.bytes < best->bytes || (f.bytes == best->bytes && f.start < best->start))
+        best = f;
+    }
+    return best;
+  }
+  // Whether the smallest stretches that fit `bytes` lie in two segments (the trace skips those).
+  bool ambiguous(int64_t bytes) const {
+    const std::optional<Stretch> best = smallest_fitting(bytes);
+    if (!best) return false;
+    for (const Stretch& f : free_stretches())
+      if (f.bytes == best->bytes && f.segment != best->segment) return true;
+    return false;
+  }
+  // Forgets the segments without a live block (what empty_cache() and the limit give back).
+  std::pair<int64_t, int64_t> release_unused() {
+    int64_t count = 0, bytes = 0;
+    for (auto it = segments.begin(); it != segments.end();) {
+      if (in_use(*it)) {
+        ++it;
+        continue;
+      }
+      ++count, bytes += it->bytes;
+      it = segments.erase(it);
+    }
+    return {count, bytes};
+  }
+  std::pair<int64_t, int64_t> unused() const {
+    int64_t count = 0, bytes = 0;
+    for (const Segment& s : segments)
+      if (!in_use(s)) ++count, bytes += s.bytes;
+    return {count, bytes};
+  }
+};
+
+lab04_trace::State state_of(const LabCachingAllocator& a) {
+  const LabCachingAllocator::CacheInfo info = a.cache_info();
+  const gtl::MemoryStats s = a.stats();
+  lab04_trace::State state;
+  state.allocated = s.allocated_bytes;
+  state.peak_allocated = s.peak_allocated_bytes;
+  state.reserved = s.reserved_bytes;
+  state.system_allocs = s.num_system_allocs;
+  state.system_frees = s.num_system_frees;
+  state.ooms = s.num_ooms;
+  state.segments = info.segments;
+  state.free_blocks = info.free_blocks;
+  state.free_bytes = info.free_bytes;
+  state.largest_free_block = info.largest_free_block;
+  return state;
+}
+
+std::string where(const Observed& seen, uintptr_t p) {
+  const Observed::Segment* s = seen.holding(p);
+  if (!s) return "outside every segment held";
+  return "offset " + std::to_string(p - s->start) + " of segment " + std::to_string(s->id);
+}
+
+// The next call of the trace on `a`, checked against the rules' properties: "" when it follows
+// them, else the first property it breaks, what the rules give and what came. Updates `seen` and
+// `place` (where the block landed).
+std::string replay_call(LabCachingAllocator& a, Observed& seen, const lab04_trace::Call& call,
+                        int64_t limit, lab04_trace::Place& place) {
+  using lab04_trace::Call;
+  const lab04_trace::State before = state_of(a);
+  lab04_trace::State want = before;  // the figures the rules give, property by property below
+  std::ostringstream why;
+  if (call.kind == Call::Allocate) {
+    int64_t rounded = kRound;  // the smallest multiple of kRound that holds the request
+    while (rounded < call.bytes) rounded += kRound;
+    const std::optional<Observed::Stretch> fit = seen.smallest_fitting(rounded);
+    const int64_t new_segment = std::max(rounded, kSegment);
+    const auto [unused_count, unused_bytes] = seen.unused();
+    const bool release = !fit && limit > 0 && before.reserved + new_segment > limit;
+    const bool oom = release && before.reserved - unused_bytes + new_segment > limit;
+    char* p = nullptr;
+    try {
+      p = static_cast<char*>(a.allocate(static_cast<std::size_t>(call.bytes)));
+    } catch (const gtl::OutOfMemoryError&) {
+      if (!oom) {
+        why << "threw OutOfMemoryError, but "
+            << (fit ? "a free block of " + std::to_string(fit->bytes) + " bytes fits"
+                    : "a new segment of " + std::to_string(new_segment) + " bytes fits under " +
+                          "the limit " + std::to_string(limit) + " once the " +
+                          std::to_string(unused_bytes) + " bytes of fully free segments are " +
+                          "given back")
+            << " (the limit)";
+        return why.str();
+      }
+    }
+    if (oom && p) {
+      why << "returned a block, but with " << before.reserved << " bytes reserved, of which only "
+          << unused_bytes << " in fully free segments, a new segment of " << new_segment
+          << " bytes exceeds the limit " << limit << ": it must throw OutOfMemoryError (the limit)";
+      return why.str();
+    }
+    if (release) {
+      want.system_frees += unused_count, want.reserved -= unused_bytes;
+      seen.release_unused();
+    }
+    if (oom) {
+      want.ooms += 1;
+    } else if (!p) {
+      why << "returned nullptr: a request of at least 1 byte gets a block or throws";
+      return why.str();
+    } else {
+      const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+      if (int64_t(a.block_size(p)) != rounded) {
+        why << "block_size " << a.block_size(p) << ", expected " << rounded
+            << " (the request rounded UP to a multiple of " << kRound << ")";
+        return why.str();
+      }
+      if (fit && at != fit->start) {
+        why << "the block went to " << where(seen, at) << ", but the smallest free block that "
+            << "fits (" << fit->bytes << " bytes; the lowest address among equals) starts at "
+            << where(seen, fit->start) << " (best fit, a split keeps the block's start)";
+        return why.str();
+      }
+      if (!fit && seen.holding(at)) {
+        why << "the block went to " << where(seen, at) << ", but no free block of " << rounded
+            << " bytes is left there: it needs a new segment from the system";
+        return why.str();
+      }
+      if (!fit) {
+        want.system_allocs += 1, want.reserved += new_segment;
+        seen.segments.push_back({seen.next_id++, at, new_segment});
+      }
+      want.allocated += call.bytes;
+      seen.live.push_back({at, rounded, call.bytes, p});
+      const Observed::Segment* s = seen.holding(at);
+      place = {s->id, int64_t(at - s->start), !fit};
+    }
+  } else if (call.kind == Call::Free) {
+    const Observed::Live gone = seen.live[static_cast<std::size_t>(call.victim)];
+    a.deallocate(gone.ptr);
+    seen.live.erase(seen.live.begin() + call.victim);
+    want.allocated -= gone.requested;
+  } else {
+    a.empty_cache();
+    const auto [count, bytes] = seen.release_unused();
+    want.system_frees += count, want.reserved -= bytes;
+  }
+  want.peak_allocated = std::max(before.peak_allocated, want.allocated);
+  const std::vector<Observed::Stretch> stretches = seen.free_stretches();
+  want.segments = int64_t(seen.segments.size());
+  want.free_blocks = int64_t(stretches.size());
+  want.free_bytes = want.largest_free_block = 0;
+  for (const Observed::Stretch& f : stretches) {
+    want.free_bytes += f.bytes;
+    want.largest_free_block = std::max(want.largest_free_block, f.bytes);
+  }
+  const lab04_trace::State got = state_of(a);
+  const std::vector<int64_t> w = want.values(), g = got.values();
+  const std::vector<std::string> names = lab04_trace::State::names();
+  // Why each figure is what the rules give, in the order of State::values().
+  const std::vector<std::string> rule = {
+      "allocated counts the REQUESTED bytes of the live blocks",
+      "the peak is the most allocated bytes so far",
+      "reserved holds every segment taken and not given back: a new one of max(rounded request, "
+      "kSegment) bytes, the fully free ones given back by empty_cache() or the limit",
+      "a system allocation only when no free block fits",
+      "a system free for every fully free segment given back, only by empty_cache() or a request "
+      "that would exceed the limit",
+      "an OOM counted (throw_oom) only when the request exceeds the limit once the cache is given "
+      "back",
+      "the segments taken and not given back",
+      "freed neighbours merge, so each stretch of free bytes between live blocks of a segment is "
+      "ONE free block",
+      "the free bytes are the reserved bytes that no live block holds",
+      "the largest free stretch between live blocks"};
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    if (w[k] != g[k]) {
+      why << names[k] << " " << g[k] << ", the rules give " << w[k] << " (" << rule[k] << ")";
+      return why.str();
+    }
+  }
+  return "";
+}
+
+// Replays the seeded trace of `test` on your allocator and checks, after every call, the rules'
+// properties: where the block landed, the statistics and the cache. Stops at the first call that
+// breaks one, and says which.
 void expect_trace_follows_the_rules(const std::string& test, int calls, int64_t limit) {
-  const auto trace = lab04_model::seeded_trace(test, calls, limit);
+  lab04_trace::TraceDraws draws(test);
   auto a = std::make_shared<LabCachingAllocator>();
   if (limit > 0) a->set_memory_limit(limit);
   gtl::judge::Outputs recorded(test);
-  std::map<int64_t, std::pair<char*, int64_t>> segments;  // model id -> (start, bytes)
-  std::vector<void*> live;
-  int64_t next_segment = 0;
-  for (std::size_t i = 0; i < trace.size(); ++i) {
-    const lab04_model::Expected& want = trace[i];
-    lab04_model::Place got;
-    if (want.call.kind == lab04_model::Call::Allocate) {
-      try {
-        char* p = static_cast<char*>(a->allocate(static_cast<std::size_t>(want.call.bytes)));
-        live.push_back(p);
-        // Only segments the rules still hold after this call: a segment released to make room
-        // under the limit can come back from the system at the same address as a new one.
-        for (const auto& [id, segment] : segments) {
-          const bool held = std::count(want.segments.begin(), want.segments.end(), id) > 0;
-          if (held && p >= segment.first && p < segment.first + segment.second) {
-            got = {id, p - segment.first, false};
-          }
-        }
-        if (got.segment < 0) {  // in no segment held so far: a new one
-          const int64_t bytes = std::max<int64_t>(
-              int64_t(LabCachingAllocator::round_size(want.call.bytes)), kSegment);
-          got = {next_segment, 0, true};
-          segments[next_segment] = {p, bytes};
-        }
-      } catch (const gtl::OutOfMemoryError&) {
-      }
-    } else if (want.call.kind == lab04_model::Call::Free) {
-      a->deallocate(live[static_cast<std::size_t>(want.call.victim)]);
-      live.erase(live.begin() + want.call.victim);
-    } else {
-      a->empty_cache();
-    }
-    if (want.place.new_segment) ++next_segment;
-    for (auto it = segments.begin(); it != segments.end();) {  // forget the released ones
-      const bool held = std::count(want.segments.begin(), want.segments.end(), it->first) > 0;
-      it = held ? std::next(it) : segments.erase(it);
-    }
-    const LabCachingAllocator::CacheInfo info = a->cache_info();
-    const gtl::MemoryStats s = a->stats();
-    lab04_model::State state;
-    state.allocated = s.allocated_bytes;
-    state.peak_allocated = s.peak_allocated_bytes;
-    state.reserved = s.reserved_bytes;
-    state.system_allocs = s.num_system_allocs;
-    state.system_frees = s.num_system_frees;
-    state.ooms = s.num_ooms;
-    state.segments = info.segments;
-    state.free_blocks = info.free_blocks;
-    state.free_bytes = info.free_bytes;
-    state.largest_free_block = info.largest_free_block;
-    recorded.record_all(lab04_model::record_of(got, state));
-    std::ostringstream why;
-    if (got.segment != want.place.segment || got.offset != want.place.offset) {
-      auto where = [](const lab04_model::Place& p) {
-        if (p.segment < 0) return std::string("OutOfMemoryError");
-        return (p.new_segment ? "a new segment ("
-                              : "offset " + std::to_string(p.offset) + " of the segment taken ") +
-               std::to_string(p.segment) + (p.new_segment ? "-th)" : "-th");
-      };
-      why << " the block went to " << where(got) << ", the rules put it at " << where(want.place)
-          << " (best fit, splitting, new segments, the limit);";
-    }
-    const std::vector<int64_t> w = want.state.values(), g = state.values();
-    const std::vector<std::string> names = lab04_model::State::names();
-    for (std::size_t k = 0; k < w.size(); ++k) {
-      if (w[k] != g[k]) why << " " << names[k] << " " << g[k] << ", expected " << w[k] << ";";
-    }
-    if (!why.str().empty()) {
-      ADD_FAILURE() << "TODO 2: call " << i + 1 << " of " << trace.size() << ", "
-                    << want.call.describe() << ":" << why.str()
-                    << " (the calls before it matched the rules: revisit the rule this call "
-                       "exercises, among rounding, best fit, splitting, coalescing, a new "
-                       "segment's size and releasing the cache under a limit; "
+  Observed seen;
+  for (int i = 0; i < calls; ++i) {
+    const lab04_trace::Call call =
+        draws.next(int64_t(seen.live.size()), [&](int64_t bytes) { return seen.ambiguous(bytes); });
+    lab04_trace::Place place;
+    const std::string problem = replay_call(*a, seen, call, limit, place);
+    recorded.record_all(lab04_trace::record_of(place, state_of(*a)));
+    if (!problem.empty()) {
+      ADD_FAILURE() << "TODO 2: call " << i + 1 << " of " << calls << ", " << call.describe()
+                    << ": " << problem
+                    << ". The calls before it followed the rules: revisit the rule in "
+                    << "parentheses (segments are numbered in the order taken from the system; "
                     << gtl::test_seed::describe() << ")";
       return;
     }
   }
-  for (void* p : live) a->deallocate(p);
+  for (const Observed::Live& l : seen.live) a->deallocate(l.ptr);
 }
 
 TEST(CachingAllocator, FollowsTheRulesOnASeededTrace) {
   const auto call = lab04_student_call::todo2();  // no core caching allocator inside
   expect_trace_follows_the_rules("CachingAllocator.FollowsTheRulesOnASeededTrace",
-                                 lab04_model::kTraceCalls, 0);
+                                 lab04_trace::kTraceCalls, 0);
 }
 
 TEST(CachingAllocator, OutOfMemoryOnASeededTraceUnderALimit) {
   const auto call = lab04_student_call::todo2();  // no core caching allocator inside
   expect_trace_follows_the_rules("CachingAllocator.OutOfMemoryOnASeededTraceUnderALimit",
-                                 lab04_model::kTraceCalls, lab04_model::kTraceLimit);
+                                 lab04_trace::kTraceCalls, lab04_trace::kTraceLimit);
 }
 
 }  // namespace

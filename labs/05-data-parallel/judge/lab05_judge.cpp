@@ -177,12 +177,33 @@ std::string flat_ddp() {
   return "every rank trains like one process";
 }
 
+// The buckets the rule in data_parallel.h gives: from the last parameter down, closed as soon as
+// the bucket's gradient bytes reach bucket_bytes. The judge's own reference (the test checks the
+// rule's properties instead).
+std::vector<lab05::Bucket> rule_buckets(const gtl::nn::ParameterBuffer& buffer,
+                                        int64_t bucket_bytes) {
+  const auto& slots = buffer.slots();
+  std::vector<lab05::Bucket> out;
+  int64_t bytes = 0;
+  for (int64_t i = int64_t(slots.size()) - 1; i >= 0; --i) {
+    if (bytes == 0) out.emplace_back();
+    out.back().params.push_back(i);
+    bytes += slots[i].numel * 4;
+    if (bytes >= bucket_bytes) bytes = 0;
+  }
+  for (lab05::Bucket& b : out) {
+    b.offset = slots[b.params.back()].offset;
+    b.numel = slots[b.params.front()].offset + slots[b.params.front()].numel - b.offset;
+  }
+  return out;
+}
+
 std::string bucketed_ddp() {
   auto probe = gtl::nn::make_model(lab05::lab_model());
   const gtl::nn::ParameterBuffer buffer(*probe, gtl::Device::cpu());
   Recorded r("BucketedDdp.BucketsFollowReverseParameterOrderAndCloseAtTheByteSize");
   for (int64_t bytes : lab05_cases::bucket_sizes(buffer.slots().back().numel * 4)) {
-    const auto want = lab05_cases::expected_buckets(buffer, bytes);
+    const auto want = rule_buckets(buffer, bytes);
     const std::string at = "bucket_bytes " + std::to_string(bytes);
     gtl::judge::expect_equal(r.next<std::size_t>(at), want.size(), at + ": the number of buckets");
     for (std::size_t b = 0; b < want.size(); ++b) {
@@ -202,7 +223,7 @@ std::string bucket_launch_order() {
   lab05_cases::TwoBranches model(gen);
   const gtl::nn::ParameterBuffer buffer(model, gtl::Device::cpu());
   std::vector<int64_t> want;
-  for (const auto& b : lab05_cases::expected_buckets(buffer, 1)) want.push_back(b.numel * 4);
+  for (const auto& b : rule_buckets(buffer, 1)) want.push_back(b.numel * 4);
   for (int rank = 0; rank < 2; ++rank) {
     Recorded r("BucketedDdp.LaunchesInBucketOrderWhateverOrderGradientsArriveIn.rank" +
                std::to_string(rank));

@@ -161,25 +161,6 @@ inline lab05::TrainConfig seeded_train_config(const std::string& test) {
   return config;
 }
 
-// The buckets the rule in data_parallel.h gives: from the last parameter down, closed as soon as
-// the bucket's gradient bytes reach bucket_bytes.
-inline std::vector<lab05::Bucket> expected_buckets(const nn::ParameterBuffer& buffer,
-                                                   int64_t bucket_bytes) {
-  const auto& slots = buffer.slots();
-  std::vector<lab05::Bucket> out;
-  int64_t bytes = 0;
-  for (int64_t i = int64_t(slots.size()) - 1; i >= 0; --i) {
-    if (bytes == 0) out.emplace_back();
-    out.back().params.push_back(i);
-    bytes += slots[i].numel * 4;
-    if (bytes >= bucket_bytes) bytes = 0;
-  }
-  for (lab05::Bucket& b : out) {
-    b.offset = slots[b.params.back()].offset;
-    b.numel = slots[b.params.front()].offset + slots[b.params.front()].numel - b.offset;
-  }
-  return out;
-}
 // The bucket sizes BucketedDdp.BucketsFollow... tries, given the lab model's last parameter.
 inline std::vector<int64_t> bucket_sizes(int64_t last_bytes) {
   return {int64_t{1}, last_bytes, int64_t{4096}, int64_t{20000}, int64_t{1} << 30};

@@ -1,59 +1,32 @@
-// TODO 2's rules as a model, and a seeded trace of allocator calls to hold a caching allocator to
-// them after every call. Shared by the tests and the lab's judge.
-//
-// Why a trace on top of the scenarios: each scenario isolates one rule at one size. A rule that is
-// right at those sizes and wrong at others (a split that keeps a remainder it should free, a
-// segment sized from the wrong request, a best fit that stops at the first large enough block of
-// a list) passes them, and fails somewhere in a few hundred mixed calls.
+// The judge's model of TODO 2's rules (include/memory_lab.h, the handout's "A caching
+// allocator"): it replays the seeded trace of lab04_allocator_trace.h and gives, after every
+// call, where the block lands and the statistics and cache the rules leave, which the judge
+// compares with what the tests recorded. Instructor-side only: the tests check the rules'
+// properties instead (caching_allocator_test.cpp).
 //
 // Addresses are (segment, offset): segments are numbered in the order they were taken from the
 // system. The rules compare the addresses of two segments only when a request finds equally small
 // free blocks in both (the tie goes to the lower address, which only the system knows), and the
-// trace leaves out the requests that would, so that every machine sees the same states.
+// trace leaves out the requests that would (ambiguous()), so that every machine sees the same
+// states.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "gtl_test_seed.h"
-#include "memory_lab.h"
+#include "lab04_allocator_trace.h"
 
 namespace lab04_model {
 
-constexpr int64_t kRound = int64_t(lab04::LabCachingAllocator::kRound);
-constexpr int64_t kSegment = int64_t(lab04::LabCachingAllocator::kSegment);
-constexpr int kTraceCalls = 400;               // calls per trace
-constexpr int64_t kTraceLimit = 5 * kSegment;  // the memory limit of the trace under a limit
-
-// What the tests compare after every call: the statistics and the cache.
-struct State {
-  int64_t allocated = 0, peak_allocated = 0, reserved = 0;
-  int64_t system_allocs = 0, system_frees = 0, ooms = 0;
-  int64_t segments = 0, free_blocks = 0, free_bytes = 0, largest_free_block = 0;
-
-  std::vector<int64_t> values() const {
-    return {allocated, peak_allocated, reserved,    system_allocs, system_frees,
-            ooms,      segments,       free_blocks, free_bytes,    largest_free_block};
-  }
-  static std::vector<std::string> names() {
-    return {"allocated bytes",    "peak allocated bytes", "reserved bytes",
-            "system allocations", "system frees",         "OOMs",
-            "segments",           "free blocks",          "free bytes",
-            "largest free block"};
-  }
-};
-
-// Where an allocation landed.
-struct Place {
-  int64_t segment = -1;  // -1: out of memory
-  int64_t offset = 0;
-  bool new_segment = false;
-};
+using lab04_trace::Call;
+using lab04_trace::kRound;
+using lab04_trace::kSegment;
+using lab04_trace::Place;
+using lab04_trace::State;
+using lab04_trace::TraceDraws;
 
 class RuleModel {
  public:
@@ -126,12 +99,6 @@ class RuleModel {
 
   void empty_cache() { release_free_segments(); }
 
-  std::vector<int64_t> segment_ids() const {
-    std::vector<int64_t> ids;
-    for (const auto& [id, blocks] : segments_) ids.push_back(id);
-    return ids;
-  }
-
   State state() const {
     State s;
     s.allocated = allocated_;
@@ -196,73 +163,37 @@ class RuleModel {
   int64_t system_allocs_ = 0, system_frees_ = 0, ooms_ = 0;
 };
 
-// One call of the trace. Free and the live allocation it frees: the `victim`-th of those still
-// live, in the order they were made.
-struct Call {
-  enum Kind { Allocate, Free, EmptyCache } kind = Allocate;
-  int64_t bytes = 0;
-  int64_t victim = 0;
-
-  std::string describe() const {
-    std::ostringstream s;
-    if (kind == Allocate) s << "allocate(" << bytes << ")";
-    if (kind == Free) s << "deallocate(live block #" << victim << ", counted in allocation order)";
-    if (kind == EmptyCache) s << "empty_cache()";
-    return s.str();
-  }
-};
-
 // A call of the trace and what the model gives for it.
 struct Expected {
   Call call;
-  Place place;                    // Allocate: where the block lands (segment -1: OutOfMemoryError)
-  State state;                    // after the call
-  std::vector<int64_t> segments;  // the segments held after the call
+  Place place;  // Allocate: where the block lands (segment -1: OutOfMemoryError)
+  State state;  // after the call
 };
 
-// `calls` calls drawn from the grading seed for `test`, with the model's answer to each: requests
-// from 1 byte to 5 MiB (a third of them above a segment's remainder, one in ten above a segment),
-// frees of random live blocks, now and then empty_cache(). Under `limit` (0: none) some requests
-// fail and give the cache back first.
+// `calls` calls drawn from the grading seed for `test` (lab04_allocator_trace.h), with the
+// model's answer to each. Under `limit` (0: none) some requests fail and give the cache back first.
 inline std::vector<Expected> seeded_trace(const std::string& test, int calls, int64_t limit = 0) {
-  std::mt19937_64 g = gtl::test_seed::generator(test);
+  TraceDraws draws(test);
   RuleModel model(limit);
   std::vector<Place> live;
   std::vector<Expected> trace;
   while (static_cast<int>(trace.size()) < calls) {
-    const int64_t kind = gtl::test_seed::draw(g, 0, 99);
     Expected e;
-    if (kind < 4) {
-      e.call.kind = Call::EmptyCache;
+    e.call = draws.next(static_cast<int64_t>(live.size()),
+                        [&](int64_t bytes) { return model.ambiguous(bytes); });
+    if (e.call.kind == Call::EmptyCache) {
       model.empty_cache();
-    } else if (kind < 42 && !live.empty()) {
-      e.call.kind = Call::Free;
-      e.call.victim = gtl::test_seed::draw(g, 0, static_cast<int64_t>(live.size()) - 1);
+    } else if (e.call.kind == Call::Free) {
       model.deallocate(live[static_cast<std::size_t>(e.call.victim)]);
       live.erase(live.begin() + e.call.victim);
     } else {
-      const int64_t range = gtl::test_seed::draw(g, 0, 9);
-      e.call.bytes = range < 6   ? gtl::test_seed::draw(g, 1, 64 << 10)
-                     : range < 9 ? gtl::test_seed::draw(g, 64 << 10, 3 << 19)
-                                 : gtl::test_seed::draw(g, kSegment - kRound, 5 << 20);
-      if (model.ambiguous(e.call.bytes)) continue;  // the system's addresses would decide
       e.place = model.allocate(e.call.bytes);
       if (e.place.segment >= 0) live.push_back(e.place);
     }
     e.state = model.state();
-    e.segments = model.segment_ids();
     trace.push_back(e);
   }
   return trace;
-}
-
-// The test's record for the judge: per call, the segment and offset of an allocation (-1 -1
-// otherwise) and the state.
-inline std::vector<int64_t> record_of(const Place& place, const State& state) {
-  std::vector<int64_t> v = {place.segment, place.segment >= 0 ? place.offset : -1};
-  const std::vector<int64_t> s = state.values();
-  v.insert(v.end(), s.begin(), s.end());
-  return v;
 }
 
 }  // namespace lab04_model
