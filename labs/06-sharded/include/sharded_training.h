@@ -45,10 +45,16 @@ gtl::nn::ModelConfig reference_model();
 gtl::dist::CostModel reference_cluster();
 constexpr int64_t kReferenceBatchPerRank = 128;
 
+// What make_units leaves in each unit: its full values and gradient materialised, as
+// FlatParameter builds them, or only its shards, as FSDP keeps a unit between uses (for the checks
+// of TODOs 5 and 8, which build units themselves and must not depend on TODO 4's constructor).
+enum class UnitBuffers { Full, ShardsOnly };
+
 // One unit per child of `model` that has parameters, each a FlatParameter on `device` padded for
-// comm.world_size() ranks (values and gradients materialised, as FlatParameter builds them).
+// comm.world_size() ranks, holding `buffers`.
 std::vector<Unit> make_units(gtl::nn::Sequential& model, const Communicator& comm,
-                             gtl::Device device = gtl::Device::cpu());
+                             gtl::Device device = gtl::Device::cpu(),
+                             UnitBuffers buffers = UnitBuffers::Full);
 
 struct TrainConfig {
   gtl::nn::ModelConfig model = lab_model();

@@ -379,7 +379,8 @@ std::set<int64_t> just_in_time(const std::string& hook, int64_t u) {
   return hook.rfind("before", 0) == 0 ? std::set<int64_t>{u} : std::set<int64_t>{};
 }
 
-// Rank 0's collectives and unit computations (fsdp_step.h's timeline), the order built here.
+// Rank 0's collectives and unit computations (fsdp_step.h's timeline), the order built here. The
+// exact sequence lives only here: the tests check it by its rules (fsdp_step.h's order_problem).
 std::vector<std::string> expected_timeline(const gtl::nn::ModelConfig& model, int n, int prefetch) {
   const std::vector<int64_t> numels = lab06::testing::unit_numels(model);
   const int64_t units = int64_t(numels.size());

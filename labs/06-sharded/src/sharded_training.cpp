@@ -62,13 +62,18 @@ dist::CostModel reference_cluster() {
   return m;
 }
 
-std::vector<Unit> make_units(nn::Sequential& model, const Communicator& comm, Device device) {
+std::vector<Unit> make_units(nn::Sequential& model, const Communicator& comm, Device device,
+                             UnitBuffers buffers) {
   std::vector<Unit> units;
   for (std::size_t i = 0; i < model.size(); ++i) {
     nn::Module& child = model[i];
     if (child.num_parameters() == 0) continue;
     units.push_back(Unit{&child, std::make_unique<nn::FlatParameter>(
                                      child, device, comm.world_size(), comm.rank())});
+    if (buffers == UnitBuffers::ShardsOnly) {
+      units.back().flat->release_values();
+      units.back().flat->release_grads();
+    }
   }
   return units;
 }

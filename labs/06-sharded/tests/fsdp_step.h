@@ -4,9 +4,11 @@
 // after Fsdp's, so it sees the state Fsdp's hook left).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -137,6 +139,127 @@ inline std::vector<std::string> timeline_of(const FsdpStep& step) {
     }
   }
   return out;
+}
+
+// The order checks' rules, for a prefetch distance `distance` (0: just in time; 1: one unit ahead),
+// checked on rank 0's lines (timeline_of) of one forward and backward. Each pass (forward, then
+// backward) computes its units in the model's order (forward 0 .. U-1, backward U-1 .. 0), and:
+//   G1  each unit is gathered once per pass, before it computes, the gathers issued in the order
+//       the pass computes its units (a collective names its unit by its size, 4 x padded);
+//   G2  when a unit is about to compute, the next `distance` units of its pass have been issued,
+//       and none further: a gather runs at most `distance` units ahead, and never across the
+//       forward/backward boundary (the backward pass gathers its units again);
+//   G3  a gather issued ahead of the unit that computes next is asynchronous (a prefetch); the
+//       gather of the unit that computes next is synchronous (nothing had issued it);
+//   R   each unit's gradient is reduce-scattered exactly once, synchronously, as the first
+//       collective after its backward: none in the forward pass, none twice.
+// Returns "" when every line keeps them, else the first line that breaks one: the rule, what it
+// required there and what came. Sizes are all a line shows, so two units of one size (the residual
+// blocks) are told apart by their place only.
+inline std::string order_problem(const FsdpStep& step, int distance) {
+  const std::vector<std::string> lines = timeline_of(step);
+  const int64_t units = static_cast<int64_t>(step.padded.size());
+  const auto bytes = [&](int64_t u) { return 4 * step.padded[static_cast<std::size_t>(u)]; };
+  const char* passes[] = {"forward", "backward"};
+  int pass = 0;             // 0 forward, 1 backward, 2 done
+  int64_t computed = 0;     // units of this pass computed so far
+  int64_t gathered = 0;     // units of this pass whose gather was issued
+  int64_t reduce_due = -1;  // the unit whose backward ended and whose reduce-scatter is due
+  // The unit at place i of the pass's order.
+  const auto unit_at = [&](int64_t i) { return pass == 0 ? i : units - 1 - i; };
+  const auto unit_text = [&](int64_t u) {
+    return "unit " + std::to_string(u) + " (" + std::to_string(bytes(u)) + " B)";
+  };
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const auto problem = [&](const std::string& rule, const std::string& required) {
+      const std::string name =
+          rule == "G1"   ? "G1 (each unit gathered once per pass, before it computes, in the "
+                           "order the pass computes them)"
+          : rule == "G2" ? "G2 (when a unit computes, the next " + std::to_string(distance) +
+                               " unit(s) of its pass are issued, none further, none across passes)"
+          : rule == "G3" ? "G3 (a gather ahead of the unit that computes next is asynchronous, "
+                           "that unit's own synchronous)"
+          : rule == "R"  ? "R (each gradient reduce-scattered once, right after its unit's "
+                           "backward)"
+                         : rule;
+      return "line " + std::to_string(i) + ", '" + line + "', breaks " + name + ": " + required;
+    };
+    std::istringstream in(line);
+    std::string what, size;
+    in >> what >> size;
+    if (what == "forward" || what == "backward") {
+      const int64_t u = std::stoll(size);
+      if (pass == 2 || what != passes[pass] || u != unit_at(computed))
+        return problem("the model's order (forward 0 .. U-1, then backward U-1 .. 0)",
+                       pass == 2 ? "the step computed every unit already"
+                                 : std::string("expected ") + passes[pass] + " " +
+                                       std::to_string(unit_at(computed)));
+      if (reduce_due >= 0)
+        return problem("R", "the reduce-scatter of " + unit_text(reduce_due) +
+                                " is due first: a gradient is reduce-scattered as soon as its "
+                                "unit's backward is done");
+      if (gathered <= computed)
+        return problem("G1", unit_text(u) + " computes before its gather was issued in this pass");
+      const int64_t ahead = std::min(computed + 1 + distance, units);
+      if (gathered < ahead)
+        return problem("G2", "before " + unit_text(u) + " computes, the gather of " +
+                                 unit_text(unit_at(gathered)) +
+                                 " must be issued: prefetch distance " + std::to_string(distance));
+      ++computed;
+      if (pass == 1) reduce_due = u;
+      if (computed == units) {  // the pass is done: the next one gathers its units again
+        ++pass;
+        computed = 0;
+        gathered = 0;
+      }
+      continue;
+    }
+    const bool async = what.find("(async)") != std::string::npos;
+    const int64_t got = std::stoll(size);
+    if (what.rfind("reduce", 0) == 0) {
+      if (reduce_due < 0)
+        return problem("R", pass == 0 ? "no gradient exists yet in the forward pass"
+                                      : "no unit's backward ended since the last reduce-scatter");
+      if (got != bytes(reduce_due) || async)
+        return problem("R", "expected the synchronous reduce-scatter of " + unit_text(reduce_due));
+      reduce_due = -1;
+      continue;
+    }
+    if (reduce_due >= 0)
+      return problem("R", "the reduce-scatter of " + unit_text(reduce_due) +
+                              " must come first, as soon as its backward is done");
+    if (pass == 2 || gathered == units)
+      return problem("G1", pass == 0 ? "every unit of the forward pass was gathered already, and "
+                                       "a gather never reaches across into the backward pass"
+                                     : "every unit of the backward pass was gathered already");
+    const int64_t next = unit_at(gathered);
+    if (!async && gathered > computed && got == bytes(unit_at(computed)))
+      return problem("G1", unit_text(unit_at(computed)) +
+                               ", which computes next, was issued already in this pass (a "
+                               "prefetch): it is waited for, never gathered a second time");
+    if (got != bytes(next))
+      return problem("G1", "the next unit in the pass's order to be gathered is " +
+                               unit_text(next) + ", gathered in the order the units compute");
+    if (gathered > computed + distance)
+      return problem("G2", "the unit that computes next is " + unit_text(unit_at(computed)) +
+                               ": at most " + std::to_string(distance) + " unit(s) ahead");
+    if (async != (gathered > computed))
+      return problem("G3", gathered > computed
+                               ? "a gather ahead of the unit that computes next is a prefetch, "
+                                 "asynchronous"
+                               : "the unit that computes next was not prefetched: its gather is "
+                                 "synchronous");
+    ++gathered;
+  }
+  if (pass != 2)
+    return "the step ended before every unit's forward and backward (after line " +
+           std::to_string(lines.size()) + ")";
+  if (reduce_due >= 0)
+    return "the step ended, breaking R (each gradient reduce-scattered once, right after its "
+           "unit's backward): " +
+           unit_text(reduce_due) + "'s gradient was never reduce-scattered";
+  return "";
 }
 
 }  // namespace lab06::testing

@@ -1,5 +1,5 @@
 // TODO 5 on its own: Fsdp::prefetch(u) on units the test builds itself (make_units of the lab
-// model, every unit's full values released as TODO 4 leaves them between uses), waited for through
+// model with UnitBuffers::ShardsOnly: as FSDP keeps them between uses), waited for through
 // in_flight(u), so neither TODO 4's hooks nor its gather need be done. For every unit, every rank:
 //   - prefetch(u) issues exactly one all-gather, and an asynchronous one (all_gather_async: the
 //     trace's async flag), whose Work in_flight(u) then holds;
@@ -72,12 +72,16 @@ void check_prefetches(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& conf
   gtl::dist::run_ranks(
       n,
       [&](Communicator& comm) {
+        std::vector<std::vector<float>> weights;  // each unit's full values, from a twin model
+        {
+          auto twin = gtl::nn::make_model(config);
+          for (Unit& unit : make_units(*twin, comm))
+            weights.push_back(unit.flat->values().to_vector());
+        }
         auto model = gtl::nn::make_model(config);
-        std::vector<Unit> units = make_units(*model, comm);
-        std::vector<std::vector<float>> weights;
-        for (Unit& unit : units) weights.push_back(unit.flat->values().to_vector());
+        std::vector<Unit> units =
+            make_units(*model, comm, gtl::Device::cpu(), UnitBuffers::ShardsOnly);
         Fsdp fsdp = scoped_fsdp(comm, *model, units);
-        for (Unit& unit : units) unit.flat->release_values(), unit.flat->release_grads();
         const auto allocator = gtl::current_allocator(gtl::Device::cpu());
         std::vector<Prefetched>& mine = ranks[static_cast<std::size_t>(comm.rank())];
         for (std::size_t u = 0; u < units.size(); ++u) {
@@ -112,7 +116,6 @@ void check_prefetches(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& conf
           EXPECT_EQ(bitwise_diff(p.values, weights[u]), "")
               << at << ": once its Work is done, the prefetched full values must be the unit's "
               << "weights (every rank's shard, in rank order)";
-          units[u].flat->release_values();  // as after the unit's use: the next unit starts alike
           comm.barrier();
         }
       },
@@ -140,9 +143,9 @@ TEST(PrefetchAlone, DoesNothingPastEitherEnd) {
       2,
       [&](Communicator& comm) {
         auto model = gtl::nn::make_model(lab_model());
-        std::vector<Unit> units = make_units(*model, comm);
+        std::vector<Unit> units =
+            make_units(*model, comm, gtl::Device::cpu(), UnitBuffers::ShardsOnly);
         Fsdp fsdp = scoped_fsdp(comm, *model, units);
-        for (Unit& unit : units) unit.flat->release_values(), unit.flat->release_grads();
         const int64_t calls = all_gathers(comm);
         prefetch(fsdp, -1);
         prefetch(fsdp, fsdp.num_units());
