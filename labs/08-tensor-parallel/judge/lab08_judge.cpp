@@ -24,11 +24,11 @@
 //   sequence-parallel-traffic the collectives in order, the ring all-reduce's bytes each pass
 //   sequence-parallel-memory  every rank's bytes after forward, exactly
 //   dp-tp-groups              every rank's coordinates and group members against the grid's
-//                             layout (TP innermost); the refusals
+//                             layout (TP innermost: tp_members, dp_members); the refusals
 //   dp-tp-gradients           one process on the whole batch (lab08_cases.h, dp_tp_reference)
 //                             within its bound; the same bits wherever a parameter is held twice
 //   dp-tp-traffic             each group's all-reduces in parameter order, the ring's bytes, the
-//                             group each ran in; the counters' totals
+//                             group each ran in (dp_tp_collectives); the counters' totals
 //   tp-placement-step         the core's simulate_timeline on the same traces, within the
 //                             relative bound of two summation orders; the refusal
 //   tp-placement-size         the largest TP size under the bar, from the simulator's figures
@@ -458,6 +458,19 @@ std::string sequence_parallel_memory() {
 // ---- TODO 5
 // ---------------------------------------------------------------------------------------
 
+// The layout of the header (the core's ProcessGrid with one stage, TP innermost): the world ranks
+// of rank w's TP group and DP group, in world order.
+std::vector<int> tp_members(const lab08_cases::Grid& g, int w) {
+  std::vector<int> m;
+  for (int t = 0; t < g.tp; ++t) m.push_back((w / g.tp) * g.tp + t);
+  return m;
+}
+std::vector<int> dp_members(const lab08_cases::Grid& g, int w) {
+  std::vector<int> m;
+  for (int d = 0; d < g.dp; ++d) m.push_back(d * g.tp + w % g.tp);
+  return m;
+}
+
 std::string dp_tp_groups() {
   Recorded r("DataTensorParallel.GroupsAreTheProcessGridsGroups");
   std::vector<lab08_cases::Grid> grids = lab08_cases::kGrids;
@@ -471,7 +484,7 @@ std::string dp_tp_groups() {
       const auto tp = r.sequence<int>(who + " TP group", std::size_t(g.tp));
       const auto dp = r.sequence<int>(who + " DP group", std::size_t(g.dp));
       if (tp_rank != w % g.tp || dp_rank != w / g.tp || tp_in != w % g.tp || dp_in != w / g.tp ||
-          tp != lab08_cases::tp_members(g, w) || dp != lab08_cases::dp_members(g, w))
+          tp != tp_members(g, w) || dp != dp_members(g, w))
         throw Rejection(r.test() + ": " + who + " recorded tp_rank " + std::to_string(tp_rank) +
                         ", dp_rank " + std::to_string(dp_rank) +
                         " or groups other than the grid's (TP innermost: the tp ranks of a "
@@ -527,16 +540,56 @@ std::string dp_tp_gradients() {
          "dp; the same bits wherever a parameter is held twice";
 }
 
+// The payload of each of the six parameters on one rank of a TP group of tp (fc1's rows and
+// fc2's columns 4D/tp; the rest whole), in bytes.
+std::vector<int64_t> dp_tp_param_bytes(int tp) {
+  const int64_t d = lab08_cases::kSpDim, cols = lab08_cases::kSpHidden / tp;
+  return {4 * d, 4 * d, 4 * cols * d, 4 * cols, 4 * d * cols, 4 * d};
+}
+// A ring all-reduce of `bytes` on g ranks sends 2 (g - 1)/g of them per rank (every size here
+// divides evenly into g chunks).
+int64_t ring_sent(int64_t bytes, int g) {
+  return 2 * (g - 1) * bytes / g;
+}
+// What rank w of grid g issues in the synchronisation, its TP group's calls first, then its DP
+// group's, each in parameter order: one TP all-reduce per replicated parameter, one DP all-reduce
+// per parameter.
+std::vector<std::string> dp_tp_collectives(const lab08_cases::Grid& g, int w) {
+  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p < bytes.size(); ++p)
+    if (lab08_cases::kReplicated[p])
+      out.push_back(lab08_cases::collective_str(tp_members(g, w), "all_reduce", bytes[p],
+                                                ring_sent(bytes[p], g.tp)));
+  for (std::size_t p = 0; p < bytes.size(); ++p)
+    out.push_back(lab08_cases::collective_str(dp_members(g, w), "all_reduce", bytes[p],
+                                              ring_sent(bytes[p], g.dp)));
+  return out;
+}
+// The same from each group's counters: all_reduce calls and bytes sent per rank.
+struct GroupTotals {
+  int64_t tp_calls = 0, tp_sent = 0, dp_calls = 0, dp_sent = 0;
+};
+GroupTotals dp_tp_totals(const lab08_cases::Grid& g) {
+  GroupTotals t;
+  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
+  for (std::size_t p = 0; p < bytes.size(); ++p) {
+    if (lab08_cases::kReplicated[p]) ++t.tp_calls, t.tp_sent += ring_sent(bytes[p], g.tp);
+    ++t.dp_calls, t.dp_sent += ring_sent(bytes[p], g.dp);
+  }
+  return t;
+}
+
 std::string dp_tp_traffic() {
   const std::string test = "DataTensorParallel.TrafficRunsInTheRightGroups";
   Recorded r(test);
   const Case c = lab08_cases::seeded_dp_tp_case(test);
   for (const lab08_cases::Grid& g : lab08_cases::kGrids) {
-    const lab08_cases::GroupTotals t = lab08_cases::dp_tp_totals(g);
+    const GroupTotals t = dp_tp_totals(g);
     for (int w = 0; w < g.world(); ++w) {
       const std::string who = g.str() + ", world rank " + std::to_string(w) + " (" +
                               lab08_cases::dp_tp_case_str(c) + ")";
-      for (const std::string& want : lab08_cases::dp_tp_collectives(g, w)) {
+      for (const std::string& want : dp_tp_collectives(g, w)) {
         const std::string got = r.line(who + " collective");
         if (got != want)
           throw Rejection(r.test() + ": " + who + " issued \"" + got + "\", the judge expects \"" +

@@ -284,18 +284,6 @@ struct Grid {
 };
 // World sizes 4 and 6, with each group size 2 and 3 in both roles.
 inline const std::vector<Grid> kGrids = {{2, 2}, {3, 2}, {2, 3}};
-// The world ranks of rank w's TP group and DP group, in world order.
-inline std::vector<int> tp_members(const Grid& g, int w) {
-  std::vector<int> m;
-  for (int t = 0; t < g.tp; ++t) m.push_back((w / g.tp) * g.tp + t);
-  return m;
-}
-inline std::vector<int> dp_members(const Grid& g, int w) {
-  std::vector<int> m;
-  for (int d = 0; d < g.dp; ++d) m.push_back(d * g.tp + w % g.tp);
-  return m;
-}
-
 // c.batch is the sequences PER REPLICA, b in {1, 2}: the whole batch is dp * b sequences. T is a
 // multiple of 6, so that TP = 2 and 3 both divide it.
 inline Case seeded_dp_tp_case(const std::string& test) {
@@ -454,44 +442,4 @@ inline std::string collective_str(const std::vector<int>& group, const std::stri
   for (std::size_t i = 0; i < group.size(); ++i) s += (i ? ", " : "") + std::to_string(group[i]);
   return s + "} " + op + " " + std::to_string(bytes) + " bytes, sent " + std::to_string(sent);
 }
-// The payload of each of the six parameters on one rank of a TP group of tp (fc1's rows and
-// fc2's columns 4D/tp; the rest whole), in bytes.
-inline std::vector<int64_t> dp_tp_param_bytes(int tp) {
-  const int64_t d = kSpDim, cols = kSpHidden / tp;
-  return {4 * d, 4 * d, 4 * cols * d, 4 * cols, 4 * d * cols, 4 * d};
-}
-// A ring all-reduce of `bytes` on g ranks sends 2 (g - 1)/g of them per rank (every size here
-// divides evenly into g chunks).
-inline int64_t ring_sent(int64_t bytes, int g) {
-  return 2 * (g - 1) * bytes / g;
-}
-// What rank w of grid g issues in the synchronisation, its TP group's calls first, then its DP
-// group's, each in parameter order: one TP all-reduce per replicated parameter, one DP all-reduce
-// per parameter.
-inline std::vector<std::string> dp_tp_collectives(const Grid& g, int w) {
-  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
-  std::vector<std::string> out;
-  for (std::size_t p = 0; p < bytes.size(); ++p)
-    if (kReplicated[p])
-      out.push_back(
-          collective_str(tp_members(g, w), "all_reduce", bytes[p], ring_sent(bytes[p], g.tp)));
-  for (std::size_t p = 0; p < bytes.size(); ++p)
-    out.push_back(
-        collective_str(dp_members(g, w), "all_reduce", bytes[p], ring_sent(bytes[p], g.dp)));
-  return out;
-}
-// The same from each group's counters: all_reduce calls and bytes sent per rank.
-struct GroupTotals {
-  int64_t tp_calls = 0, tp_sent = 0, dp_calls = 0, dp_sent = 0;
-};
-inline GroupTotals dp_tp_totals(const Grid& g) {
-  GroupTotals t;
-  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
-  for (std::size_t p = 0; p < bytes.size(); ++p) {
-    if (kReplicated[p]) ++t.tp_calls, t.tp_sent += ring_sent(bytes[p], g.tp);
-    ++t.dp_calls, t.dp_sent += ring_sent(bytes[p], g.dp);
-  }
-  return t;
-}
-
 }  // namespace lab08_cases
