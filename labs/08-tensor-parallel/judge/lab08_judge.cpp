@@ -25,7 +25,7 @@
 //   sequence-parallel-memory  every rank's bytes after forward, exactly
 //   dp-tp-groups              every rank's coordinates and group members against the grid's
 //                             layout (TP innermost: tp_members, dp_members); the refusals
-//   dp-tp-gradients           one process on the whole batch (lab08_cases.h, dp_tp_reference)
+//   dp-tp-gradients           one process on the whole batch (dp_tp_reference, below)
 //                             within its bound; the same bits wherever a parameter is held twice
 //   dp-tp-traffic             each group's all-reduces in parameter order, the ring's bytes, the
 //                             group each ran in (dp_tp_collectives); the counters' totals
@@ -497,6 +497,72 @@ std::string dp_tp_groups() {
   return "every rank's coordinates and both groups the process grid's; the refusals";
 }
 
+// The one-process reference, the judge's own: the unsharded layer on the whole batch, and the
+// bound's S from the layer's intermediates. Its gradient of the sum of
+// the replicas' losses, divided by dp, is the gradient of the whole batch's mean loss; each
+// element is a sum over all N = dp b T rows, g = (1/dp) sum_i t_i:
+//   ln.weight: dln_i xhat_i   ln.bias: dln_i   fc1.weight: dh_i[o] ln_i[c]   fc1.bias: dh_i[o]
+//   fc2.weight: dy_i[o] gelu_i[c]   fc2.bias: dy_i
+// The ranks compute the same t_i, bit for bit (every row alone), and add them in another order:
+// partial sums over their rows, then the TP and DP all-reduces. Any order of N terms is within
+// (N - 1) u S of the exact sum, S = sum_i |t_i|; the division by dp (or the multiplication by a
+// rounded 1/dp) adds at most 2 u S/dp. So the two results differ by at most
+//   2 (N + 2) u S / dp
+// per element (`bound`); an all-reduce in the wrong group, a sum for a mean or a partial left
+// unsummed is off by a share of g itself.
+struct DpTpReference {
+  std::vector<Tensor> grads;                // the six full gradients of the mean loss
+  std::vector<std::vector<double>> bounds;  // per element of each
+};
+DpTpReference dp_tp_reference(const lab08_cases::SpCase& m, const lab08_cases::Grid& g) {
+  namespace ops = gtl::ops;
+  const auto p = m.full->parameters();
+  const int64_t n = m.x.size(0) * m.x.size(1), d = lab08_cases::kSpDim,
+                hid = lab08_cases::kSpHidden;
+  const Tensor x = m.x.reshape({n, d}), dy = m.dy.reshape({n, d});
+  DpTpReference ref;
+  for (Tensor t : lab08_cases::mlp_gradients(m, m.x, m.dy)) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] /= float(g.dp);
+    ref.grads.push_back(t);
+  }
+  const ops::LayerNormForward ln = ops::layernorm_forward(x, p[0].value, p[1].value);
+  Tensor h = ops::matmul(ln.out, p[2].value, false, true);
+  ops::bias_add_(h, p[3].value);
+  const Tensor gl = ops::gelu(h);
+  const Tensor dh = ops::gelu_backward(h, ops::matmul(dy, p[4].value));
+  const Tensor dln = ops::matmul(dh, p[2].value);
+  const float* px = x.data<float>();
+  const float* pdy = dy.data<float>();
+  const float* pdh = dh.data<float>();
+  const float* pln = ln.out.data<float>();
+  const float* pg = gl.data<float>();
+  const float* pdln = dln.data<float>();
+  std::vector<std::vector<double>> s = {std::vector<double>(d),       std::vector<double>(d),
+                                        std::vector<double>(hid * d), std::vector<double>(hid),
+                                        std::vector<double>(d * hid), std::vector<double>(d)};
+  for (int64_t i = 0; i < n; ++i) {
+    const double mean = ln.mean.data<float>()[i], rstd = ln.rstd.data<float>()[i];
+    for (int64_t c = 0; c < d; ++c) {
+      const double xhat = (double(px[i * d + c]) - mean) * rstd;
+      s[0][c] += std::fabs(double(pdln[i * d + c]) * xhat);
+      s[1][c] += std::fabs(double(pdln[i * d + c]));
+      s[5][c] += std::fabs(double(pdy[i * d + c]));
+    }
+    for (int64_t o = 0; o < hid; ++o) {
+      const double a = std::fabs(double(pdh[i * hid + o]));
+      s[3][o] += a;
+      for (int64_t c = 0; c < d; ++c) s[2][o * d + c] += a * std::fabs(double(pln[i * d + c]));
+    }
+    for (int64_t o = 0; o < d; ++o) {
+      const double a = std::fabs(double(pdy[i * d + o]));
+      for (int64_t c = 0; c < hid; ++c) s[4][o * hid + c] += a * std::fabs(double(pg[i * hid + c]));
+    }
+  }
+  for (auto& v : s)
+    for (double& e : v) e *= 2.0 * double(n + 2) * lab08_cases::kU / double(g.dp);
+  ref.bounds = s;
+  return ref;
+}
 void judge_dp_tp_gradients(const std::string& test, const Case& c) {
   Recorded r(test);
   gtl::ops::ScopedRowInvariant row_invariant(true);
@@ -504,7 +570,7 @@ void judge_dp_tp_gradients(const std::string& test, const Case& c) {
                          "fc1.bias",  "fc2.weight", "fc2.bias"};
   for (const lab08_cases::Grid& g : lab08_cases::kGrids) {
     const lab08_cases::SpCase m = lab08_cases::make_dp_tp_case(c, g);
-    const lab08_cases::DpTpReference ref = lab08_cases::dp_tp_reference(m, g);
+    const DpTpReference ref = dp_tp_reference(m, g);
     std::vector<std::vector<std::vector<float>>> got(static_cast<std::size_t>(g.world()));
     for (int w = 0; w < g.world(); ++w) {
       const int rank = w % g.tp;
