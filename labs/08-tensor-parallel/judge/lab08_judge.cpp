@@ -18,7 +18,7 @@
 //   vocab-parallel-memory     every rank's peak within one [N, V/k] buffer plus row vectors
 //   sequence-parallel-pair    the gathered sequence and every rank's reduce-scattered positions,
 //                             bit for bit; half the ring's bytes each; the refusals
-//   sequence-parallel-mlp     the step-1 computation (lab08_cases.h, tp_reference) bit for bit
+//   sequence-parallel-mlp     the step-1 computation (tp_reference, below) bit for bit
 //                             at every rank's positions (the core's ResidualMLP at TP = 1); the
 //                             replicated gradients within their bound
 //   sequence-parallel-traffic the collectives in order, the ring all-reduce's bytes each pass
@@ -38,8 +38,15 @@
 #include <string>
 #include <vector>
 
+#include "gtl/distributed/communicator.h"
+#include "gtl/nn/activation.h"
+#include "gtl/ops/activations.h"
 #include "gtl/ops/cross_entropy.h"
+#include "gtl/ops/elementwise.h"
+#include "gtl/ops/layernorm.h"
 #include "gtl/ops/math_mode.h"
+#include "gtl/ops/matmul.h"
+#include "gtl/ops/reduce.h"
 #include "gtl_judge.h"
 #include "lab08_cases.h"
 #include "lab08_placement_cases.h"
@@ -358,6 +365,60 @@ std::string sequence_parallel_pair() {
   return "the pair's results bit for bit, half the ring's bytes each; T not divisible refused";
 }
 
+// The judge's own exact reference of 4b: step 1's tensor parallelism WITHOUT sequence parallelism
+// on k ranks, emulated in one thread:
+// every rank holds the whole sequence, the LayerNorm and the residual on all of it, and the
+// partial sums of fc2 (forward) and of fc1's dx (backward) are added in rank order, as the
+// deterministic all-reduce (and reduce-scatter) adds them: acc = p_0; acc += p_1; ... So in the
+// core's deterministic mode a sequence-parallel rank's output and dx are, bit for bit, its
+// positions of these. The replicated gradients here are the LayerNorm's and the bias's over all
+// rows at once (a double sum rounded once); `dln` is the LayerNorm's output gradient.
+struct TpReference {
+  Tensor y, dx;              // [N, D]
+  Tensor ln_w, ln_b, fc2_b;  // replicated gradients [D]
+  Tensor dln, xhat;          // [N, D]: what the LayerNorm's weight gradient sums
+};
+TpReference tp_reference(const lab08_cases::SpCase& m, int k) {
+  namespace ops = gtl::ops;
+  const auto p = m.full->parameters();
+  const int64_t n = m.x.size(0) * m.x.size(1), part = lab08_cases::kSpHidden / k;
+  const Tensor x = m.x.reshape({n, lab08_cases::kSpDim}),
+               dy = m.dy.reshape({n, lab08_cases::kSpDim});
+  const ops::LayerNormForward ln = ops::layernorm_forward(x, p[0].value, p[1].value);
+  std::vector<Tensor> hs;
+  Tensor sum, dsum;
+  for (int r = 0; r < k; ++r) {
+    const Tensor w1 = p[2].value.slice(r * part, (r + 1) * part).clone();
+    const Tensor b1 = p[3].value.slice(r * part, (r + 1) * part).clone();
+    const Tensor w2 = lab08_cases::columns(p[4].value, r * part, (r + 1) * part);
+    Tensor h = ops::matmul(ln.out, w1, false, true);
+    ops::bias_add_(h, b1);
+    const Tensor y = ops::matmul(ops::gelu(h), w2, false, true);
+    const Tensor dh = ops::gelu_backward(h, ops::matmul(dy, w2));
+    const Tensor dx = ops::matmul(dh, w1);
+    if (r == 0) {
+      sum = y, dsum = dx;
+    } else {
+      gtl::dist::reduce_into(sum, y, gtl::dist::ReduceOp::Sum);
+      gtl::dist::reduce_into(dsum, dx, gtl::dist::ReduceOp::Sum);
+    }
+  }
+  ops::bias_add_(sum, p[5].value);
+  TpReference ref;
+  ref.y = ops::add(x, sum);
+  const ops::LayerNormBackward lb = ops::layernorm_backward(dsum, x, p[0].value, ln.mean, ln.rstd);
+  ref.dx = ops::add(dy, lb.dx);
+  ref.ln_w = lb.dweight, ref.ln_b = lb.dbias, ref.fc2_b = ops::sum_rows(dy);
+  ref.dln = dsum;
+  ref.xhat = Tensor::empty({n, lab08_cases::kSpDim});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < lab08_cases::kSpDim; ++c)
+      ref.xhat.data<float>()[i * lab08_cases::kSpDim + c] =
+          (x.data<float>()[i * lab08_cases::kSpDim + c] - ln.mean.data<float>()[i]) *
+          ln.rstd.data<float>()[i];
+  return ref;
+}
+
 void judge_sp_mlp(const std::string& test, const Case& c) {
   Recorded r(test);
   gtl::ops::ScopedRowInvariant row_invariant(true);
@@ -369,7 +430,7 @@ void judge_sp_mlp(const std::string& test, const Case& c) {
   const auto p = m.full->parameters();
   const char* names[] = {"ln.weight", "ln.bias", "fc2.bias"};
   for (int k : lab08_cases::kSpTpSizes) {
-    const lab08_cases::TpReference tp = lab08_cases::tp_reference(m, k);
+    const TpReference tp = tp_reference(m, k);
     const Tensor y = k == 1 ? y1 : tp.y, dx = k == 1 ? dx1 : tp.dx;
     const std::vector<std::vector<float>> grads = {tp.ln_w.to_vector(), tp.ln_b.to_vector(),
                                                    tp.fc2_b.to_vector()};

@@ -1,5 +1,7 @@
-// The inputs every lab 08 test draws and the references it compares with, shared by the tests and
-// the judge (judge/lab08_judge.cpp) so that both compute exactly the same thing. Every draw is
+// The inputs every lab 08 test draws, the unsharded layers it compares with and the bounds it
+// allows, shared by the tests and the judge (judge/lab08_judge.cpp) so that both draw exactly the
+// same thing. The references that compute what a TODO computes (step 1's split of the MLP, the
+// grid's layout, the synchronisation's calls) are the judge's own. Every draw is
 // named after the test that uses it (gtl::test_seed::generator): the grading seed chooses the
 // batch, the sequence length and the weights; outside the grader the seed is 1.
 //
@@ -20,17 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "gtl/distributed/communicator.h"
-#include "gtl/nn/activation.h"
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/residual_mlp.h"
 #include "gtl/nn/token_embedding.h"
-#include "gtl/ops/activations.h"
-#include "gtl/ops/elementwise.h"
-#include "gtl/ops/layernorm.h"
-#include "gtl/ops/matmul.h"
-#include "gtl/ops/reduce.h"
 #include "gtl/tensor/tensor.h"
 #include "gtl_test_seed.h"
 
@@ -204,57 +199,6 @@ inline Tensor positions(const Tensor& t, int64_t begin, int64_t end) {
       for (int64_t e = 0; e < d; ++e)
         out.data<float>()[(i * part + j) * d + e] = t.data<float>()[(i * time + begin + j) * d + e];
   return out;
-}
-
-// Step 1's tensor parallelism WITHOUT sequence parallelism on k ranks, emulated in one thread:
-// every rank holds the whole sequence, the LayerNorm and the residual on all of it, and the
-// partial sums of fc2 (forward) and of fc1's dx (backward) are added in rank order, as the
-// deterministic all-reduce (and reduce-scatter) adds them: acc = p_0; acc += p_1; ... So in the
-// core's deterministic mode a sequence-parallel rank's output and dx are, bit for bit, its
-// positions of these. The replicated gradients here are the LayerNorm's and the bias's over all
-// rows at once (a double sum rounded once); `dln` is the LayerNorm's output gradient.
-struct TpReference {
-  Tensor y, dx;              // [N, D]
-  Tensor ln_w, ln_b, fc2_b;  // replicated gradients [D]
-  Tensor dln, xhat;          // [N, D]: what the LayerNorm's weight gradient sums
-};
-inline TpReference tp_reference(const SpCase& m, int k) {
-  namespace ops = gtl::ops;
-  const auto p = m.full->parameters();
-  const int64_t n = m.x.size(0) * m.x.size(1), part = kSpHidden / k;
-  const Tensor x = m.x.reshape({n, kSpDim}), dy = m.dy.reshape({n, kSpDim});
-  const ops::LayerNormForward ln = ops::layernorm_forward(x, p[0].value, p[1].value);
-  std::vector<Tensor> hs;
-  Tensor sum, dsum;
-  for (int r = 0; r < k; ++r) {
-    const Tensor w1 = p[2].value.slice(r * part, (r + 1) * part).clone();
-    const Tensor b1 = p[3].value.slice(r * part, (r + 1) * part).clone();
-    const Tensor w2 = columns(p[4].value, r * part, (r + 1) * part);
-    Tensor h = ops::matmul(ln.out, w1, false, true);
-    ops::bias_add_(h, b1);
-    const Tensor y = ops::matmul(ops::gelu(h), w2, false, true);
-    const Tensor dh = ops::gelu_backward(h, ops::matmul(dy, w2));
-    const Tensor dx = ops::matmul(dh, w1);
-    if (r == 0) {
-      sum = y, dsum = dx;
-    } else {
-      gtl::dist::reduce_into(sum, y, gtl::dist::ReduceOp::Sum);
-      gtl::dist::reduce_into(dsum, dx, gtl::dist::ReduceOp::Sum);
-    }
-  }
-  ops::bias_add_(sum, p[5].value);
-  TpReference ref;
-  ref.y = ops::add(x, sum);
-  const ops::LayerNormBackward lb = ops::layernorm_backward(dsum, x, p[0].value, ln.mean, ln.rstd);
-  ref.dx = ops::add(dy, lb.dx);
-  ref.ln_w = lb.dweight, ref.ln_b = lb.dbias, ref.fc2_b = ops::sum_rows(dy);
-  ref.dln = dsum;
-  ref.xhat = Tensor::empty({n, kSpDim});
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t c = 0; c < kSpDim; ++c)
-      ref.xhat.data<float>()[i * kSpDim + c] =
-          (x.data<float>()[i * kSpDim + c] - ln.mean.data<float>()[i]) * ln.rstd.data<float>()[i];
-  return ref;
 }
 
 // A replicated gradient sum_i t_i over N rows (t_i = dy_i, or dln_i * xhat_i for the LayerNorm's
