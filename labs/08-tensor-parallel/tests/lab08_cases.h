@@ -1,5 +1,7 @@
-// The inputs every lab 08 test draws and the references it compares with, shared by the tests and
-// the judge (judge/lab08_judge.cpp) so that both compute exactly the same thing. Every draw is
+// The inputs every lab 08 test draws, the unsharded layers it compares with and the bounds it
+// allows, shared by the tests and the judge (judge/lab08_judge.cpp) so that both draw exactly the
+// same thing. The references that compute what a TODO computes (step 1's split of the MLP, the
+// grid's layout, the synchronisation's calls) are the judge's own. Every draw is
 // named after the test that uses it (gtl::test_seed::generator): the grading seed chooses the
 // batch, the sequence length and the weights; outside the grader the seed is 1.
 //
@@ -20,17 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "gtl/distributed/communicator.h"
-#include "gtl/nn/activation.h"
 #include "gtl/nn/causal_self_attention.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/residual_mlp.h"
 #include "gtl/nn/token_embedding.h"
-#include "gtl/ops/activations.h"
-#include "gtl/ops/elementwise.h"
-#include "gtl/ops/layernorm.h"
-#include "gtl/ops/matmul.h"
-#include "gtl/ops/reduce.h"
 #include "gtl/tensor/tensor.h"
 #include "gtl_test_seed.h"
 
@@ -206,57 +201,6 @@ inline Tensor positions(const Tensor& t, int64_t begin, int64_t end) {
   return out;
 }
 
-// Step 1's tensor parallelism WITHOUT sequence parallelism on k ranks, emulated in one thread:
-// every rank holds the whole sequence, the LayerNorm and the residual on all of it, and the
-// partial sums of fc2 (forward) and of fc1's dx (backward) are added in rank order, as the
-// deterministic all-reduce (and reduce-scatter) adds them: acc = p_0; acc += p_1; ... So in the
-// core's deterministic mode a sequence-parallel rank's output and dx are, bit for bit, its
-// positions of these. The replicated gradients here are the LayerNorm's and the bias's over all
-// rows at once (a double sum rounded once); `dln` is the LayerNorm's output gradient.
-struct TpReference {
-  Tensor y, dx;              // [N, D]
-  Tensor ln_w, ln_b, fc2_b;  // replicated gradients [D]
-  Tensor dln, xhat;          // [N, D]: what the LayerNorm's weight gradient sums
-};
-inline TpReference tp_reference(const SpCase& m, int k) {
-  namespace ops = gtl::ops;
-  const auto p = m.full->parameters();
-  const int64_t n = m.x.size(0) * m.x.size(1), part = kSpHidden / k;
-  const Tensor x = m.x.reshape({n, kSpDim}), dy = m.dy.reshape({n, kSpDim});
-  const ops::LayerNormForward ln = ops::layernorm_forward(x, p[0].value, p[1].value);
-  std::vector<Tensor> hs;
-  Tensor sum, dsum;
-  for (int r = 0; r < k; ++r) {
-    const Tensor w1 = p[2].value.slice(r * part, (r + 1) * part).clone();
-    const Tensor b1 = p[3].value.slice(r * part, (r + 1) * part).clone();
-    const Tensor w2 = columns(p[4].value, r * part, (r + 1) * part);
-    Tensor h = ops::matmul(ln.out, w1, false, true);
-    ops::bias_add_(h, b1);
-    const Tensor y = ops::matmul(ops::gelu(h), w2, false, true);
-    const Tensor dh = ops::gelu_backward(h, ops::matmul(dy, w2));
-    const Tensor dx = ops::matmul(dh, w1);
-    if (r == 0) {
-      sum = y, dsum = dx;
-    } else {
-      gtl::dist::reduce_into(sum, y, gtl::dist::ReduceOp::Sum);
-      gtl::dist::reduce_into(dsum, dx, gtl::dist::ReduceOp::Sum);
-    }
-  }
-  ops::bias_add_(sum, p[5].value);
-  TpReference ref;
-  ref.y = ops::add(x, sum);
-  const ops::LayerNormBackward lb = ops::layernorm_backward(dsum, x, p[0].value, ln.mean, ln.rstd);
-  ref.dx = ops::add(dy, lb.dx);
-  ref.ln_w = lb.dweight, ref.ln_b = lb.dbias, ref.fc2_b = ops::sum_rows(dy);
-  ref.dln = dsum;
-  ref.xhat = Tensor::empty({n, kSpDim});
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t c = 0; c < kSpDim; ++c)
-      ref.xhat.data<float>()[i * kSpDim + c] =
-          (x.data<float>()[i * kSpDim + c] - ln.mean.data<float>()[i]) * ln.rstd.data<float>()[i];
-  return ref;
-}
-
 // A replicated gradient sum_i t_i over N rows (t_i = dy_i, or dln_i * xhat_i for the LayerNorm's
 // weight): the unsharded layer sums all N rows in double and rounds once; a sequence-parallel
 // rank sums its N/k rows in double, rounds, and the all-reduce adds the k float partials in rank
@@ -284,18 +228,6 @@ struct Grid {
 };
 // World sizes 4 and 6, with each group size 2 and 3 in both roles.
 inline const std::vector<Grid> kGrids = {{2, 2}, {3, 2}, {2, 3}};
-// The world ranks of rank w's TP group and DP group, in world order.
-inline std::vector<int> tp_members(const Grid& g, int w) {
-  std::vector<int> m;
-  for (int t = 0; t < g.tp; ++t) m.push_back((w / g.tp) * g.tp + t);
-  return m;
-}
-inline std::vector<int> dp_members(const Grid& g, int w) {
-  std::vector<int> m;
-  for (int d = 0; d < g.dp; ++d) m.push_back(d * g.tp + w % g.tp);
-  return m;
-}
-
 // c.batch is the sequences PER REPLICA, b in {1, 2}: the whole batch is dp * b sequences. T is a
 // multiple of 6, so that TP = 2 and 3 both divide it.
 inline Case seeded_dp_tp_case(const std::string& test) {
@@ -358,70 +290,6 @@ inline std::vector<Tensor> local_gradients(const SpCase& m, const Case& c, const
           mine[5]};
 }
 
-// The one-process reference: the unsharded layer on the whole batch. Its gradient of the sum of
-// the replicas' losses, divided by dp, is the gradient of the whole batch's mean loss; each
-// element is a sum over all N = dp b T rows, g = (1/dp) sum_i t_i:
-//   ln.weight: dln_i xhat_i   ln.bias: dln_i   fc1.weight: dh_i[o] ln_i[c]   fc1.bias: dh_i[o]
-//   fc2.weight: dy_i[o] gelu_i[c]   fc2.bias: dy_i
-// The ranks compute the same t_i, bit for bit (every row alone), and add them in another order:
-// partial sums over their rows, then the TP and DP all-reduces. Any order of N terms is within
-// (N - 1) u S of the exact sum, S = sum_i |t_i|; the division by dp (or the multiplication by a
-// rounded 1/dp) adds at most 2 u S/dp. So the two results differ by at most
-//   2 (N + 2) u S / dp
-// per element (`bound`); an all-reduce in the wrong group, a sum for a mean or a partial left
-// unsummed is off by a share of g itself.
-struct DpTpReference {
-  std::vector<Tensor> grads;                // the six full gradients of the mean loss
-  std::vector<std::vector<double>> bounds;  // per element of each
-};
-inline DpTpReference dp_tp_reference(const SpCase& m, const Grid& g) {
-  namespace ops = gtl::ops;
-  const auto p = m.full->parameters();
-  const int64_t n = m.x.size(0) * m.x.size(1), d = kSpDim, hid = kSpHidden;
-  const Tensor x = m.x.reshape({n, d}), dy = m.dy.reshape({n, d});
-  DpTpReference ref;
-  for (Tensor t : mlp_gradients(m, m.x, m.dy)) {
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] /= float(g.dp);
-    ref.grads.push_back(t);
-  }
-  const ops::LayerNormForward ln = ops::layernorm_forward(x, p[0].value, p[1].value);
-  Tensor h = ops::matmul(ln.out, p[2].value, false, true);
-  ops::bias_add_(h, p[3].value);
-  const Tensor gl = ops::gelu(h);
-  const Tensor dh = ops::gelu_backward(h, ops::matmul(dy, p[4].value));
-  const Tensor dln = ops::matmul(dh, p[2].value);
-  const float* px = x.data<float>();
-  const float* pdy = dy.data<float>();
-  const float* pdh = dh.data<float>();
-  const float* pln = ln.out.data<float>();
-  const float* pg = gl.data<float>();
-  const float* pdln = dln.data<float>();
-  std::vector<std::vector<double>> s = {std::vector<double>(d),       std::vector<double>(d),
-                                        std::vector<double>(hid * d), std::vector<double>(hid),
-                                        std::vector<double>(d * hid), std::vector<double>(d)};
-  for (int64_t i = 0; i < n; ++i) {
-    const double mean = ln.mean.data<float>()[i], rstd = ln.rstd.data<float>()[i];
-    for (int64_t c = 0; c < d; ++c) {
-      const double xhat = (double(px[i * d + c]) - mean) * rstd;
-      s[0][c] += std::fabs(double(pdln[i * d + c]) * xhat);
-      s[1][c] += std::fabs(double(pdln[i * d + c]));
-      s[5][c] += std::fabs(double(pdy[i * d + c]));
-    }
-    for (int64_t o = 0; o < hid; ++o) {
-      const double a = std::fabs(double(pdh[i * hid + o]));
-      s[3][o] += a;
-      for (int64_t c = 0; c < d; ++c) s[2][o * d + c] += a * std::fabs(double(pln[i * d + c]));
-    }
-    for (int64_t o = 0; o < d; ++o) {
-      const double a = std::fabs(double(pdy[i * d + o]));
-      for (int64_t c = 0; c < hid; ++c) s[4][o * hid + c] += a * std::fabs(double(pg[i * hid + c]));
-    }
-  }
-  for (auto& v : s)
-    for (double& e : v) e *= 2.0 * double(n + 2) * kU / double(g.dp);
-  ref.bounds = s;
-  return ref;
-}
 // Rank (d, r)'s part of a full gradient: its shard of fc1 (rows) and fc2 (columns), the whole of
 // a replicated one.
 inline Tensor shard_of(const Tensor& full, int param, const Grid& g, int r) {
@@ -454,44 +322,4 @@ inline std::string collective_str(const std::vector<int>& group, const std::stri
   for (std::size_t i = 0; i < group.size(); ++i) s += (i ? ", " : "") + std::to_string(group[i]);
   return s + "} " + op + " " + std::to_string(bytes) + " bytes, sent " + std::to_string(sent);
 }
-// The payload of each of the six parameters on one rank of a TP group of tp (fc1's rows and
-// fc2's columns 4D/tp; the rest whole), in bytes.
-inline std::vector<int64_t> dp_tp_param_bytes(int tp) {
-  const int64_t d = kSpDim, cols = kSpHidden / tp;
-  return {4 * d, 4 * d, 4 * cols * d, 4 * cols, 4 * d * cols, 4 * d};
-}
-// A ring all-reduce of `bytes` on g ranks sends 2 (g - 1)/g of them per rank (every size here
-// divides evenly into g chunks).
-inline int64_t ring_sent(int64_t bytes, int g) {
-  return 2 * (g - 1) * bytes / g;
-}
-// What rank w of grid g issues in the synchronisation, its TP group's calls first, then its DP
-// group's, each in parameter order: one TP all-reduce per replicated parameter, one DP all-reduce
-// per parameter.
-inline std::vector<std::string> dp_tp_collectives(const Grid& g, int w) {
-  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
-  std::vector<std::string> out;
-  for (std::size_t p = 0; p < bytes.size(); ++p)
-    if (kReplicated[p])
-      out.push_back(
-          collective_str(tp_members(g, w), "all_reduce", bytes[p], ring_sent(bytes[p], g.tp)));
-  for (std::size_t p = 0; p < bytes.size(); ++p)
-    out.push_back(
-        collective_str(dp_members(g, w), "all_reduce", bytes[p], ring_sent(bytes[p], g.dp)));
-  return out;
-}
-// The same from each group's counters: all_reduce calls and bytes sent per rank.
-struct GroupTotals {
-  int64_t tp_calls = 0, tp_sent = 0, dp_calls = 0, dp_sent = 0;
-};
-inline GroupTotals dp_tp_totals(const Grid& g) {
-  GroupTotals t;
-  const std::vector<int64_t> bytes = dp_tp_param_bytes(g.tp);
-  for (std::size_t p = 0; p < bytes.size(); ++p) {
-    if (kReplicated[p]) ++t.tp_calls, t.tp_sent += ring_sent(bytes[p], g.tp);
-    ++t.dp_calls, t.dp_sent += ring_sent(bytes[p], g.dp);
-  }
-  return t;
-}
-
 }  // namespace lab08_cases
