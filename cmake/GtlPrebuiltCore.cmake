@@ -1,9 +1,10 @@
 # One build of the training core, shared by every build that only adds labs to it.
 #
-# The core (gtl_core, with gtl_test_main that every lab test links and the emulate_launches tool
-# that every emulated test runs) takes minutes to compile on a small machine, and it does not
-# depend on which lab implementation a build compiles (starter, solution or a submission): only
-# the labs do. So a build can take the core from another build instead of compiling it again:
+# The core (gtl_core, with gtl_test_main that every lab test links, the emulate_launches tool
+# that every emulated test runs, and gtl_core_emulated where the build has it) takes minutes to
+# compile on a small machine, and it does not depend on which lab implementation a build compiles
+# (starter, solution or a submission): only the labs do. So a build can take the core from another
+# build instead of compiling it again:
 #
 #   cmake --preset student                                  # builds and exports the core
 #   cmake -S . -B build/x -DGTL_PREBUILT_CORE=$PWD/build/student -DGTL_LABS_IMPL=<tree>
@@ -18,10 +19,10 @@
 # the same core sources (a digest of common/ and cmake/, so a clone of the same commit
 # qualifies). Warnings-as-errors does not change what is compiled, so it may differ; the grader's
 # build also differs from the presets only in that and in exporting compile commands. Sanitizers
-# are on only in the emulated tests (cmake/GtlEmulator.cmake), which link no core. When
-# anything differs, the consumer compiles its own core and its configure summary says why. The
-# imported files are only read, never rebuilt: a sandboxed build (the grader's) sees them
-# read-only.
+# are on only in the emulated builds (cmake/GtlEmulator.cmake): the lab kernels' tests, which
+# link no core, and gtl_core_emulated, which carries its own. When anything differs, the
+# consumer compiles its own core and its configure summary says why. The imported files are only
+# read, never rebuilt: a sandboxed build (the grader's) sees them read-only.
 
 # What must match between the build that compiled the core and a build that imports it.
 function(_gtl_core_settings out)
@@ -62,11 +63,22 @@ endfunction()
 
 set(_gtl_core_targets gtl_core gtl_test_main emulate_launches)
 
+# The core built again on the CPU emulator (gtl_core_emulated), where this build has it: a lab
+# whose checks run the core's CUDA path on the emulator (gtl_add_emulated_core_test) links it.
+function(_gtl_exported_targets out)
+  set(targets ${_gtl_core_targets})
+  if(TARGET gtl_core_emulated)
+    list(APPEND targets gtl_core_emulated)
+  endif()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
+
 # In a build that compiles the core: writes <build>/gtl-prebuilt-core/{targets,settings}.cmake,
 # which GTL_PREBUILT_CORE=<build> reads, and adds the target that builds what they describe.
 function(gtl_export_core)
   set(dir ${CMAKE_BINARY_DIR}/gtl-prebuilt-core)
-  export(TARGETS ${_gtl_core_targets} FILE ${dir}/targets.cmake)
+  _gtl_exported_targets(targets)
+  export(TARGETS ${targets} FILE ${dir}/targets.cmake)
   _gtl_core_settings(settings)
   file(WRITE ${dir}/settings.cmake
        "# Written by cmake/GtlPrebuiltCore.cmake: how this build compiled the training core.\n"
@@ -74,11 +86,11 @@ function(gtl_export_core)
        "set(GTL_PREBUILT_SETTINGS \"${settings}\")\n")
   # The files a consumer links and runs: it takes the core only once they are built.
   set(files)
-  foreach(t ${_gtl_core_targets})
+  foreach(t ${targets})
     list(APPEND files "$<TARGET_FILE:${t}>")
   endforeach()
   file(GENERATE OUTPUT ${dir}/files.cmake CONTENT "set(GTL_PREBUILT_FILES \"${files}\")\n")
-  add_custom_target(gtl_prebuilt_core DEPENDS ${_gtl_core_targets})
+  add_custom_target(gtl_prebuilt_core DEPENDS ${targets})
 endfunction()
 
 # Why the core in `dir` cannot be used by this build ("" when it can).
@@ -136,7 +148,11 @@ macro(gtl_import_core)
       # which a sandbox shows even where the exporting build's tree is hidden.
       # Not SYSTEM (the default of an imported target): lab files see the core's headers as
       # they do in a build that compiles the core.
-      foreach(_gtl_t gtl_core gtl_test_main)
+      set(_gtl_targets gtl_core gtl_test_main)
+      if(TARGET gtl_core_emulated)
+        list(APPEND _gtl_targets gtl_core_emulated)
+      endif()
+      foreach(_gtl_t ${_gtl_targets})
         get_target_property(_gtl_inc ${_gtl_t} INTERFACE_INCLUDE_DIRECTORIES)
         set(_gtl_mine)
         foreach(_gtl_d ${_gtl_inc})
@@ -152,11 +168,14 @@ macro(gtl_import_core)
                                                    SYSTEM OFF)
       endforeach()
       # The reference guard every program compiles (common/CMakeLists.txt): this tree's copy.
-      get_target_property(_gtl_src gtl_core INTERFACE_SOURCES)
-      if(_gtl_src)
-        string(REPLACE "${GTL_PREBUILT_SOURCE_DIR}/" "${PROJECT_SOURCE_DIR}/" _gtl_src "${_gtl_src}")
-        set_target_properties(gtl_core PROPERTIES INTERFACE_SOURCES "${_gtl_src}")
-      endif()
+      foreach(_gtl_t ${_gtl_targets})
+        get_target_property(_gtl_src ${_gtl_t} INTERFACE_SOURCES)
+        if(_gtl_src)
+          string(REPLACE "${GTL_PREBUILT_SOURCE_DIR}/" "${PROJECT_SOURCE_DIR}/" _gtl_src
+                         "${_gtl_src}")
+          set_target_properties(${_gtl_t} PROPERTIES INTERFACE_SOURCES "${_gtl_src}")
+        endif()
+      endforeach()
       set(GTL_CORE_IMPORTED ON)
       set(GTL_CORE_BUILD_DIR ${_gtl_dir})
       set(GTL_CORE_ORIGIN "prebuilt, imported from ${_gtl_dir}")

@@ -5,6 +5,7 @@
 //   train --device cuda --precision bf16 --epochs 2
 //   train --steps 300 --save ckpt.bin && train --steps 600 --resume ckpt.bin
 //   train --compare --steps 300
+//   train --profile 5 --trace step.json        # where a step's time goes, layer by layer
 //
 // Every error (a bad option, --device cuda without a GPU, a missing IDX file) prints a message
 // and exits with a nonzero status (1, or CLI11's code for a bad option); nothing may crash.
@@ -24,6 +25,7 @@
 #include "gtl/data/text_dataset.h"
 #include "gtl/nn/generate.h"
 #include "gtl/nn/gpt.h"
+#include "gtl/nn/profiler.h"
 #include "gtl/train/trainer.h"
 
 using namespace gtl;
@@ -200,6 +202,28 @@ RunResult run(train::TrainerOptions options, const Data& data, int64_t total_ste
   return r;
 }
 
+// --profile N: one warm-up step, then N profiled steps; prints the profiler's table (per layer
+// kind and pass, by total time) and, with --trace, writes the Chrome trace of those steps.
+void profile(const train::TrainerOptions& options, const Data& data, int64_t steps,
+             const std::string& trace) {
+  train::Trainer trainer(options, data.train);
+  trainer.step();  // warm-up: first-use costs (allocator segments, library handles) stay out
+  nn::Profiler profiler(trainer.model(), options.device);
+  for (int64_t i = 0; i < steps; ++i) trainer.step();
+  profiler.finish();
+  std::printf("%lld profiled steps of batch %lld, %s model on %s (after one warm-up step)\n",
+              static_cast<long long>(steps), static_cast<long long>(options.batch_size),
+              options.model.kind.c_str(), options.device.str().c_str());
+  std::printf("%s", profiler.table().c_str());
+  if (options.device.is_cuda())
+    std::printf("host us: time to launch each layer's kernels; device us: the GPU's own time\n");
+  if (!trace.empty()) {
+    profiler.write_chrome_trace(trace);
+    std::printf("Chrome trace written to %s (open in ui.perfetto.dev or chrome://tracing)\n",
+                trace.c_str());
+  }
+}
+
 // CPU FP32, GPU FP32 and GPU bf16 with the same model, data and number of steps.
 void compare(const train::TrainerOptions& base, const Data& data, int64_t steps,
              int64_t eval_samples) {
@@ -305,6 +329,12 @@ int main(int argc, char** argv) {
   app.add_option("--save", save, "write the training state here at the end");
   app.add_option("--resume", resume, "continue from this checkpoint (same options)");
   app.add_flag("--compare", do_compare, "CPU FP32 vs GPU FP32 vs GPU BF16 table");
+  int64_t profile_steps = 0;
+  std::string trace_path;
+  app.add_option("--profile", profile_steps,
+                 "profile this many steps (after one warm-up step): a table per layer and pass")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--trace", trace_path, "with --profile: write the Chrome trace here");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -334,7 +364,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     const int64_t total_steps = steps > 0 ? steps : epochs * per_epoch;
-    if (do_compare) {
+    if (profile_steps > 0) {
+      profile(options, data, profile_steps, trace_path);
+    } else if (do_compare) {
       compare(options, data, total_steps, test_size);
     } else {
       run(options, data, total_steps, test_size, resume, save, true, gpt);

@@ -88,27 +88,32 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   if (!supported(Atype, Btype, Ctype, computeType)) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
 
+  // alpha and beta are host scalars: read now, as cuBLAS reads them when the call is made (a
+  // captured graph keeps these values).
   const float a_scale = *static_cast<const float*>(alpha);
   const float c_scale = *static_cast<const float*>(beta);
   const bool tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32;
-  const emu::OutputsWritable writable;  // the library's kernels write C
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i) {
-      float sum = 0.f;
-      for (int64_t l = 0; l < k; ++l) {
-        float x = emu::load_as_float(A, Atype, at(transa, i, l, lda));
-        float y = emu::load_as_float(B, Btype, at(transb, l, j, ldb));
-        if (tf32) {
-          x = emu::to_tf32(x);
-          y = emu::to_tf32(y);
+  const auto gemm = [=] {
+    const emu::OutputsWritable writable;  // the library's kernels write C
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float sum = 0.f;
+        for (int64_t l = 0; l < k; ++l) {
+          float x = emu::load_as_float(A, Atype, at(transa, i, l, lda));
+          float y = emu::load_as_float(B, Btype, at(transb, l, j, ldb));
+          if (tf32) {
+            x = emu::to_tf32(x);
+            y = emu::to_tf32(y);
+          }
+          sum += x * y;
         }
-        sum += x * y;
+        const int64_t c = i + j * int64_t{ldc};
+        const float old = c_scale == 0.f ? 0.f : c_scale * emu::load_as_float(C, Ctype, c);
+        emu::store_float(C, Ctype, c, a_scale * sum + old);
       }
-      const int64_t c = i + j * int64_t{ldc};
-      const float old = c_scale == 0.f ? 0.f : c_scale * emu::load_as_float(C, Ctype, c);
-      emu::store_float(C, Ctype, c, a_scale * sum + old);
-    }
-  return CUBLAS_STATUS_SUCCESS;
+  };
+  return emu::enqueue(handle->stream, gemm) == cudaSuccess ? CUBLAS_STATUS_SUCCESS
+                                                           : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 // The strided-batched form is, by its definition in the cuBLAS documentation, cublasGemmEx on

@@ -95,7 +95,11 @@ enum cudaError {
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevice = 101,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906,
 };
 typedef enum cudaError cudaError_t;
 enum cudaDeviceAttr {
@@ -237,6 +241,91 @@ constexpr size_t kImpossibleBytes = size_t{1} << 40;
 constexpr size_t kDeviceBytes = size_t{80} << 30;
 }  // namespace emu
 
+// ---- stream capture (CUDA graphs). Between cudaStreamBeginCapture and cudaStreamEndCapture on a
+// stream, the work queued on that stream (launches, async copies and memsets, cuBLAS and cuDNN
+// calls, graph launches) is recorded as the nodes of a graph instead of running; a launch keeps
+// the arguments it was given (pointers and host scalars, by value), as a GPU's graph does. The
+// emulator enforces the rules of cudaStreamCaptureModeGlobal that the core's code can break: while
+// any capture is on, a stream or device synchronisation on the capturing stream, and cudaFree (it
+// synchronises the device), are refused with cudaErrorStreamCaptureUnsupported and invalidate the
+// capture; work on the legacy default stream is refused with cudaErrorStreamCaptureImplicit when
+// the capturing stream is a blocking one (the legacy stream would wait for it), and runs at once,
+// outside the graph, when it is non-blocking. cudaMalloc is allowed (nothing is queued). A graph
+// runs its nodes in the order they were recorded (one capturing stream: no forks or joins).
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2
+};
+struct CUgraph_st {
+  std::vector<std::function<void()>> nodes;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> nodes;
+};
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+
+namespace emu {
+struct Capture {
+  cudaStream_t stream;
+  cudaGraph_t graph;
+  bool invalidated = false;
+};
+inline std::mutex g_capture_mutex;  // guards the two below
+inline std::vector<Capture> g_captures;
+inline std::vector<cudaStream_t> g_blocking_streams;  // made without cudaStreamNonBlocking
+
+// The capture recording `stream`, or nullptr. The caller holds g_capture_mutex.
+inline Capture* capture_of(cudaStream_t stream) {
+  for (Capture& c : g_captures)
+    if (c.stream == stream) return &c;
+  return nullptr;
+}
+
+// A call a capture forbids: every capture on is invalidated, and the call fails with `why`.
+// The caller holds g_capture_mutex.
+inline cudaError_t refuse_while_capturing(cudaError_t why) {
+  for (Capture& c : g_captures) c.invalidated = true;
+  return error(why);
+}
+
+// Queues `work` on `stream`: records it when the stream is capturing, else runs it now (every
+// call completes before it returns). Work on the legacy stream while a blocking stream captures
+// is refused, as the runtime does.
+inline cudaError_t enqueue(cudaStream_t stream, std::function<void()> work) {
+  {
+    const std::lock_guard<std::mutex> lock(g_capture_mutex);
+    if (Capture* c = capture_of(stream)) {
+      if (!c->invalidated) c->graph->nodes.push_back(std::move(work));
+      return c->invalidated ? error(cudaErrorStreamCaptureInvalidated) : cudaSuccess;
+    }
+    if (stream == nullptr)
+      for (const Capture& c : g_captures)
+        if (std::find(g_blocking_streams.begin(), g_blocking_streams.end(), c.stream) !=
+            g_blocking_streams.end())
+          return refuse_while_capturing(cudaErrorStreamCaptureImplicit);
+  }
+  work();
+  return cudaSuccess;
+}
+
+// cudaStreamSynchronize / cudaDeviceSynchronize / cudaFree: refused while capturing (see above).
+// `stream` is the one synchronised, or nullptr for a device-wide wait.
+inline cudaError_t check_wait_allowed(cudaStream_t stream, bool device_wide) {
+  const std::lock_guard<std::mutex> lock(g_capture_mutex);
+  if (g_captures.empty()) return cudaSuccess;
+  if (device_wide || capture_of(stream) != nullptr)
+    return refuse_while_capturing(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+}  // namespace emu
+
 inline cudaError_t cudaMalloc(void** p, size_t n) {
   *p = n <= emu::kDeviceBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
   return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
@@ -246,6 +335,8 @@ cudaError_t cudaMalloc(T** p, size_t n) {
   return cudaMalloc(reinterpret_cast<void**>(p), n);
 }
 inline cudaError_t cudaFree(void* p) {
+  // cudaFree waits for the device: a capture forbids it (the memory stays allocated).
+  if (const cudaError_t e = emu::check_wait_allowed(nullptr, true); e != cudaSuccess) return e;
   std::free(p);
   return cudaSuccess;
 }
@@ -372,24 +463,26 @@ class KernelOutput {
 };
 }  // namespace emu
 
-inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t stream = nullptr) {
   if (n >= emu::kImpossibleBytes) return emu::error(cudaErrorInvalidValue);
-  const emu::OutputsWritable writable;
-  std::memset(p, v, n);
-  return cudaSuccess;
+  return emu::enqueue(stream, [=] {
+    const emu::OutputsWritable writable;
+    std::memset(p, v, n);
+  });
 }
 inline cudaError_t cudaMemset(void* p, int v, size_t n) {
   return cudaMemsetAsync(p, v, n);
 }
 inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind kind,
-                                   cudaStream_t = nullptr) {
+                                   cudaStream_t stream = nullptr) {
   if (n >= emu::kImpossibleBytes) return emu::error(cudaErrorInvalidValue);
   // A copy out of device memory may fill a result; a copy of a host array may not.
   const bool from_device = kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDeviceToHost;
-  if (from_device) emu::set_outputs_writable(true);
-  if (n > 0) std::memmove(d, s, n);
-  if (from_device) emu::set_outputs_writable(false);
-  return cudaSuccess;
+  return emu::enqueue(stream, [=] {
+    if (from_device) emu::set_outputs_writable(true);
+    if (n > 0) std::memmove(d, s, n);
+    if (from_device) emu::set_outputs_writable(false);
+  });
 }
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
   return cudaMemcpyAsync(d, s, n, k);
@@ -485,21 +578,26 @@ inline cudaError_t cudaPeekAtLastError() {
   return emu::g_last_error;
 }
 inline cudaError_t cudaDeviceSynchronize() {
+  return emu::check_wait_allowed(nullptr, true);
+}
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  const std::lock_guard<std::mutex> lock(emu::g_capture_mutex);
+  static uintptr_t created = 0;  // distinct non-null handles, never dereferenced
+  *s = reinterpret_cast<cudaStream_t>(++created * 64);
+  if ((flags & cudaStreamNonBlocking) == 0) emu::g_blocking_streams.push_back(*s);
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  static uintptr_t created = 0;  // distinct non-null handles, never dereferenced
-  *s = reinterpret_cast<cudaStream_t>(++created * 64);
+  return cudaStreamCreateWithFlags(s, cudaStreamDefault);
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  const std::lock_guard<std::mutex> lock(emu::g_capture_mutex);
+  auto& blocking = emu::g_blocking_streams;
+  blocking.erase(std::remove(blocking.begin(), blocking.end(), s), blocking.end());
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
-  return cudaStreamCreate(s);
-}
-inline cudaError_t cudaStreamDestroy(cudaStream_t) {
-  return cudaSuccess;
-}
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  return cudaSuccess;
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  return emu::check_wait_allowed(s, false);
 }
 // Every call completes before it returns: a stream has never any work left.
 inline cudaError_t cudaStreamQuery(cudaStream_t) {
@@ -521,11 +619,12 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<double*>(e);
   return cudaSuccess;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
-  *reinterpret_cast<double*>(e) =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
-          .count();
-  return cudaSuccess;
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream = nullptr) {
+  return emu::enqueue(stream, [e] {
+    *reinterpret_cast<double*>(e) = std::chrono::duration<double, std::milli>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count();
+  });
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
   return cudaSuccess;
@@ -535,6 +634,68 @@ inline cudaError_t cudaEventQuery(cudaEvent_t) {
 }
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t begin, cudaEvent_t end) {
   *ms = static_cast<float>(*reinterpret_cast<double*>(end) - *reinterpret_cast<double*>(begin));
+  return cudaSuccess;
+}
+// ---- CUDA graphs (see "stream capture" above for what is recorded and what a capture refuses).
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
+  // The legacy stream cannot capture; the core captures in global mode only.
+  if (s == nullptr || mode != cudaStreamCaptureModeGlobal)
+    return emu::error(cudaErrorStreamCaptureUnsupported);
+  const std::lock_guard<std::mutex> lock(emu::g_capture_mutex);
+  if (emu::capture_of(s) != nullptr) return emu::error(cudaErrorIllegalState);
+  emu::g_captures.push_back({s, new CUgraph_st});
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  const std::lock_guard<std::mutex> lock(emu::g_capture_mutex);
+  emu::Capture* c = emu::capture_of(s);
+  if (c == nullptr) return emu::error(cudaErrorIllegalState);
+  const emu::Capture ended = *c;
+  emu::g_captures.erase(emu::g_captures.begin() + (c - emu::g_captures.data()));
+  if (ended.invalidated) {
+    delete ended.graph;
+    *graph = nullptr;
+    return emu::error(cudaErrorStreamCaptureInvalidated);
+  }
+  *graph = ended.graph;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status) {
+  const std::lock_guard<std::mutex> lock(emu::g_capture_mutex);
+  const emu::Capture* c = emu::capture_of(s);
+  *status = c == nullptr     ? cudaStreamCaptureStatusNone
+            : c->invalidated ? cudaStreamCaptureStatusInvalidated
+                             : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+// The number of nodes of a graph (the emulator's graphs are one chain: every node is a root or
+// follows the one before). With nodes == nullptr only the count is written, as the runtime does.
+typedef struct CUgraphNode_st* cudaGraphNode_t;
+inline cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  if (graph == nullptr || count == nullptr || nodes != nullptr)
+    return emu::error(cudaErrorInvalidValue);
+  *count = graph->nodes.size();
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                        unsigned long long = 0) {
+  if (graph == nullptr) return emu::error(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->nodes};
+  return cudaSuccess;
+}
+// Runs the graph's nodes in order (or records them, when `s` is itself capturing).
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  if (exec == nullptr) return emu::error(cudaErrorInvalidValue);
+  return emu::enqueue(s, [exec] {
+    for (const auto& node : exec->nodes) node();
+  });
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
   return cudaSuccess;
 }
 inline const char* cudaGetErrorName(cudaError_t e) {
@@ -551,6 +712,14 @@ inline const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorInvalidDevice";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureImplicit:
+      return "cudaErrorStreamCaptureImplicit";
   }
   return "cudaErrorUnknown";
 }
@@ -564,6 +733,12 @@ inline const char* cudaGetErrorString(cudaError_t e) {
       return "out of memory";
     case cudaErrorInvalidConfiguration:
       return "invalid configuration argument";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
     default:
       return "an error (CPU emulator)";
   }
@@ -802,8 +977,9 @@ struct Launcher {
   void (*kernel)(P...);
   dim3 grid, block;
   size_t shared_bytes;
-  Launcher(void (*k)(P...), dim3 g, dim3 b, size_t smem = 0, cudaStream_t = nullptr)
-      : kernel(k), grid(g), block(b), shared_bytes(smem) {}
+  cudaStream_t stream;
+  Launcher(void (*k)(P...), dim3 g, dim3 b, size_t smem = 0, cudaStream_t s = nullptr)
+      : kernel(k), grid(g), block(b), shared_bytes(smem), stream(s) {}
 
   // A launch a GPU rejects does not run; cudaGetLastError() then returns the error, as on a GPU.
   // The emulator also says so on stderr, with the sizes, since unchecked it only shows as output
@@ -829,13 +1005,19 @@ struct Launcher {
     return true;
   }
 
+  // The arguments are converted as a launch would and kept by value: a launch that a stream
+  // capture records runs at each replay with the values it was given at capture.
   template <typename... A>
   void operator()(A&&... args) const {
     if (rejected()) return;
+    std::tuple<P...> params(static_cast<P>(args)...);
+    (void)enqueue(stream, [launch = *this, params = std::move(params)] { launch.run(params); });
+  }
+
+  void run(const std::tuple<P...>& params) const {
     // One launch at a time in the process: the block state (threadIdx, shared memory) is global.
     // Host threads that launch at once (ranks of an in-process communicator) take turns.
     const std::lock_guard<std::mutex> one_at_a_time(g_launch_mutex);
-    const std::tuple<P...> params(static_cast<P>(args)...);  // converted as a launch would
     // A new buffer of this launch's size, not an earlier launch's larger one kept: AddressSanitizer
     // then stops a kernel that uses more dynamic shared memory than its launch gave.
     g_dynamic_shared = std::vector<float4>((shared_bytes + sizeof(float4) - 1) / sizeof(float4));

@@ -150,8 +150,11 @@ cudnnStatus_t get_algorithms(cudnnHandle_t handle, const Convolution& d, int cou
 
 // The buffers cudnnFind*AlgorithmEx must be given (two inputs, an output, and a workspace wherever
 // bytes are offered) before it lists as cudnnGet*Algorithm_v7 does.
+// The search runs and times each algorithm, waiting for the GPU: a stream capture refuses it
+// (warm up, with the search, before capturing).
 bool find_buffers_valid(const void* a, const void* b, const void* out, const void* workspace,
                         size_t workspace_bytes) {
+  if (emu::check_wait_allowed(nullptr, true) != cudaSuccess) return false;
   return a != nullptr && b != nullptr && out != nullptr &&
          (workspace != nullptr || workspace_bytes == 0);
 }
@@ -245,8 +248,14 @@ cudnnStatus_t convolve(cudnnHandle_t handle, const Convolution& d, const void* a
   if (const cudnnStatus_t st = use_workspace(algo, count, workspace, workspace_bytes);
       st != CUDNN_STATUS_SUCCESS)
     return st;
-  compute(g, *static_cast<const float*>(alpha), a, b, *static_cast<const float*>(beta), out);
-  return CUDNN_STATUS_SUCCESS;
+  // alpha and beta are host scalars, read when the call is made (a captured graph keeps them).
+  const float alpha_value = *static_cast<const float*>(alpha);
+  const float beta_value = *static_cast<const float*>(beta);
+  const cudaError_t queued = emu::enqueue(handle->stream, [=] {
+    const emu::OutputsWritable writable_at_run;
+    compute(g, alpha_value, a, b, beta_value, out);
+  });
+  return queued == cudaSuccess ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_EXECUTION_FAILED;
 }
 
 // cudnnSetTensor4dDescriptor and cudnnSetFilter4dDescriptor: four positive sizes, NCHW, a type

@@ -12,7 +12,8 @@
 //
 // What is counted: each call that really waits for the GPU: cudaStreamSynchronize (Stream::
 // synchronize, and so every blocking copy_ and item() that involves the GPU), cudaEventSynchronize
-// (Event::synchronize) and cudaDeviceSynchronize (device_synchronize, the caching allocator's
+// (Event::synchronize; Event::elapsed_ms only when its end event is not complete yet) and
+// cudaDeviceSynchronize (device_synchronize, the caching allocator's
 // empty_cache). Work on CPU tensors waits for nothing and counts nothing. On the CPU emulator
 // (common/emulator) the same calls count the same way, so a test of sync counts runs in CI.
 //

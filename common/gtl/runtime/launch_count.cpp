@@ -4,6 +4,12 @@
 namespace gtl {
 namespace {
 thread_local LaunchCounts counts;
+// Where kernel and library launches go: this thread's counts, or a capture's record.
+thread_local LaunchCounts* target = nullptr;
+
+LaunchCounts& launches() {
+  return target != nullptr ? *target : counts;
+}
 }  // namespace
 
 LaunchCounts launch_counts() {
@@ -12,10 +18,20 @@ LaunchCounts launch_counts() {
 
 namespace detail {
 void count_kernel_launch() {
-  ++counts.kernels;
+  ++launches().kernels;
 }
 void count_library_launch() {
-  ++counts.library;
+  ++launches().library;
+}
+void count_graph_launch() {
+  ++launches().graphs;
+}
+
+LaunchRecording::LaunchRecording(LaunchCounts* recorded) : previous_(target) {
+  target = recorded;
+}
+LaunchRecording::~LaunchRecording() {
+  target = previous_;
 }
 }  // namespace detail
 

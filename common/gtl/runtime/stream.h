@@ -54,7 +54,8 @@ class Event {
   void record(const Stream& stream = Stream());
   void synchronize() const;  // host waits for the recorded point
   bool query() const;        // true once the recorded work has completed
-  // Milliseconds of GPU time between two recorded timing events (waits for `end`).
+  // Milliseconds of GPU time between two recorded timing events (waits for `end` if the GPU has
+  // not reached it yet).
   static float elapsed_ms(const Event& start, const Event& end);
   cudaEvent_t handle() const { return event_; }
 

@@ -1,0 +1,160 @@
+// The module profiler (gtl/nn/profiler.h) on the CPU: every leaf call in order with the cost
+// model's figures, allocated bytes that add up to the allocator's, the per-kind summary and table,
+// a well-formed Chrome trace, and clear()/finish() bounding what is recorded.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtl/memory/allocator.h"
+#include "gtl/nn/activation.h"
+#include "gtl/nn/linear.h"
+#include "gtl/nn/profiler.h"
+#include "gtl/nn/sequential.h"
+
+namespace gtl::nn {
+namespace {
+
+std::unique_ptr<Sequential> make_mlp(Generator& gen) {
+  auto model = std::make_unique<Sequential>();
+  model->add(std::make_unique<Linear>(12, 20, gen));
+  model->add(std::make_unique<ReLU>());
+  model->add(std::make_unique<Linear>(20, 7, gen));
+  return model;
+}
+
+// forward + backward of the model on x, with dy = 1: what a step's layers do.
+void pass(Module& model, const Tensor& x) {
+  Context ctx;
+  const Tensor y = model.forward(x, ctx);
+  model.backward(ctx, Tensor::ones(y.shape()));
+}
+
+std::vector<Module*> leaves(Module& m) {
+  if (m.is_leaf()) return {&m};
+  std::vector<Module*> out;
+  for (const auto& c : m.children())
+    for (Module* l : leaves(*c)) out.push_back(l);
+  return out;
+}
+
+TEST(Profiler, RecordsEveryLeafCallInOrderWithItsCost) {
+  Generator gen(3);
+  auto model = make_mlp(gen);
+  const Tensor x = Tensor::normal({5, 12}, gen);
+  Profiler profiler(*model, Device::cpu());
+  pass(*model, x);
+  profiler.finish();
+  const std::vector<Module*> layers = leaves(*model);
+  const auto& calls = profiler.calls();
+  ASSERT_EQ(calls.size(), 2 * layers.size()) << "one forward and one backward call per layer";
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const ProfiledCall& f = calls[i];
+    const ProfiledCall& b = calls[2 * layers.size() - 1 - i];  // backward runs last to first
+    EXPECT_EQ(f.path, layers[i]->path());
+    EXPECT_EQ(f.pass, "forward");
+    EXPECT_EQ(b.path, layers[i]->path());
+    EXPECT_EQ(b.pass, "backward");
+    EXPECT_EQ(f.kind, layers[i]->kind());
+    EXPECT_EQ(f.input_shape, layers[i]->last_input_shape());
+    const ComputeCost fc = layers[i]->forward_cost(f.input_shape);
+    const ComputeCost bc = layers[i]->backward_cost(f.input_shape);
+    EXPECT_EQ(f.cost.flops, fc.flops) << f.path;
+    EXPECT_EQ(f.cost.bytes, fc.bytes) << f.path;
+    EXPECT_EQ(b.cost.flops, bc.flops) << b.path;
+    EXPECT_EQ(b.cost.bytes, bc.bytes) << b.path;
+    EXPECT_GE(f.host_us, 0);
+    EXPECT_EQ(f.device_us, -1) << "no device time on the CPU";
+    EXPECT_EQ(f.launches, LaunchCounts{}) << "CPU work launches nothing";
+    EXPECT_EQ(f.syncs.total(), 0);
+  }
+  EXPECT_GT(calls[0].cost.flops, 0);
+}
+
+TEST(Profiler, AllocatedBytesAddUpToTheAllocators) {
+  Generator gen(4);
+  auto model = make_mlp(gen);
+  const Tensor x = Tensor::normal({6, 12}, gen);
+  Profiler profiler(*model, Device::cpu());
+  const int64_t before = current_allocator(Device::cpu())->stats().allocated_bytes;
+  Context ctx;
+  const Tensor y = model->forward(x, ctx);
+  const int64_t after_forward = current_allocator(Device::cpu())->stats().allocated_bytes;
+  profiler.finish();
+  int64_t recorded = 0;
+  for (const ProfiledCall& c : profiler.calls()) recorded += c.allocated_bytes;
+  // Every byte of a plain stack's forward is allocated inside one of its layers' calls: what the
+  // calls left allocated is what the forward holds (saved activations and the output).
+  EXPECT_EQ(recorded, after_forward - before);
+  EXPECT_GT(recorded, 0);
+}
+
+TEST(Profiler, SummaryAddsUpCallsOfAKindAndPass) {
+  Generator gen(5);
+  auto model = make_mlp(gen);
+  const Tensor x = Tensor::normal({4, 12}, gen);
+  Profiler profiler(*model, Device::cpu());
+  for (int step = 0; step < 3; ++step) pass(*model, x);
+  profiler.finish();
+  const std::vector<ProfileRow> rows = profiler.summary();
+  ASSERT_EQ(rows.size(), 4u) << "linear and relu, forward and backward";
+  double host = 0, flops = 0;
+  for (const ProfiledCall& c : profiler.calls()) {
+    host += c.host_us;
+    flops += c.cost.flops;
+  }
+  double row_host = 0, row_flops = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const bool linear = rows[i].name.rfind(model->children()[0]->kind(), 0) == 0;
+    EXPECT_EQ(rows[i].calls, linear ? 6 : 3) << rows[i].name << ": 3 steps";
+    if (i > 0) EXPECT_GE(rows[i - 1].host_us, rows[i].host_us) << "sorted by total time";
+    row_host += rows[i].host_us;
+    row_flops += rows[i].flops;
+  }
+  EXPECT_DOUBLE_EQ(row_flops, flops);
+  EXPECT_NEAR(row_host, host, 1e-6 * host);
+  const std::string table = profiler.table();
+  EXPECT_NE(table.find("layer pass"), std::string::npos) << table;
+  EXPECT_NE(table.find("total"), std::string::npos) << table;
+  EXPECT_NE(table.find(rows[0].name), std::string::npos) << table;
+}
+
+TEST(Profiler, ChromeTraceHasOneEventPerCall) {
+  Generator gen(6);
+  auto model = make_mlp(gen);
+  Profiler profiler(*model, Device::cpu());
+  pass(*model, Tensor::normal({2, 12}, gen));
+  profiler.finish();
+  const nlohmann::json trace = nlohmann::json::parse(profiler.chrome_trace());
+  const auto& events = trace.at("traceEvents");
+  size_t complete = 0;
+  for (const auto& e : events) {
+    if (e.at("ph") != "X") continue;
+    const ProfiledCall& c = profiler.calls()[complete++];
+    EXPECT_EQ(e.at("name"), c.path + " " + c.pass);
+    EXPECT_EQ(e.at("tid"), 1) << "host track";
+    EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), c.host_start_us);
+    EXPECT_DOUBLE_EQ(e.at("args").at("flops").get<double>(), c.cost.flops);
+  }
+  EXPECT_EQ(complete, profiler.calls().size());
+}
+
+TEST(Profiler, ClearAndFinishBoundWhatIsRecorded) {
+  Generator gen(7);
+  auto model = make_mlp(gen);
+  const Tensor x = Tensor::normal({3, 12}, gen);
+  Profiler profiler(*model, Device::cpu());
+  pass(*model, x);  // warm-up
+  profiler.clear();
+  pass(*model, x);
+  profiler.finish();
+  pass(*model, x);  // after finish: not recorded, and the hooks are gone
+  EXPECT_EQ(profiler.calls().size(), 6u);
+  EXPECT_EQ(model->num_hook_sets(), 0);
+}
+
+}  // namespace
+}  // namespace gtl::nn
