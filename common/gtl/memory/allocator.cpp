@@ -68,12 +68,19 @@ void Allocator::note_alloc(int64_t bytes) {
   stats_.allocated_bytes += bytes;
   stats_.num_allocs += 1;
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+  if (events_ != nullptr) events_->push_back(bytes);
 }
 
 void Allocator::note_free(int64_t bytes) {
   std::lock_guard<std::mutex> lock(stats_mutex_);
   stats_.allocated_bytes -= bytes;
   stats_.num_frees += 1;
+  if (events_ != nullptr) events_->push_back(-bytes);
+}
+
+void Allocator::record_events(std::vector<int64_t>* log) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  events_ = log;
 }
 
 void Allocator::note_system_alloc(int64_t bytes) {

@@ -83,6 +83,10 @@ struct TrainResult {
   // between steps), and the peak during the last step.
   int64_t persistent_bytes = 0;
   int64_t peak_bytes = 0;
+  // The allocator's raw events during the last step (allocate +bytes, free -bytes, in order) and
+  // the allocated bytes (same baseline) when it began: peak_bytes is the highest level they reach.
+  int64_t step_start_bytes = 0;
+  std::vector<int64_t> step_events;
   // The communicator's counters during the last step, by operation.
   std::map<std::string, gtl::dist::OpCounters> step_counters;
 };

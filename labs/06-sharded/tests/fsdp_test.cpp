@@ -163,7 +163,7 @@ TEST(Fsdp, PeakIsTheShardsPlusOneUnitPlusActivations) {
     std::cout << "[ figures  ] rank " << r << ": ZeRO-3 peak " << zero[r].peak_bytes << " B, bound "
               << bound << " B (shards " << shards << ", largest unit " << largest
               << ", activations " << activations << ")\n";
-    out.record(zero[r].peak_bytes);
+    lab06_cases::record_peak(out, zero[r]);
     EXPECT_LE(zero[r].peak_bytes, bound)
         << "rank " << r << ": ZeRO-3's peak must stay within the shards + one unit's full "
         << "values and gradients (the largest, " << largest << " B each) + DDP's activations";

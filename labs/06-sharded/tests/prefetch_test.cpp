@@ -143,7 +143,7 @@ TEST(Prefetch, PeakIsTheShardsPlusTwoUnitsPlusActivations) {
     const int64_t shards =
         expected_persistent_bytes(Stage::Zero3, testing::unit_numels(lab_model()), n, r);
     const int64_t bound = shards + 2 * unit_bytes[0] + unit_bytes[1] + activations;
-    out.record(pre[r].peak_bytes);
+    lab06_cases::record_peak(out, pre[r]);
     EXPECT_LE(pre[r].peak_bytes, bound)
         << "rank " << r << ": the peak with prefetch 1 must stay within the shards + two "
         << "units' full values + one unit's full gradient + DDP's activations";

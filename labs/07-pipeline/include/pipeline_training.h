@@ -69,6 +69,9 @@ struct StageResult {
   // pipeline_step: the most bytes the rank's allocator (on config.device) held during run_stage
   // beyond what it held before it: the activations in flight, the messages, the temporaries.
   int64_t step_peak_bytes = 0;
+  // The same allocator's raw events during run_stage (allocate +bytes, free -bytes, in order):
+  // step_peak_bytes is the highest level they reach from 0.
+  std::vector<int64_t> step_events;
 };
 
 // Stage s's StageStep of `config` around `layers` (the stage's layers, already built): the

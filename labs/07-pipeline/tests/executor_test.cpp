@@ -390,6 +390,7 @@ void expect_micro_batches_in_flight(int p, int64_t m, int64_t rows, gtl::judge::
     const Schedule schedule = serial ? testing::serial_order(p, m) : gpipe_schedule(p, m);
     std::vector<int64_t>& peak = peaks[serial ? "serial" : "GPipe"];
     peak.resize(static_cast<std::size_t>(p));
+    std::vector<std::vector<int64_t>> events(static_cast<std::size_t>(p));
     std::vector<std::shared_ptr<gtl::Allocator>> allocators;
     for (int r = 0; r < p; ++r) allocators.push_back(gtl::make_cpu_allocator());
     dist::RunOptions options = fast();
@@ -398,10 +399,13 @@ void expect_micro_batches_in_flight(int p, int64_t m, int64_t rows, gtl::judge::
         p,
         [&](Communicator& comm) {
           const auto s = static_cast<std::size_t>(comm.rank());
-          peak[s] = pipeline_step(comm, config, schedule[s]).step_peak_bytes;
+          const StageResult result = pipeline_step(comm, config, schedule[s]);
+          peak[s] = result.step_peak_bytes;
+          events[s] = result.step_events;
         },
         options);
     recorded.record_all(peak);
+    for (const std::vector<int64_t>& stage_events : events) recorded.record_all(stage_events);
   }
   for (int s = 1; s + 1 < p; ++s) {
     const int64_t per_micro_batch = one_micro_batch_context_bytes(config, s, rows);
