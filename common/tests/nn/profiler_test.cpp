@@ -110,7 +110,9 @@ TEST(Profiler, SummaryAddsUpCallsOfAKindAndPass) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const bool linear = rows[i].name.rfind(model->children()[0]->kind(), 0) == 0;
     EXPECT_EQ(rows[i].calls, linear ? 6 : 3) << rows[i].name << ": 3 steps";
-    if (i > 0) EXPECT_GE(rows[i - 1].host_us, rows[i].host_us) << "sorted by total time";
+    if (i > 0) {
+      EXPECT_GE(rows[i - 1].host_us, rows[i].host_us) << "sorted by total time";
+    }
     row_host += rows[i].host_us;
     row_flops += rows[i].flops;
   }
