@@ -1,0 +1,166 @@
+// Lab 09, performance engineering: the declarations of your TODOs and the lab's provided harness.
+//
+//   TODO 2  fast_loop.cpp     a training loop with the slow loop's losses and log lines and one
+//                             host synchronisation per log line
+//   TODO 4  graphed_step.cpp  a training step captured once as a CUDA graph and replayed
+//   TODO 5  roofline.cpp      theoretical occupancy (5a), the roofline of every op of a step (5b),
+//                             the step's MFU and its time at the roofline (5c)
+//
+// The harness (src/): Trainee, a small classifier trained with SGD on batches that already live on
+// its device, and slow_loop, the loop TODO 2 makes fast. The handout (README.md) explains the
+// concepts; the tests in tests/ say what they expect when they fail.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtl/nn/module.h"
+#include "gtl/nn/parameter_buffer.h"
+#include "gtl/nn/sequential.h"
+#include "gtl/optim/sgd.h"
+#include "gtl/runtime/device.h"
+#include "gtl/runtime/occupancy.h"
+#include "gtl/tensor/tensor.h"
+
+namespace lab09 {
+
+// ---- the harness (src/trainee.cpp, src/slow_loop.cpp) ---------------------------------------
+
+// The classifier of every training loop of this lab: nn::make_model's mlp (input [1, side, side],
+// `hidden` wide, `blocks` residual blocks, `classes` outputs) with cross-entropy and SGD at a
+// constant learning rate, and `batches` batches of `batch` samples drawn from data_seed, all moved
+// to `device` when the trainee is made (reading a batch later moves nothing).
+struct TraineeConfig {
+  int64_t side = 4;
+  int64_t hidden = 8;
+  int64_t blocks = 1;
+  int64_t classes = 5;
+  int64_t batch = 4;
+  int64_t batches = 8;
+  uint64_t model_seed = 0;
+  uint64_t data_seed = 1;
+  float lr = 0.1f;
+};
+
+class Trainee {
+ public:
+  Trainee(const TraineeConfig& config, gtl::Device device);
+
+  // One training step on (x, labels): forward, cross-entropy, backward, SGD. Returns the loss, a
+  // one-element float32 tensor on the device; nothing waits for the GPU (no host read).
+  gtl::Tensor step(const gtl::Tensor& x, const gtl::Tensor& labels);
+
+  // Batch i % batches, on the device: x [batch, 1, side, side] float32, labels [batch] int64.
+  const gtl::Tensor& x(int64_t i) const;
+  const gtl::Tensor& labels(int64_t i) const;
+
+  const TraineeConfig& config() const { return config_; }
+  gtl::Device device() const { return device_; }
+  gtl::nn::Sequential& model() { return *model_; }
+  // Every weight of the model in one flat float32 tensor on the device.
+  const gtl::Tensor& weights() const { return buffer_->values(); }
+
+ private:
+  TraineeConfig config_;
+  gtl::Device device_;
+  std::unique_ptr<gtl::nn::Sequential> model_;
+  std::unique_ptr<gtl::nn::ParameterBuffer> buffer_;
+  std::unique_ptr<gtl::optim::Sgd> sgd_;
+  std::vector<gtl::Tensor> x_, labels_;
+};
+
+struct LoopConfig {
+  int64_t steps = 10;     // N: batches 0 .. N-1 of the trainee (modulo its number of batches)
+  int64_t log_every = 4;  // K: a log line after every K-th step, and after the last step
+};
+
+struct LoopResult {
+  std::vector<float> losses;     // every step's loss, in order (the loss history)
+  std::vector<std::string> log;  // the log lines, in order
+};
+
+// The log line for the interval of steps that ends at `last_step` (0-based), given that
+// interval's losses in order: "step 8: loss 1.234567 (mean of 4: 1.456789)".
+std::string log_line(int64_t last_step, const std::vector<float>& interval_losses);
+
+// The provided slow loop: N steps on batches 0 .. N-1, each batch copied into the loop's own input
+// buffers first, the loss read on the host after every step, a log line (log_line) after every
+// K-th step and after the last one, printed to stdout and kept in the result.
+LoopResult slow_loop(Trainee& trainee, const LoopConfig& config);
+
+// ---- TODO 2: find and remove host syncs (fast_loop.cpp) -------------------------------------
+
+// The same N steps on the same batches as slow_loop, with bitwise the same losses and the same
+// log lines (printed and kept), and exactly ceil(N / K) host synchronisations: one per log line.
+// Called twice in a row, each call trains on where the last left off, like slow_loop.
+LoopResult fast_loop(Trainee& trainee, const LoopConfig& config);
+
+// ---- TODO 4: CUDA graphs (graphed_step.cpp) -------------------------------------------------
+
+// A training step of `trainee`, captured once as a gtl::CudaGraph and replayed afterwards. The
+// first call runs the step eagerly (the warm-up: it trains like any step) and then captures it;
+// every later call copies its batch into the graph's input buffers without a host wait and
+// replays the graph: one graph launch, no host synchronisation, no allocation. Losses and weights
+// equal, bit for bit, those of calling trainee.step on the same batches.
+class GraphedStep {
+ public:
+  explicit GraphedStep(Trainee& trainee);
+  ~GraphedStep();
+  GraphedStep(const GraphedStep&) = delete;
+  GraphedStep& operator=(const GraphedStep&) = delete;
+
+  // One training step on (x, labels), device tensors of the trainee's batch shape, which the
+  // caller may reuse or free once this returns. Returns the step's loss: a one-element float32
+  // tensor on the device, rewritten by the next call (read it, or copy it, before then).
+  gtl::Tensor operator()(const gtl::Tensor& x, const gtl::Tensor& labels);
+
+ private:
+  struct State;  // yours: define it in graphed_step.cpp
+  std::unique_ptr<State> state_;
+};
+
+// ---- TODO 5: occupancy, roofline, MFU (roofline.cpp) ----------------------------------------
+
+// 5a: the theoretical occupancy of `kernel` on an SM with `sm`'s limits: every field of
+// gtl::Occupancy (each resource's limit in blocks, the smallest, the warps it makes, the SM's warp
+// slots, the resource that sets it). Rules in the handout (TODO 5a) and in gtl/runtime/occupancy.h.
+gtl::Occupancy occupancy(const gtl::KernelResources& kernel, const gtl::SmLimits& sm);
+
+// A GPU's peak figures: the roofline's two ceilings.
+struct Peak {
+  std::string name;        // "H200, FP32 SGEMM and device copy (measured)"
+  double flops_per_s = 0;  // the compute ceiling, FLOP/s
+  double bytes_per_s = 0;  // the memory ceiling, bytes/s
+};
+
+// One op of a training step: one module's own work in one pass.
+struct OpRoofline {
+  std::string path;  // the module's path in the model ("2.fc1")
+  std::string kind;  // its kind ("linear")
+  std::string pass;  // "forward" or "backward"
+  double flops = 0;  // the cost model's figures for the module's last input shape
+  double bytes = 0;
+  double intensity = 0;        // arithmetic intensity, FLOPs per byte
+  bool compute_bound = false;  // at or above the ridge point of the peak
+  double bound_s = 0;          // the least time the op can take at these peaks
+};
+
+// 5b: every op of one training step (forward and backward) of `model`, which has run one forward
+// (each module's last_input_shape() is set), at `peak`. One row per module and pass whose cost is
+// not zero (flops or bytes), in any order.
+std::vector<OpRoofline> step_roofline(const gtl::nn::Module& model, const Peak& peak);
+
+struct StepFigures {
+  double flops = 0;    // the step's FLOPs
+  double bound_s = 0;  // the least time the step can take at the peak (its ops one after another)
+  double mfu = 0;      // model FLOPs utilisation of the measured step
+  double fraction_of_bound = 0;  // bound_s / measured: how close the step runs to the roofline
+};
+
+// 5c: the figures of a step whose ops are `ops` (5b's rows, bound_s filled) and that took
+// `measured_s` seconds, at `peak`.
+StepFigures step_figures(const std::vector<OpRoofline>& ops, double measured_s, const Peak& peak);
+
+}  // namespace lab09

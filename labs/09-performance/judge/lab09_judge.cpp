@@ -1,0 +1,264 @@
+// Lab 09's judge (docs/grader.md, "The judge"): built from the course alone (the lab's header and
+// harness, the tests' case header, the core), never from the student's files. It draws the same
+// inputs from the grading seed and recomputes what the tests recorded:
+//   occupancy         the core's calculator (gtl/runtime/occupancy.h) on every recorded kernel
+//   roofline          its own walk of the model with the core's cost model, at the case's peak
+//   step-figures      the sums, MFU and fraction from the case's ops
+//   fast-loop-*       the provided slow loop rerun (bit for bit, the same log lines), and
+//                     ceil(N / K) host synchronisations
+//   graph-*           the trainee's own eager steps rerun (bit for bit), and one graph launch, no
+//                     sync, no allocation and the same output buffer after the first step
+// Built twice (labs/09-performance/CMakeLists.txt): lab09_judge on the core (CPU checks, and the
+// GPU checks on a GPU) and lab09_emulated_judge on the emulated core (the emulated checks, whose
+// losses are the emulator's).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtl/runtime/occupancy.h"
+#include "gtl_judge.h"
+#include "lab09_cases.h"
+#include "performance.h"
+
+namespace {
+
+using gtl::judge::Recorded;
+using gtl::judge::Rejection;
+
+// The slow loop prints its log lines; the grader reads the judge's first line as its verdict, so
+// the judge's own runs print nowhere.
+class Silenced {
+ public:
+  Silenced() {
+    std::fflush(stdout);
+    saved_ = dup(1);
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    close(null);
+  }
+  ~Silenced() {
+    std::fflush(stdout);
+    dup2(saved_, 1);
+    close(saved_);
+  }
+  Silenced(const Silenced&) = delete;
+  Silenced& operator=(const Silenced&) = delete;
+
+ private:
+  int saved_;
+};
+
+std::string occupancy_line(const gtl::Occupancy& o) {
+  return std::to_string(o.by_warps) + " " + std::to_string(o.by_blocks) + " " +
+         std::to_string(o.by_registers) + " " + std::to_string(o.by_shared_memory) + " " +
+         std::to_string(o.blocks_per_sm) + " " + std::to_string(o.warps_per_sm) + " " +
+         std::to_string(o.max_warps_per_sm) + " " + std::to_string(static_cast<int>(o.limited_by));
+}
+
+void expect_occupancy(Recorded& r, const gtl::KernelResources& k, const gtl::SmLimits& sm) {
+  const std::string what = std::to_string(k.threads_per_block) + " threads, " +
+                           std::to_string(k.registers_per_thread) + " registers, " +
+                           std::to_string(k.shared_bytes_per_block) + " shared bytes on " + sm.arch;
+  gtl::judge::expect_equal(r.line(what), occupancy_line(gtl::theoretical_occupancy(k, sm)),
+                           r.test() + ": occupancy of " + what +
+                               " (by warps, blocks, registers, shared, blocks, warps, slots, "
+                               "limit)");
+}
+
+std::string occupancy() {
+  {
+    Recorded r("Occupancy.WorkedCasesOnSm80AndSm90");
+    for (const lab09_cases::Worked& c : lab09_cases::kWorked)
+      for (const gtl::SmLimits& sm : {gtl::SmLimits::sm_80(), gtl::SmLimits::sm_90()})
+        expect_occupancy(r, c.kernel, sm);
+  }
+  int kernels = 0;
+  {
+    Recorded r("Occupancy.SeededKernelsOnSm80Sm90AndAMadeUpSm");
+    for (const lab09_cases::SeededSm& c : lab09_cases::seeded_occupancy_cases())
+      for (const gtl::KernelResources& k : c.kernels) expect_occupancy(r, k, c.sm), ++kernels;
+  }
+  Recorded r("Occupancy.RefusesAnEmptyBlockOrNegativeResources");
+  gtl::judge::expect_equal(r.next<int>("refusals"), 3, r.test() + ": refused kernels");
+  return "the worked cases and " + std::to_string(kernels) +
+         " seeded kernels agree with the "
+         "core's calculator";
+}
+
+bool close(double got, double want, double rel) {
+  return std::fabs(got - want) <= rel * std::fabs(want);
+}
+
+// The judge's roofline of a step: every module's own work in both passes, where not zero.
+void roofline_rows(Recorded& r, const lab09_cases::RooflineCase& c) {
+  const auto model = lab09_cases::forward_once(c.model);
+  std::map<std::string, std::pair<gtl::nn::ComputeCost, const gtl::nn::Module*>> rows;
+  std::function<void(const gtl::nn::Module&)> visit = [&](const gtl::nn::Module& m) {
+    const gtl::nn::ComputeCost f = m.forward_cost(m.last_input_shape());
+    const gtl::nn::ComputeCost b = m.backward_cost(m.last_input_shape());
+    if (f.flops != 0 || f.bytes != 0) rows[m.path() + " forward"] = {f, &m};
+    if (b.flops != 0 || b.bytes != 0) rows[m.path() + " backward"] = {b, &m};
+    for (const auto& child : m.children()) visit(*child);
+  };
+  visit(*model);
+  const double ridge = c.peak.flops_per_s / c.peak.bytes_per_s;
+  // The test records the rows sorted by path, then pass; so does this map ("<path> <pass>": a
+  // space sorts before every character of a path).
+  for (const auto& [key, row] : rows) {
+    const gtl::nn::ComputeCost& cost = row.first;
+    gtl::judge::expect_equal(r.line("a row's key"), key, r.test() + ": the next row");
+    const std::string what = r.test() + ": " + key;
+    gtl::judge::expect_equal(r.next<double>("flops"), cost.flops, what + " FLOPs");
+    gtl::judge::expect_equal(r.next<double>("bytes"), cost.bytes, what + " bytes");
+    const double intensity = r.next<double>("intensity");
+    if (!close(intensity, cost.flops / cost.bytes, 1e-15))
+      throw Rejection(what + " intensity: the student's code gave " + gtl::judge::show(intensity) +
+                      ", the judge computes " + gtl::judge::show(cost.flops / cost.bytes));
+    const int compute_bound = r.next<int>("compute_bound");
+    if (!close(cost.flops / cost.bytes, ridge, 1e-9))
+      gtl::judge::expect_equal(compute_bound, cost.flops / cost.bytes >= ridge ? 1 : 0,
+                               what + " compute-bound");
+    const double bound = r.next<double>("bound_s");
+    const double want = std::max(cost.flops / c.peak.flops_per_s, cost.bytes / c.peak.bytes_per_s);
+    if (!close(bound, want, 1e-15))
+      throw Rejection(what + " bound_s: the student's code gave " + gtl::judge::show(bound) +
+                      ", the judge computes " + gtl::judge::show(want));
+  }
+}
+
+std::string roofline() {
+  {
+    Recorded r("Roofline.WorkedMlpAtTheMeasuredH200Peaks");
+    roofline_rows(r, lab09_cases::worked_roofline_case());
+  }
+  Recorded r("Roofline.SeededModelsAndPeaks");
+  for (const lab09_cases::RooflineCase& c : lab09_cases::seeded_roofline_cases())
+    roofline_rows(r, c);
+  return "every op of the worked and seeded steps as the judge's roofline";
+}
+
+std::string step_figures() {
+  Recorded r("StepFigures.SeededOps");
+  for (const lab09_cases::FiguresCase& c : lab09_cases::seeded_figures_cases()) {
+    double flops = 0, bound = 0;
+    for (const lab09::OpRoofline& op : c.ops) flops += op.flops, bound += op.bound_s;
+    const double want[] = {flops, bound, flops / (c.measured_s * c.peak.flops_per_s),
+                           bound / c.measured_s};
+    const char* names[] = {"flops", "bound_s", "mfu", "fraction_of_bound"};
+    for (int i = 0; i < 4; ++i) {
+      const double got = r.next<double>(names[i]);
+      if (!close(got, want[i], 1e-12))
+        throw Rejection(r.test() + ": " + names[i] + " of " + std::to_string(c.ops.size()) +
+                        " ops: the student's code gave " + gtl::judge::show(got) +
+                        ", the judge computes " + gtl::judge::show(want[i]));
+    }
+  }
+  return "the seeded steps' FLOPs, bounds, MFU and fractions";
+}
+
+// ---- TODO 2 ---------------------------------------------------------------------------------
+
+const gtl::Device kGpu = gtl::Device::cuda(0);
+
+// One loop the test recorded against the slow loop rerun on `trainee`; `syncs` checked when asked.
+void expect_loop(Recorded& r, lab09::Trainee& trainee, const lab09::LoopConfig& loop,
+                 const std::string& what, bool check_syncs) {
+  lab09::LoopResult slow;
+  {
+    const Silenced quiet;
+    slow = lab09::slow_loop(trainee, loop);
+  }
+  const std::vector<float> losses = r.sequence<float>(what + ": losses", slow.losses.size());
+  for (size_t i = 0; i < losses.size(); ++i)
+    if (!(losses[i] == slow.losses[i]))
+      throw Rejection(r.test() + ", " + what + ": the loss of step " + std::to_string(i + 1) +
+                      " is " + gtl::judge::show(losses[i]) + ", the slow loop's " +
+                      gtl::judge::show(slow.losses[i]));
+  gtl::judge::expect_equal(r.next<size_t>("log lines"), slow.log.size(),
+                           r.test() + ", " + what + ": log lines");
+  for (const std::string& line : slow.log)
+    gtl::judge::expect_equal(r.line("a log line"), line, r.test() + ", " + what + ": log line");
+  const int64_t syncs = r.next<int64_t>("host syncs");
+  if (check_syncs)
+    gtl::judge::expect_equal(syncs, (loop.steps + loop.log_every - 1) / loop.log_every,
+                             r.test() + ", " + what + ": host synchronisations (one per log line)");
+}
+
+std::string fast_loop_losses() {
+  Recorded r("FastLoop.SameLossesAndLogLinesAsTheSlowLoop");
+  for (const lab09_cases::LoopCase& c : lab09_cases::loop_cases()) {
+    lab09::Trainee trainee(c.trainee, kGpu);
+    expect_loop(r, trainee, c.loop, c.what, false);
+  }
+  return "every case's losses and log lines are the slow loop's";
+}
+
+std::string fast_loop_syncs() {
+  {
+    Recorded r("FastLoop.OneHostSyncPerLogLine");
+    for (const lab09_cases::LoopCase& c : lab09_cases::loop_cases()) {
+      lab09::Trainee trainee(c.trainee, kGpu);
+      expect_loop(r, trainee, c.loop, c.what, true);
+    }
+  }
+  Recorded r("FastLoop.TwoCallsInARowContinueTraining");
+  const lab09_cases::LoopCase c = lab09_cases::loop_cases().back();
+  lab09::Trainee trainee(c.trainee, kGpu);
+  expect_loop(r, trainee, c.loop, c.what + ", first call", true);
+  expect_loop(r, trainee, {c.loop.log_every + 1, c.loop.log_every}, c.what + ", second call", true);
+  return "one host synchronisation per log line, the slow loop's losses and log lines";
+}
+
+// ---- TODO 4 ---------------------------------------------------------------------------------
+
+std::string graph_replay() {
+  Recorded r("GraphedStep.ReplaysEqualEagerStepsBitwise");
+  const lab09_cases::GraphCase c = lab09_cases::graph_case();
+  lab09::Trainee eager(c.trainee, kGpu);
+  for (int64_t i = 0; i < c.steps; ++i) {
+    const std::vector<float> loss = eager.step(eager.x(i), eager.labels(i)).to_vector();
+    const std::string what = "step " + std::to_string(i + 1);
+    const std::vector<float> got = r.sequence<float>(what + ": loss", loss.size());
+    if (!(got[0] == loss[0]))
+      throw Rejection(r.test() + ", " + what + ": the loss is " + gtl::judge::show(got[0]) +
+                      ", the eager step's " + gtl::judge::show(loss[0]));
+    r.expect_digest(eager.weights().to_vector(), what + ": the weights");
+  }
+  return std::to_string(c.steps) + " steps' losses and weights are the eager steps'";
+}
+
+std::string graph_launches() {
+  Recorded r("GraphedStep.AfterTheFirstStepOneGraphLaunchAndNothingElse");
+  const lab09_cases::GraphCase c = lab09_cases::graph_case();
+  const char* names[] = {"kernel launches",       "library calls", "graph launches",
+                         "host synchronisations", "allocations",   "the same output buffer"};
+  const int64_t want[] = {0, 0, 1, 0, 0, 1};
+  for (int64_t i = 1; i < c.steps; ++i)
+    for (int k = 0; k < 6; ++k)
+      gtl::judge::expect_equal(r.next<int64_t>(names[k]), want[k],
+                               r.test() + ": step " + std::to_string(i + 1) + ", " + names[k]);
+  return "after the first step, one graph launch and nothing else, every step";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return gtl::judge::run(
+      argc, argv,
+      {{"occupancy", occupancy},
+       {"roofline", roofline},
+       {"step-figures", step_figures},
+       {"fast-loop-losses", fast_loop_losses},
+       {"fast-loop-syncs", fast_loop_syncs},
+       {"fast-loop-gpu", [] { return fast_loop_losses() + "; " + fast_loop_syncs(); }},
+       {"graph-replay", graph_replay},
+       {"graph-launches", graph_launches},
+       {"graph-gpu", [] { return graph_replay() + "; " + graph_launches(); }}});
+}
