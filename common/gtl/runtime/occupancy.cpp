@@ -112,9 +112,10 @@ Occupancy theoretical_occupancy(const KernelResources& k, const SmLimits& sm) {
   // Shared memory: the block's bytes and the driver's reserve, in whole units.
   const int64_t shared =
       round_up(k.shared_bytes_per_block + sm.reserved_shared_per_block, sm.shared_unit);
-  o.by_shared_memory = k.shared_bytes_per_block > sm.max_shared_per_block
-                           ? 0
-                           : static_cast<int>(sm.shared_per_sm / shared);
+  // A block that takes no shared memory at all (none of its own, no reserve) is not limited by it.
+  o.by_shared_memory = k.shared_bytes_per_block > sm.max_shared_per_block ? 0
+                       : shared == 0                                      ? INT_MAX
+                                     : static_cast<int>(sm.shared_per_sm / shared);
 
   o.blocks_per_sm = o.by_warps;
   o.limited_by = OccupancyLimit::Warps;

@@ -88,6 +88,17 @@ TEST(Occupancy, PresetsAreThePublishedLimits) {
   }
 }
 
+// An SM that reserves nothing per block, and a block with no shared memory: shared memory is no
+// limit at all (it once divided by zero); the warps bind.
+TEST(Occupancy, NoSharedMemoryAtAllIsNoLimit) {
+  SmLimits sm = SmLimits::sm_90();
+  sm.reserved_shared_per_block = 0;
+  const Occupancy o = theoretical_occupancy({256, 32, 0}, sm);
+  EXPECT_EQ(o.by_shared_memory, INT_MAX);
+  EXPECT_EQ(o.blocks_per_sm, 8);
+  EXPECT_EQ(o.limited_by, OccupancyLimit::Warps);
+}
+
 TEST(Occupancy, RefusesAnEmptyBlockOrNegativeResources) {
   EXPECT_THROW(theoretical_occupancy({0, 32, 0}, SmLimits::sm_90()), Error);
   EXPECT_THROW(theoretical_occupancy({128, -1, 0}, SmLimits::sm_90()), Error);
