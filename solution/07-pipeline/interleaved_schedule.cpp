@@ -6,8 +6,7 @@
 // takes p - 1 chunk-times instead of p - 1 stage-times: (p-1)/(v m + p - 1). The price: v times
 // as many messages, and the warm-up holds more micro-batches.
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <vector>
 
 #include "gtl/runtime/error.h"
 #include "pipeline.h"
@@ -20,13 +19,23 @@ BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, i
   // SOLUTION(lab07) step 7: the clock of simulate_bubbles over virtual stages.
   const int p = static_cast<int>(schedule.size());
   const int last = chunks * p - 1;  // the last virtual stage
-  // End time of (forward?, micro-batch, virtual stage).
-  std::map<std::tuple<bool, int64_t, int>, double> end;
+  int64_t m = 0;
+  for (const std::vector<ChunkAction>& actions : schedule) {
+    for (const ChunkAction& a : actions) {
+      GTL_CHECK(a.micro_batch >= 0 && a.chunk >= 0 && a.chunk < chunks,
+                "simulate_interleaved_bubbles: the orders cannot run: an action of micro-batch "
+                    << a.micro_batch << " on chunk " << a.chunk << " of " << chunks);
+      m = std::max(m, a.micro_batch + 1);
+    }
+  }
+  // End time of (forward?, micro-batch, virtual stage); -1: not yet.
+  std::vector<double> end(static_cast<std::size_t>(2 * m * (last + 1)), -1.0);
+  auto end_of = [&](bool forward, int64_t i, int stage) -> double& {
+    return end[static_cast<std::size_t>(((forward ? m : 0) + i) * (last + 1) + stage)];
+  };
   auto done = [&](bool forward, int64_t i, int stage, double& at) {
-    const auto it = end.find({forward, i, stage});
-    if (it == end.end()) return false;
-    at = it->second;
-    return true;
+    at = end_of(forward, i, stage);
+    return at >= 0;
   };
   std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
   std::vector<double> clock(static_cast<std::size_t>(p), 0.0);
@@ -46,7 +55,7 @@ BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, i
         if (!forward && stage == last && !done(true, a.micro_batch, stage, ready)) break;
         const double work = forward ? chunk_forward_time : chunk_backward_time;
         clock[ur] = std::max(clock[ur], ready) + work;
-        end[{forward, a.micro_batch, stage}] = clock[ur];
+        end_of(forward, a.micro_batch, stage) = clock[ur];
         report.busy[ur] += work;
         ++next[ur];
         moved = true;

@@ -3,8 +3,8 @@
 // one node and with one rank per node, and the largest TP size whose all-reduces stay under a
 // given share of the step.
 //
-// Every collective TP issues is synchronous: the layer after it needs its result. Nothing
-// overlaps it, so where the group sits shows directly in the step time.
+// Every collective TP issues is synchronous: the layer after it needs its result. What does that
+// make of where the group sits?
 #include <algorithm>
 #include <string>
 

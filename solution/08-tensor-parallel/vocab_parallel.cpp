@@ -2,9 +2,8 @@
 //
 // The token table [V, D] and the head that reuses it are the largest matrices of a small-width
 // GPT, and the logits [B*T, V] are the largest activation of all. Cutting the vocabulary across
-// the tensor-parallel ranks cuts all three, as long as nobody ever reassembles [B*T, V]: the
-// embedding needs only a sum of partial lookups, and the loss needs only three numbers per row
-// from each rank.
+// the tensor-parallel ranks cuts all three, as long as nobody ever reassembles [B*T, V]: the loss
+// needs only three numbers per row from each rank.
 #include <algorithm>
 #include <cmath>
 #include <vector>

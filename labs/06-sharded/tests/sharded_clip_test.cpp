@@ -1,8 +1,8 @@
 // TODO 7: skip and clip decisions over shards. Every rank must reach the same decision as one
 // process holding the whole gradient: the step is skipped everywhere when any rank's shard
 // overflowed, and every shard is clipped by the norm of the WHOLE gradient (the core's
-// single-process optim::clip_grad_norm_ is the reference, within float32 rounding: each rank's
-// squared norm is a partial sum taken in another order).
+// single-process optim::clip_grad_norm_ is the reference, within float32 rounding: the ranks'
+// partial results are combined in another order).
 // Both decisions must travel through the communicator: one all-reduce of one element per call,
 // over the whole group (decision_traffic_problem), checked on every run with N > 1. Those calls
 // can be made while the values come from another rank's memory (ranks here are threads):
@@ -57,9 +57,9 @@ std::vector<ParamRef> shard_of(int64_t numel, int n, int r) {
 // The communication of one group decision on this rank (ranks are threads of
 // one address space, so the right flag or norm could come from another rank's memory read through
 // a global, with no communication). With N > 1 ranks: exactly one call, an all_reduce over the
-// whole world {0, ..., N-1} of one element: the flag as a float32 [1] (4 bytes), the squared
-// norm as one float32 (4 bytes) or float64 (8). The counters show that one call; the trace shows
-// its op, group and bytes. Returns "" or what is wrong.
+// whole world {0, ..., N-1} of one element: the flag as a float32 [1] (4 bytes), for the norm one
+// scalar per rank (4 or 8 bytes). The counters show that one call; the trace shows its op, group
+// and bytes. Returns "" or what is wrong.
 std::string decision_traffic_problem(const Communicator& comm, const std::string& what, bool norm) {
   const int n = comm.world_size();
   if (n == 1) return "";
@@ -333,16 +333,16 @@ TEST(AgreeFoundInf, SeededWorldsAndOverflowingRanks) {
   }
 }
 
-// An agree_found_inf that takes the maximum of the flags through memory the
-// ranks share (threads: a mutex, a condition variable and a global array, no call of the
-// communicator) reaches the right decision, and decision_traffic_problem rejects it. No rubric
-// check selects this suite: it grades no student code.
+// An agree_found_inf that copies the flag of the rank the test made overflow through memory the
+// ranks share (threads: a mutex, a condition variable and a global, no call of the communicator)
+// reaches the right decision, and decision_traffic_problem rejects it. No rubric check selects
+// this suite: it grades no student code.
 TEST(GlobalSharingAttack, AFlagAgreedThroughAGlobalIsRightAndFailsTheTrafficCheck) {
   const int n = 3, overflow = 1;
   std::mutex mutex;
   std::condition_variable all;
   int posted = 0;
-  std::vector<float> flags(static_cast<std::size_t>(n));
+  float shared_flag = 0;
   gtl::dist::run_ranks(
       n,
       [&](Communicator& comm) {
@@ -354,15 +354,15 @@ TEST(GlobalSharingAttack, AFlagAgreedThroughAGlobalIsRightAndFailsTheTrafficChec
           mine[0].grad.copy_(Tensor::from_vector(g, mine[0].grad.shape()));
         }
         scaler.unscale_(mine);
-        float worst = 0;
+        float copied = 0;
         {
           std::unique_lock<std::mutex> lock(mutex);
-          flags[static_cast<std::size_t>(comm.rank())] = scaler.found_inf_flag().item();
+          if (comm.rank() == overflow) shared_flag = scaler.found_inf_flag().item();
           if (++posted == n) all.notify_all();
           all.wait(lock, [&] { return posted == n; });
-          for (float f : flags) worst = std::max(worst, f);
+          copied = shared_flag;
         }
-        scaler.set_found_inf_flag(Tensor::full({1}, worst));
+        scaler.set_found_inf_flag(Tensor::full({1}, copied));
         EXPECT_EQ(scaler.found_inf_flag().item(), 1.f)
             << "rank " << comm.rank() << ": the attack must reach the right decision";
         const std::string problem = decision_traffic_problem(comm, "the attack", false);

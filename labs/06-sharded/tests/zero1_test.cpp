@@ -20,7 +20,7 @@ const testing::ZeroStage kZero1{
     "An optimizer over the whole model holds 8P; one over the padding too holds 8 bytes per "
     "padding element",
     "needs only its chunk of the averaged gradient, and an all-reduce hands every rank all of "
-    "it (lab 05: which half of the ring does ZeRO-1 need after backward?)",
+    "it (revisit the handout's ZeRO-1 and lab 05's ring)",
 };
 
 TEST(Zero1, TrainsBitForBitLikeDdpOnOneToFiveRanks) {

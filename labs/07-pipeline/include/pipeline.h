@@ -130,8 +130,8 @@ struct BubbleReport {
   std::vector<double> busy;    // per stage: seconds of work
   std::vector<double> bubble;  // per stage: idle fraction, 1 - busy / step_time
 };
-// Throws gtl::Error when the schedule cannot run (schedule_problem is not "") or the time vectors
-// do not have one entry per stage.
+// Throws gtl::Error when the stages' orders cannot run to their end or the time vectors do not
+// have one entry per stage.
 BubbleReport simulate_bubbles(const Schedule& schedule, const std::vector<double>& forward_time,
                               const std::vector<double>& backward_time);
 

@@ -54,9 +54,8 @@ struct PipelineConfig {
   gtl::Device device = gtl::Device::cpu();
 };
 
-// Micro-batch i: rows [i * batch / m, (i + 1) * batch / m), and each one's loss weight (the
-// harness's own copy of TODO 2's weight). (Not TODO 2's split, which puts the larger micro-batches
-// first: the harness must not depend on it.)
+// Micro-batch i: rows [i * batch / m, (i + 1) * batch / m), and each one's loss weight. (Not
+// TODO 2's split, which puts the larger micro-batches first: the harness must not depend on it.)
 std::vector<MicroBatch> harness_micro_batches(int64_t batch, int64_t m);
 std::vector<float> harness_loss_weights(const std::vector<MicroBatch>& micro_batches,
                                         int64_t batch);

@@ -50,7 +50,7 @@ Tensor ParallelAttention::forward_impl(const Tensor& x, nn::Context& ctx) {
                                                    << gtl::shape_str(x.shape()));
   namespace ops = gtl::ops;
   const int64_t b = x.size(0), t = x.size(1), h = heads_, d = head_dim_, width = h * d;
-  Tensor x2 = x.reshape({b * t, dim_});  // f: identity
+  Tensor x2 = x.reshape({b * t, dim_});
   Tensor qkv = ops::matmul(x2, params_[0].value, false, true);
   ops::bias_add_(qkv, params_[1].value);
   Tensor heads = ops::permute(qkv.reshape({b, t, 3, h, d}), kSplitHeads);
@@ -62,7 +62,7 @@ Tensor ParallelAttention::forward_impl(const Tensor& x, nn::Context& ctx) {
   Tensor y = ops::batched_matmul(p, part(2));
   Tensor merged = ops::permute(y.reshape({b, h, t, d}), kSwapHeadsAndTime).reshape({b * t, width});
   Tensor out = ops::matmul(merged, params_[2].value, false, true);  // a partial sum
-  tp_.all_reduce(out);                                              // g
+  tp_.all_reduce(out);
   ops::bias_add_(out, params_[3].value);
   ctx.saved = {x2, heads, p, merged};
   return out.reshape({b, t, dim_});
@@ -79,7 +79,7 @@ Tensor ParallelAttention::backward_impl(nn::Context& ctx, const Tensor& dy, nn::
   auto part = [&](int64_t i) { return heads.select(i).reshape({b * h, t, d}); };
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
   const float beta = mode == nn::GradMode::Accumulate ? 1.f : 0.f;
-  Tensor dy2 = dy.reshape({b * t, dim_});  // g's backward: identity
+  Tensor dy2 = dy.reshape({b * t, dim_});
   write_grad(params_[3], ops::sum_rows(dy2), mode);
   ops::matmul_out(dy2, merged, params_[2].grad, true, false, 1.f, beta);
   Tensor dmerged = ops::matmul(dy2, params_[2].value);
@@ -96,7 +96,7 @@ Tensor ParallelAttention::backward_impl(nn::Context& ctx, const Tensor& dy, nn::
   ops::matmul_out(dqkv, x2, params_[0].grad, true, false, 1.f, beta);
   write_grad(params_[1], ops::sum_rows(dqkv), mode);
   Tensor dx = ops::matmul(dqkv, params_[0].value);
-  tp_.all_reduce(dx);  // f's backward
+  tp_.all_reduce(dx);
   return dx.reshape({b, t, dim_});
 }
 

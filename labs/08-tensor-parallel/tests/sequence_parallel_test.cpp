@@ -72,11 +72,11 @@ void expect_pair(const Case& c, const std::string& test) {
                                 "the all-gather's layout: rank q's [B, T/k, D] holds positions "
                                 "tp_slice(T) of EVERY sequence, not one block of rows"),
                 "");
-      EXPECT_EQ(bitwise_problem(
-                    scattered[i], lab08_cases::positions(sum, mine.begin, mine.end).to_vector(),
-                    "scatter_sequence, " + who,
-                    "the reduce-scatter: this rank's positions of the SUM over the ranks, "
-                    "the [B, T, D] input reordered so that chunk q holds rank q's positions"),
+      EXPECT_EQ(bitwise_problem(scattered[i],
+                                lab08_cases::positions(sum, mine.begin, mine.end).to_vector(),
+                                "scatter_sequence, " + who,
+                                "the reduce-scatter: this rank's positions (tp_slice(T) of EVERY "
+                                "sequence) of the SUM over the ranks' [B, T, D] inputs"),
                 "");
       const std::vector<std::string> gather_want = {"all_gather " + std::to_string(bytes)};
       const std::vector<std::string> scatter_want = {"reduce_scatter " + std::to_string(bytes)};
