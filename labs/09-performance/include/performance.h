@@ -125,7 +125,7 @@ class GraphedStep {
 
 // 5a: the theoretical occupancy of `kernel` on an SM with `sm`'s limits: every field of
 // gtl::Occupancy (each resource's limit in blocks, the smallest, the warps it makes, the SM's warp
-// slots, the resource that sets it). Rules in the handout (TODO 5a) and in gtl/runtime/occupancy.h.
+// slots, the resource that sets it). The hardware facts are in the handout (TODO 5a).
 gtl::Occupancy occupancy(const gtl::KernelResources& kernel, const gtl::SmLimits& sm);
 
 // A GPU's peak figures: the roofline's two ceilings.

@@ -38,7 +38,8 @@ TEST(GraphedStep, ReplaysEqualEagerStepsBitwise) {
     ASSERT_EQ(got, want) << who << ": the loss differs from the eager step's"
                          << (i > 0 ? ": does the replay read this call's batch? A graph reads "
                                      "the buffers it was captured with (TODO 4)"
-                                   : " (TODO 4)");
+                                   : ": the first call trains eagerly, and its capture computes "
+                                     "nothing (TODO 4)");
     ASSERT_EQ(w, eager.weights().to_vector())
         << who << ": the weights differ from the eager step's (TODO 4)";
   }
