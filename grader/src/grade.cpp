@@ -215,10 +215,25 @@ void build_programs(const LabJob& job, const std::vector<const Check*>& selected
   if (!lab.built) {
     job.say("does not compile: every check of this lab gets 0 points");
   } else if (!b.failed.empty()) {
-    std::string failed;
-    for (const auto& t : b.failed) failed += " " + t;
-    job.say("does not compile:" + failed + ": the checks that run " +
-            (b.failed.size() == 1 ? "it" : "them") + " get 0 points, the others run");
+    // Judges are built from the course alone: name them apart from the student's programs.
+    std::vector<std::string> judges, programs;
+    for (const auto& t : b.failed)
+      (std::any_of(selected.begin(), selected.end(), [&](const Check* c) { return c->judge == t; })
+           ? judges
+           : programs)
+          .push_back(t);
+    const auto names = [](const std::vector<std::string>& ts) {
+      std::string all;
+      for (const auto& t : ts) all += " " + t;
+      return all;
+    };
+    if (!programs.empty())
+      job.say("does not compile:" + names(programs) + ": the checks that run " +
+              (programs.size() == 1 ? "it" : "them") + " get 0 points, the others run");
+    if (!judges.empty())
+      job.say("the course's judge" + std::string(judges.size() == 1 ? "" : "s") + names(judges) +
+              " did not build (a course problem, not the submission's): the checks " +
+              (judges.size() == 1 ? "it decides" : "they decide") + " get 0 points");
   }
 }
 
@@ -318,19 +333,28 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
       lab.checks.push_back(skipped_check(*c, why_not_here(*c, o, machine)));
       continue;
     }
-    const bool broken = std::find_if(lab.failed_targets.begin(), lab.failed_targets.end(),
-                                     [&](const std::string& t) {
-                                       return t == c->binary || t == c->judge;
-                                     }) != lab.failed_targets.end();
+    const auto failed = [&](const std::string& t) {
+      return !t.empty() && std::find(lab.failed_targets.begin(), lab.failed_targets.end(), t) !=
+                               lab.failed_targets.end();
+    };
     if (!forbidden.empty()) {
       lab.checks.push_back(failed_check(*c, forbidden));
       continue;
     }
-    if (broken) {
+    if (failed(c->binary)) {
       // The errors are shown once, with the lab, not repeated under every check.
       lab.checks.push_back(failed_check(
           *c, lab.built ? c->binary + " does not compile (see the compiler errors)"
                         : std::string("the lab does not compile (see the compiler errors)")));
+      continue;
+    }
+    if (failed(c->judge)) {
+      // A judge is built from the course alone: its failure is the course's, not the student's.
+      lab.checks.push_back(failed_check(
+          *c, "its judge " + c->judge +
+                  " did not build from the course (not from your files): this copy of the course "
+                  "is incomplete or broken (a rubric that names a judge whose judge/ folder is "
+                  "missing?); the check cannot be decided, ask the course's staff"));
       continue;
     }
     const Clock::time_point start = Clock::now();

@@ -111,6 +111,27 @@ TEST(GraderE2E, ABinaryThatDoesNotCompileCostsOnlyItsOwnChecks) {
       << r.output;
 }
 
+// A course copy whose rubric names a judge it does not hold: the judged check cannot be decided,
+// and the report says it is the course's fault, not that the student's program does not compile.
+TEST(GraderE2E, AMissingJudgeIsTheCoursesProblemNotACompileError) {
+  const fs::path course = kWork / "no-judge-course";
+  copy_fixture_course(course);
+  fs::remove_all(course / "labs/01-sum/judge");
+  const Graded g =
+      gtl_grade_in({"grade", "--submission", (kFixtures / "submissions/correct").string()},
+                   "no-judge", course, kWork / "no-judge-work");
+  ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
+  EXPECT_EQ(g.status("sum-correct"), "failed");
+  const std::string why = g.reason("sum-correct");
+  EXPECT_NE(why.find("its judge lab01_sum_judge did not build from the course"), std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("does not compile"), std::string::npos) << why;
+  EXPECT_EQ(g.status("prefix-correct"), "passed") << "a check without a judge still runs";
+  EXPECT_NE(g.run.output.find("the course's judge lab01_sum_judge did not build"),
+            std::string::npos)
+      << g.run.output;
+}
+
 TEST(GraderE2E, SegfaultCostsOneTest) {
   const Graded g = grade_submission_named("segfault");
   ASSERT_EQ(g.run.exit_code, 0) << g.run.output;
