@@ -173,10 +173,10 @@ TEST(MemoryTimeline, FreesAreMatchedToTheirAllocations) {
   out.record_all(std::vector<int64_t>{t.live_bytes(Category::Weights),
                                       t.live_bytes(Category::Activations), t.live_bytes()});
   record_events(out, t.events());
-  EXPECT_EQ(t.live_bytes(Category::Weights), 0)
-      << "TODO 3: the 100-byte allocation made under Weights, freed under Activations: weights "
-         "expected 0 live bytes after, got "
-      << t.live_bytes(Category::Weights);
+  EXPECT_EQ(t.live_bytes(Category::Weights), 0) << "TODO 3: the 100-byte allocation made under "
+                                                   "Weights, freed after that scope ended: weights "
+                                                   "expected 0 live bytes after, got "
+                                                << t.live_bytes(Category::Weights);
   EXPECT_EQ(t.live_bytes(Category::Activations), 30);
   EXPECT_EQ(t.live_bytes(), 30);
   ASSERT_EQ(t.events().size(), 3u);
