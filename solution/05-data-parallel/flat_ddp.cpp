@@ -1,10 +1,7 @@
 // Lab 05, TODO 4: flat DDP, one all-reduce for all the gradients.
 //
 // One call instead of one per parameter: the latency is paid once and the ring moves one large
-// buffer at full bandwidth. The gradients are separate tensors in general, and a collective takes
-// one: gathering them into one buffer and back is the price of the single call (Horovod's tensor
-// fusion). nn::ParameterBuffer avoids that price by making every gradient a view of one flat
-// tensor from the start, which TODO 5's buckets slice. Still nothing overlaps the backward pass.
+// buffer at full bandwidth. Still nothing overlaps the backward pass.
 #include "data_parallel.h"
 
 namespace lab05 {

@@ -7,8 +7,7 @@ namespace lab04 {
 BatchSearch find_largest_batch(const ModelConfig& config,
                                const std::shared_ptr<gtl::Allocator>& allocator,
                                int64_t max_batch) {
-  // A try: under gtl::AllocatorScope(allocator), train_step_once(config, batch) inside
-  // try/catch (const gtl::OutOfMemoryError&); count tries and OOMs. The search must take
+  // A try is one train_step_once in `allocator`; count tries and OOMs. The search must take
   // O(log max_batch) tries, and nothing may outlive a try. About 35 lines.
   (void)config;
   (void)allocator;

@@ -187,7 +187,7 @@ std::string master_weights() {
   return "masters, gradients and refresh exact";
 }
 
-std::string clip_after_unscale() {
+std::string amp_step_clipping() {
   Recorded r("ClipByGlobalNorm.SeededGradientsClipLikeTheCore");
   auto [want, max_norm] = lab03_cases::seeded_clip_case();
   const double norm = gtl::optim::clip_grad_norm_(want, max_norm).item();
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
                           {"weight-copy", weight_copy},
                           {"loss-scaler", loss_scaler},
                           {"master-weights", master_weights},
-                          {"clip-after-unscale", clip_after_unscale},
+                          {"amp-step-clipping", amp_step_clipping},
                           {"amp-training", amp_training},
                           {"bf16-recipe", bf16_recipe},
                           {"capstone", capstone},

@@ -28,7 +28,7 @@ struct LoopStep {
   double grad_norm = 0.0;
 };
 
-// The global L2 norm of `p`'s gradient, summed in double.
+// The global L2 norm of `p`'s gradient (for the loop's record).
 inline double grad_norm(const gtl::optim::ParamRef& p) {
   double sum = 0.0;
   for (float g : p.grad.to_vector()) sum += static_cast<double>(g) * static_cast<double>(g);

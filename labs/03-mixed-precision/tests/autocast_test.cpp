@@ -44,14 +44,14 @@ Observed core_dtype(Op op, const PrecisionPolicy& policy) {
   gtl::nn::Linear matmul(8, 8, gen);
   const Tensor x = matmul.forward(Tensor::uniform({4, 8}, gen, -1.f, 1.f), ctx);
   const std::string given =
-      std::string(", given the ") + gtl::dtype_name(x.dtype()) + " output of a Linear, computes in";
+      std::string(", given the ") + gtl::dtype_name(x.dtype()) + " output of a Linear,";
   switch (op) {
     case Op::MatMul:
-      return {x.dtype(), "the core's Linear produces"};
+      return {x.dtype(), "the core's Linear"};
     case Op::Conv2d: {
       gtl::nn::Conv2d conv(2, 3, 3, gen);
       return {conv.forward(Tensor::uniform({1, 2, 5, 5}, gen, -1.f, 1.f), ctx).dtype(),
-              "the core's Conv2d produces"};
+              "the core's Conv2d"};
     }
     case Op::Activation:
       return {gtl::nn::GELU().forward(x, ctx).dtype(), "the core's GELU" + given};
@@ -80,11 +80,12 @@ TEST(Autocast, MatmulsInHalfTheFloat32IslandsStayFloat32) {
       const DType got = lab03::autocast_dtype(op, policy);
       recorded.record(static_cast<int>(got));
       const Observed core = core_dtype(op, policy);
-      EXPECT_EQ(got, core.dtype)
-          << "TODO 2a: under " << policy.name() << ", your autocast_dtype(" << lab03::op_name(op)
-          << ") is " << got << ", but " << core.what << " " << core.dtype
-          << ": revisit the two questions of the handout's \"Tensor cores\" (what the op spends "
-             "its time on, what 8 or 11 bits would do to its result)";
+      EXPECT_EQ(got, core.dtype) << "TODO 2a: under " << policy.name() << ", your autocast_dtype("
+                                 << lab03::op_name(op) << ") is " << got
+                                 << ", which is not the dtype " << core.what
+                                 << " computes its result in: revisit the two questions of the "
+                                    "handout's \"Tensor cores\" (what the op spends "
+                                    "its time on, what 8 or 11 bits would do to its result)";
     }
   }
 }
@@ -109,19 +110,19 @@ TEST(ActivationMemory, PredictedBytesEqualTheSavedContextExactly) {
           << "TODO 2b: MLP hidden " << config.hidden << ", " << config.blocks << " blocks, input "
           << gtl::shape_str(config.input) << ", " << config.classes << " classes, batch " << batch
           << " (" << gtl::test_seed::describe() << "), " << policy.name()
-          << ": the forward and the loss save " << measured
-          << " bytes. Count, per layer, the tensors its backward reads, each in the dtype "
-             "autocast_dtype gives its op (LayerNorm's input, mean and rstd are float32; the "
-             "input size and the classes come from the config).";
+          << ": the forward and the loss save " << measured << " bytes, you predicted " << predicted
+          << ". Count, per layer, the tensors its backward reads, each in the dtype "
+             "autocast_dtype gives its op (the input size and the classes come from the "
+             "config).";
     }
   }
 }
 
 TEST(ActivationMemory, HalfPrecisionSavesAtMostTheDerivedShareOfFloat32) {
   // The lab model at batch 64 (README, "Activation memory"): 8840 bytes per sample in float32,
-  // 4840 in half precision, a ratio of 121/221 = 0.5475, not 0.5: LayerNorm's input, mean and
-  // rstd and the float32 logits do not shrink. "0.55x" is a guess 0.0025 above it; the bar is
-  // the derived ratio with a margin of 0.0005 (a change of 8 bytes per sample fails it).
+  // 4840 in half precision, a ratio of 121/221 = 0.5475, not 0.5 (the float32 islands do not
+  // shrink). "0.55x" is a guess 0.0025 above it; the bar is the derived ratio with a margin of
+  // 0.0005 (a change of 8 bytes per sample fails it).
   gtl::nn::ModelConfig config;
   const int64_t fp32 = measured_saved_bytes(config, 64, PrecisionPolicy::fp32());
   for (const PrecisionPolicy& half : {PrecisionPolicy::bf16(), PrecisionPolicy::fp16()}) {

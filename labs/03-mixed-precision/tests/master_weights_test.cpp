@@ -102,8 +102,8 @@ TEST(MasterWeights, KeepTheSmallUpdatesThatPureFp16Loses) {
     mw.refresh_model();
     expected -= kLr * 1.f;
     ASSERT_EQ(first(mw.masters()[0].value), expected)
-        << "TODO 4: step " << s + 1 << ": the master must accumulate every update in float32 ("
-        << "a master rebuilt from the rounded half weight loses them all)";
+        << "TODO 4: step " << s + 1 << ": the master is " << first(mw.masters()[0].value)
+        << ", expected " << expected << " (every update of " << kLr << " kept in float32)";
     ASSERT_EQ(model.value.to(DType::Float32).to_vector()[0],
               static_cast<float>(gtl::half(expected)))
         << "TODO 4: step " << s + 1 << ": the model's half weight must be round(master), "
@@ -184,8 +184,8 @@ TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
     in_todo4([&] { mw.refresh_model(); });
     ASSERT_LE(std::fabs(loss - fp32[step].loss), tolerance)
         << "TODO 4: step " << step << ": the bf16 model with float32 masters has loss " << loss
-        << ", float32 training " << fp32[step].loss
-        << ": the optimizer must see the widened gradients and the model the refreshed masters";
+        << ", float32 training " << fp32[step].loss << " (bound " << tolerance
+        << "): revisit where each of TODO 4's operations sits in a step";
   }
   EXPECT_EQ(half[0].value.to(DType::Float32).to_vector()[0],
             static_cast<float>(gtl::bfloat16(mw.masters()[0].value.to_vector()[0])))

@@ -36,17 +36,18 @@ TEST(GradAccumulation, GradientsEqualTheWholeBatchWithinTheDerivedTolerance) {
   auto whole = gtl::nn::make_model(config);
   const float whole_loss = lab04::forward_backward(*whole, b.images, b.labels);
   auto accumulated = gtl::nn::make_model(config);
-  accumulated->parameters()[0].grad.fill_(123.f);  // stale gradients: the first pass overwrites
+  accumulated->parameters()[0].grad.fill_(123.f);  // stale gradients from an earlier step
   const float loss = accumulate(*accumulated, b.images, b.labels, 4);
   EXPECT_NEAR(loss, whole_loss, 1e-5f * std::abs(whole_loss))
-      << "TODO 4: return the MEAN loss over the whole batch (each micro-batch's loss / k)";
+      << "TODO 4: 64 samples in 4 micro-batches: expected the whole batch's mean loss "
+      << whole_loss << ", got " << loss;
   const auto expected = gradients(*whole), got = gradients(*accumulated);
   gtl::judge::Outputs recorded(
       "GradAccumulation.GradientsEqualTheWholeBatchWithinTheDerivedTolerance");
   recorded.record(loss);
   for (const auto& g : got) recorded.record_all(g);
   // Each gradient element is a sum over 64 samples; 4 micro-batches of 16 sum it in another
-  // order and scale by 1/4 then 1/16 instead of 1/64 (exact: powers of two). Float32 reordering
+  // order, and every scaling is a power of two (exact). Float32 reordering
   // of n terms moves the sum by at most n * eps * sum|terms| (the handout derives it); with
   // sum|terms| bounded by 64 * max|element| this gives the bar below, per tensor.
   constexpr float kEps = std::numeric_limits<float>::epsilon();
@@ -67,8 +68,8 @@ TEST(GradAccumulation, GradientsEqualTheWholeBatchWithinTheDerivedTolerance) {
 
 // k micro-batches that do not divide the batch of n (parts of sizes differing by one) against one
 // forward/backward of the whole batch. The reordering bound of the test above, with n samples,
-// plus the parts' scales: each sample's term is scaled by its part's weight and its part's mean
-// (two float32 roundings, a third for the whole batch's 1/n) instead of 1/n, at most 3 eps of
+// plus the parts' scales: each sample's term goes through at most two float32 roundings (a
+// third for the whole batch's), at most 3 eps of
 // each term more: 4 * (n + 3) * eps * max|g| per tensor (the handout, "Tolerances").
 void expect_uneven_parts_give_the_whole_batch(int64_t n, int64_t k, const std::string& test,
                                               const std::string& where) {
@@ -77,7 +78,7 @@ void expect_uneven_parts_give_the_whole_batch(int64_t n, int64_t k, const std::s
   auto whole = gtl::nn::make_model(config);
   const float whole_loss = lab04::forward_backward(*whole, b.images, b.labels);
   auto accumulated = gtl::nn::make_model(config);
-  accumulated->parameters()[0].grad.fill_(123.f);  // stale gradients: the first pass overwrites
+  accumulated->parameters()[0].grad.fill_(123.f);  // stale gradients from an earlier step
   const float loss = accumulate(*accumulated, b.images, b.labels, k);
   gtl::judge::Outputs recorded(test);
   recorded.record(loss);

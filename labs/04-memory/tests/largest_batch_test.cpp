@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gtl_judge_output.h"
+#include "lab04_cases.h"
 #include "lab04_student_call.h"
 #include "memory_lab.h"
 
@@ -18,16 +19,13 @@ lab04::BatchSearch find_largest(const lab04::ModelConfig& config,
   return lab04::find_largest_batch(config, allocator, max_batch);
 }
 
+// Whether one step at `batch` fits under `limit`: its peak, measured in an allocator without a
+// limit, is at most the limit (the CPU allocator reserves exactly what it hands out, and a limit
+// refuses the first allocation that would pass it).
 bool step_fits(const lab04::ModelConfig& config, int64_t limit, int64_t batch) {
-  const std::shared_ptr<gtl::Allocator> allocator = gtl::make_cpu_allocator();
-  allocator->set_memory_limit(limit);
-  const gtl::AllocatorScope scope(allocator);
-  try {
-    lab04::train_step_once(config, batch);
-    return true;
-  } catch (const gtl::OutOfMemoryError&) {
-    return false;
-  }
+  const int64_t peak = lab04_cases::step_peak(gtl::make_cpu_allocator(),
+                                              [&] { lab04::train_step_once(config, batch); });
+  return peak <= limit;
 }
 
 void expect_largest(int64_t limit, int64_t max_batch) {

@@ -109,8 +109,9 @@ TEST(MemoryTimeline, PeakEventIsTheFirstToReachThePeak) {
                                        t.bytes_at_peak(Category::Activations),
                                        t.bytes_at_peak(Category::Temporaries)});
   EXPECT_EQ(t.peak_bytes(), 100);
-  EXPECT_EQ(t.peak_event(), 0) << "TODO 3: events 0 and 2 both reach the peak of 100 bytes; "
-                                  "peak_event() is the FIRST (compare with >, not >=)";
+  EXPECT_EQ(t.peak_event(), 0) << "TODO 3: events 0 and 2 both reach the peak of 100 bytes: "
+                                  "expected peak_event() 0, got "
+                               << t.peak_event();
   EXPECT_EQ(t.bytes_at_peak(Category::Activations), 100)
       << "TODO 3: just after event 0 the activations held 100 bytes";
   EXPECT_EQ(t.bytes_at_peak(Category::Temporaries), 0)
@@ -164,19 +165,25 @@ TEST(MemoryTimeline, FreesAreMatchedToTheirAllocations) {
   }
   t.on_alloc(&b, 30, Category::Activations);
   t.on_alloc(nullptr, 0, Category::Activations);  // a 0-byte tensor: no event
-  EXPECT_EQ(t.events().size(), 2u) << "TODO 3: a null pointer / 0-byte allocation is no event";
+  EXPECT_EQ(t.events().size(), 2u)
+      << "TODO 3: after two allocations and a 0-byte one of a null pointer: expected 2 events, got "
+      << t.events().size();
   out.record(t.events().size());
   t.on_free(&a);  // freed under another category: still the weights' bytes
   out.record_all(std::vector<int64_t>{t.live_bytes(Category::Weights),
                                       t.live_bytes(Category::Activations), t.live_bytes()});
   record_events(out, t.events());
-  EXPECT_EQ(t.live_bytes(Category::Weights), 0)
-      << "TODO 3: freeing the 100-byte weights allocation must take 100 bytes from weights";
+  EXPECT_EQ(t.live_bytes(Category::Weights), 0) << "TODO 3: the 100-byte allocation made under "
+                                                   "Weights, freed after that scope ended: weights "
+                                                   "expected 0 live bytes after, got "
+                                                << t.live_bytes(Category::Weights);
   EXPECT_EQ(t.live_bytes(Category::Activations), 30);
   EXPECT_EQ(t.live_bytes(), 30);
   ASSERT_EQ(t.events().size(), 3u);
   EXPECT_EQ(t.events()[2], (lab04::TimelineEvent{Category::Weights, -100, 30}))
-      << "TODO 3: a free is an event of its allocation's category with minus its bytes";
+      << "TODO 3: the event of that free: expected {weights, -100, live 30}, got {"
+      << lab04::category_name(t.events()[2].category) << ", " << t.events()[2].bytes << ", live "
+      << t.events()[2].live << "}";
   EXPECT_THROW(t.on_free(&a), gtl::Error) << "TODO 3: a double free must throw gtl::Error";
   int stranger = 0;
   EXPECT_THROW(t.on_free(&stranger), gtl::Error)

@@ -83,9 +83,10 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
             acc.after_backward(m);
             const int64_t calls = comm.counters("all_reduce").calls - before;
             EXPECT_EQ(calls, m == k - 1 ? 1 : 0)
-                << "step " << step << ", micro-batch " << m << " of " << k << ": "
-                << (m == k - 1 ? "the LAST micro-batch all-reduces the accumulated gradient once"
-                               : "no communication before the last micro-batch (no_sync)");
+                << "step " << step << ", micro-batch " << m << " of " << k << ": its "
+                << "after_backward issued " << calls << " all-reduce(s), expected "
+                << (m == k - 1 ? 1 : 0) << " (a step issues one in all, on a gradient that "
+                << "holds every micro-batch)";
           }
           const std::vector<float> expected = lab05_cases::no_sync_expected(world, k, n);
           const std::vector<float> synced = buffer.grads().to_vector();
