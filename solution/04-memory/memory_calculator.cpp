@@ -80,7 +80,12 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
   // half dx is still held.
   const int64_t first = h * N * in + h * N * C + dlogits + h * N * D +
                         std::max({gemm(N, in), h * N * in + gemm(D, in), h * N * in + 4 * N * in});
-  e.peak = e.persistent() + e.batch + std::max({fc2, head, first});
+  // The loss's backward, before the model's: every activation, the loss's float32 copy of the half
+  // logits (none in float32: cast_to returns the same tensor) and its float32 dlogits. With many
+  // classes and a narrow model this one is the largest.
+  const int64_t logits32 = h == 4 ? 0 : 4 * N * C;
+  const int64_t loss = e.activations + logits32 + 4 * N * C;
+  e.peak = e.persistent() + e.batch + std::max({loss, fc2, head, first});
   return e;
 }
 // END SOLUTION(lab04)

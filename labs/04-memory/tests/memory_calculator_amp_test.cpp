@@ -119,10 +119,9 @@ TEST(MemoryCalculatorAmp, ActivationBytesAreExactInHalfAndFloat32) {
 std::string peak_message(const std::string& where, int64_t predicted, int64_t measured) {
   return where + "predicted peak " + std::to_string(predicted) + " bytes, measured " +
          std::to_string(measured) + " (" + std::to_string(predicted - measured) +
-         " bytes off). Peak = persistent + batch + the largest of backward's moments: the last "
-         "block's fc2, the head's Linear and the first Linear; a half GEMM holds only its half "
-         "output, and the first Linear's dx is widened to float32 while the half one is held "
-         "(handout, 'Under mixed precision')";
+         " bytes off). Peak = persistent + batch + the largest of backward's moments: revisit "
+         "which tensors are alive at each, and in which dtype (handout, 'Under mixed "
+         "precision')";
 }
 
 TEST(MemoryCalculatorAmp, PeakIsTheMeasuredPeak) {
