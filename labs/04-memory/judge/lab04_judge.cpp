@@ -198,7 +198,8 @@ std::string calculator_amp() {
   const std::string seeded = "MemoryCalculatorAmp.PeakAtSeededShapesIsTheMeasuredPeak";
   Recorded seeded_peak(seeded);
   for (const auto& policy : policies)
-    for (const Shape& s : lab04_cases::seeded_shapes(seeded, lab04_cases::kSeededShapes))
+    for (const Shape& s :
+         lab04_cases::seeded_shapes(seeded, lab04_cases::kSeededShapes, lab04_cases::kAmpMinBlocks))
       gtl::judge::expect_equal(seeded_peak.next<int64_t>("a peak"),
                                measure_amp_step(s.config, s.batch, policy).peak,
                                "the peak predicted under " + policy.name() + " for " + s.shape());

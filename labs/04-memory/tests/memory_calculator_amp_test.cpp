@@ -152,7 +152,7 @@ TEST(MemoryCalculatorAmp, PeakAtSeededShapesIsTheMeasuredPeak) {
   gtl::judge::Outputs recorded(test);
   for (const PrecisionPolicy& policy : half_policies()) {
     for (const lab04_cases::Shape& s :
-         lab04_cases::seeded_shapes(test, lab04_cases::kSeededShapes)) {
+         lab04_cases::seeded_shapes(test, lab04_cases::kSeededShapes, lab04_cases::kAmpMinBlocks)) {
       const int64_t predicted = lab04::estimate_step_memory(s.config, s.batch, policy).peak;
       recorded.record(predicted);
       const Measured m = measure_amp_step(s.config, s.batch, policy);
