@@ -222,16 +222,16 @@ void build_programs(const LabJob& job, const std::vector<const Check*>& selected
            ? judges
            : programs)
           .push_back(t);
-    const auto names = [](const std::vector<std::string>& ts) {
+    const auto listed = [](const std::vector<std::string>& ts) {
       std::string all;
       for (const auto& t : ts) all += " " + t;
       return all;
     };
     if (!programs.empty())
-      job.say("does not compile:" + names(programs) + ": the checks that run " +
+      job.say("does not compile:" + listed(programs) + ": the checks that run " +
               (programs.size() == 1 ? "it" : "them") + " get 0 points, the others run");
     if (!judges.empty())
-      job.say("the course's judge" + std::string(judges.size() == 1 ? "" : "s") + names(judges) +
+      job.say("the course's judge" + std::string(judges.size() == 1 ? "" : "s") + listed(judges) +
               " did not build (a course problem, not the submission's): the checks " +
               (judges.size() == 1 ? "it decides" : "they decide") + " get 0 points");
   }
