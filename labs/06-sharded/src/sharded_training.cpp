@@ -247,15 +247,14 @@ std::vector<float> gathered_weights(Communicator& comm, nn::Module& model,
   return w;
 }
 
-// Records the allocator's events into `log` while it lives (and stops them, exceptions included).
-class EventRecording {
+// Stops the allocator's event log when it goes out of scope (exceptions included), so the
+// allocator never writes into a result that is gone.
+class EventLogStop {
  public:
-  EventRecording(gtl::Allocator& allocator, std::vector<int64_t>* log) : allocator_(allocator) {
-    allocator_.record_events(log);
-  }
-  ~EventRecording() { allocator_.record_events(nullptr); }
-  EventRecording(const EventRecording&) = delete;
-  EventRecording& operator=(const EventRecording&) = delete;
+  explicit EventLogStop(gtl::Allocator& allocator) : allocator_(allocator) {}
+  ~EventLogStop() { allocator_.record_events(nullptr); }
+  EventLogStop(const EventLogStop&) = delete;
+  EventLogStop& operator=(const EventLogStop&) = delete;
 
  private:
   gtl::Allocator& allocator_;
@@ -277,13 +276,13 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
     load_sharded(config.checkpoint_dir, comm, run.units, *run.optimizer);
   }
   TrainResult result;
-  std::optional<EventRecording> recording;
+  const EventLogStop stop_log(*allocator);
   for (int64_t step = config.resume_at_step; step < config.steps; ++step) {
     if (step + 1 == config.steps) {  // the last step is measured
       comm.reset_counters();
       allocator->reset_peak_stats();
       result.step_start_bytes = allocator->stats().allocated_bytes - baseline;
-      recording.emplace(*allocator, &result.step_events);
+      allocator->record_events(&result.step_events);
     }
     const data::Batch& batch = batches[static_cast<std::size_t>(step)];
     nn::Context ctx, loss_ctx;
@@ -304,7 +303,7 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
   }
   result.persistent_bytes = allocator->stats().allocated_bytes - baseline;
   result.peak_bytes = allocator->stats().peak_allocated_bytes - baseline;
-  recording.reset();
+  allocator->record_events(nullptr);
   result.step_counters = comm.counters();
   result.weights =
       stage == Stage::Zero3 ? gathered_weights(comm, *model, run.units) : model_weights(*model);
