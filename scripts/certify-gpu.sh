@@ -154,6 +154,8 @@ if wants bench; then
   limit=${GTL_BENCH_LIMIT:-90}
   while read -r b; do
     [[ -n $b ]] || continue
+    # GTL_BENCH_ONLY=REGEX: only the programs whose names match (the others are not run).
+    [[ -z ${GTL_BENCH_ONLY:-} || $(basename "$b") =~ $GTL_BENCH_ONLY ]] || continue
     echo "  $(basename "$b")"
     echo "== $(basename "$b")" >>"$work/bench.log"
     timeout -k 5 "$limit" "$b" --benchmark_repetitions="$reps" \

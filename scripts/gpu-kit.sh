@@ -17,6 +17,9 @@
 #                                        before anything needs a GPU)
 #   scripts/gpu-kit.sh exec CMD...       runs CMD in the kit's environment (a test by hand)
 #
+# GTL_KIT_SKIP="calibrate benchmarks" leaves those steps out (a lease spent on what changed since
+# the last report); GTL_BENCH_ONLY=REGEX runs only the benchmark programs whose names match.
+#
 # OUT (default $OUT, else build/gpu/kit-out) receives at most 8 files: the report
 # (<date>-<gpu>.md), the benchmarks' and the grader's JSON (verify's, one per lab, in
 # verify-solution.tar.gz), the labs' calibration.json and the log. Every step is timed and
@@ -379,6 +382,10 @@ run() {
   # The report is written again by every call that reaches it, from every step run so far.
   rm -f "$state/report.done"
   for s in probe unpack "${steps[@]}"; do
+    if [[ " ${GTL_KIT_SKIP:-} " == *" $s "* ]]; then
+      log "$s: skipped (GTL_KIT_SKIP)"
+      continue
+    fi
     if ! run_step "$s"; then
       ok=1
       # Nothing runs without the packages or the build.
