@@ -58,6 +58,7 @@ extern "C" __attribute__((used)) inline const char* __asan_default_options() {
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // ---- the CUDA types and qualifiers kernels use -------------------------------------------------
@@ -250,8 +251,11 @@ constexpr size_t kDeviceBytes = size_t{80} << 30;
 // synchronises the device), are refused with cudaErrorStreamCaptureUnsupported and invalidate the
 // capture; work on the legacy default stream is refused with cudaErrorStreamCaptureImplicit when
 // the capturing stream is a blocking one (the legacy stream would wait for it), and runs at once,
-// outside the graph, when it is non-blocking. cudaMalloc is allowed (nothing is queued). A graph
-// runs its nodes in the order they were recorded (one capturing stream: no forks or joins).
+// outside the graph, when it is non-blocking. cudaMalloc is one of the "potentially unsafe" calls
+// (it may synchronise): refused likewise while a capture is on, unless the calling thread relaxed
+// its mode with cudaThreadExchangeStreamCaptureMode (as an allocator whose pool grows during a
+// capture must). A graph runs its nodes in the order they were recorded (one capturing stream: no
+// forks or joins).
 enum cudaStreamCaptureMode {
   cudaStreamCaptureModeGlobal = 0,
   cudaStreamCaptureModeThreadLocal = 1,
@@ -324,9 +328,28 @@ inline cudaError_t check_wait_allowed(cudaStream_t stream, bool device_wide) {
     return refuse_while_capturing(cudaErrorStreamCaptureUnsupported);
   return cudaSuccess;
 }
+
+// This thread's capture mode (cudaThreadExchangeStreamCaptureMode); every capture here is global.
+inline thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
+
+// A potentially unsafe call (cudaMalloc): refused while a capture is on, unless relaxed.
+inline cudaError_t check_unsafe_call_allowed() {
+  const std::lock_guard<std::mutex> lock(g_capture_mutex);
+  if (g_captures.empty() || t_capture_mode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
+  return refuse_while_capturing(cudaErrorStreamCaptureUnsupported);
+}
 }  // namespace emu
 
+inline cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  std::swap(*mode, emu::t_capture_mode);
+  return cudaSuccess;
+}
+
 inline cudaError_t cudaMalloc(void** p, size_t n) {
+  if (const cudaError_t e = emu::check_unsafe_call_allowed(); e != cudaSuccess) {
+    *p = nullptr;
+    return e;
+  }
   *p = n <= emu::kDeviceBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
   return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
 }

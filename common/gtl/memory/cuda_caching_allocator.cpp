@@ -32,7 +32,13 @@ class CudaSegmentSource final : public SegmentSource {
   void* allocate_segment(std::size_t bytes) override {
     DeviceGuard guard(device_);
     void* ptr = nullptr;
+    // A graph's private pool grows during its capture (CudaGraph). cudaMalloc queues nothing, but
+    // a capture in global mode refuses it on every thread as "potentially unsafe" (it may wait for
+    // the device), so this thread relaxes its capture mode for the one call and restores it.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    GTL_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     const cudaError_t err = cudaMalloc(&ptr, bytes);
+    GTL_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     if (err == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // clear it: running out is an answer, not a broken context
       return nullptr;

@@ -549,7 +549,45 @@ TEST(EmulatorAtomics, ExactTotalsFromManyThreadsAndBlocks) {
   }
 }
 
-// ---- 8. bugs the emulator must stop -------------------------------------------------------------
+// ---- 8. stream capture -------------------------------------------------------------------------
+// A capture in global mode refuses cudaMalloc as "potentially unsafe" (it may wait for the device)
+// and is invalidated by it, as a GPU does: an allocator whose pool grows during a capture must
+// relax its thread's capture mode for the call. The mode is the thread's own, and an exchange hands
+// back the one it replaces.
+TEST(EmulatorCapture, GlobalModeRefusesCudaMallocUnlessTheThreadRelaxed) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+
+  void* relaxed = nullptr;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  EXPECT_EQ(mode, cudaStreamCaptureModeGlobal) << "a thread starts in global mode";
+  EXPECT_EQ(cudaMalloc(&relaxed, 64), cudaSuccess) << "a relaxed thread may allocate";
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  EXPECT_EQ(mode, cudaStreamCaptureModeRelaxed);
+  ASSERT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive) << "a relaxed allocation leaves the capture on";
+
+  void* global = &status;
+  EXPECT_EQ(cudaMalloc(&global, 64), cudaErrorStreamCaptureUnsupported);
+  EXPECT_EQ(global, nullptr);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusInvalidated);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+  EXPECT_EQ(graph, nullptr);
+  (void)cudaGetLastError();
+
+  EXPECT_EQ(cudaMalloc(&global, 64), cudaSuccess) << "no capture on: cudaMalloc is allowed again";
+  EXPECT_EQ(cudaFree(global), cudaSuccess);
+  EXPECT_EQ(cudaFree(relaxed), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// ---- 9. bugs the emulator must stop -------------------------------------------------------------
 // On a GPU these hang, give undefined results or are reported by compute-sanitizer; a test that
 // merely passes would teach the bug. The emulator (or the sanitizers it is built with) must stop
 // the program with a message naming the problem. Death tests run in a fresh process
