@@ -2,6 +2,7 @@
 #include "verify_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace gtl::grader {
@@ -35,22 +36,30 @@ TwinVerdict verify_twins(const std::string& lab, const CheckResult& s, const Che
     return v;
   }
   const bool short_of_full = s.score + 1e-9 < s.max_score;
-  if (timed_on_cpu(s) && short_of_full && s.status == Status::kPartial) {
-    // Above the floor, below the full bar: this machine is slower, not the solution wrong.
-    v.verdict = "ok (CPU timing " + fmt(s.figure.value_or(0)) + "x: above the floor " +
-                fmt(s.partial_from.value_or(0)) + "x, short of the full bar " +
-                fmt(s.threshold.value_or(0)) + "x)";
-    v.note = check_of(lab, s) + ": the solution measured " + fmt(s.figure.value_or(0)) +
-             "x on this machine, short of the full bar " + fmt(s.threshold.value_or(0)) +
-             "x but above the floor " + fmt(s.partial_from.value_or(0)) +
-             "x that verify requires of a CPU timing (docs/grader.md, \"Timing on a CPU\")";
+  // A CPU timing that produced a figure: how far it falls short says more about the machine (its
+  // load, its malloc, its BLAS) than about the code, so it never fails verify. A timing that
+  // produced no figure (the benchmark failed, or gave NaN) fails it as any broken check does.
+  const bool cpu_figure = timed_on_cpu(s) && s.figure && std::isfinite(*s.figure) && *s.figure > 0;
+  const std::string figure = fmt(s.figure.value_or(0)) + "x";
+  const std::string floor = fmt(s.partial_from.value_or(0)) + "x";
+  const std::string bar = fmt(s.threshold.value_or(0)) + "x";
+  if (cpu_figure && short_of_full && s.status == Status::kPartial) {
+    v.verdict = "ok (CPU timing " + figure + ": above the floor " + floor +
+                ", short of the full bar " + bar + ")";
+    v.note = check_of(lab, s) + ": the solution measured " + figure +
+             " on this machine, short of the full bar " + bar + " but above the floor " + floor +
+             " (docs/grader.md, \"Timing on a CPU\")";
+  } else if (cpu_figure && short_of_full) {
+    v.verdict = "ok (CPU timing " + figure + ": below the floor " + floor + " here)";
+    v.note = check_of(lab, s) + ": the solution measured " + figure +
+             " on this machine, below even the floor " + floor +
+             ": a busy or different machine moves a CPU timing that far, so verify reports it "
+             "and does not fail on it; scripts/timing-spread.sh measures this machine's spread "
+             "(docs/grader.md, \"Timing on a CPU\")";
   } else if (short_of_full) {
     v.verdict = "SOLUTION LOSES POINTS";
     v.problem = check_of(lab, s) + ": the solution scores " + pts(s.score) + "/" +
                 pts(s.max_score) + ": " + s.reason;
-    if (timed_on_cpu(s))
-      v.problem += " (a CPU timing: verify requires only the floor " +
-                   fmt(s.partial_from.value_or(0)) + "x, and the solution is below it)";
   } else if (timed_on_cpu(s)) {
     v.verdict = "ok (CPU timing " + fmt(s.figure.value_or(0)) + "x)";
   }

@@ -271,14 +271,17 @@ TEST(GraderE2E, VerifyPassesOnTheFixtureAndCatchesAWeakCheck) {
       << r.output;
 }
 
-TEST(GraderE2E, VerifyHoldsACpuTimingToItsFloorNotItsFullBar) {
-  // A machine far slower than the one the bar was set on: the fixture's CPU speed check asks for
-  // a speedup no machine reaches, with credit from 2x. Verify must still pass, printing the figure.
+TEST(GraderE2E, VerifyReportsACpuTimingAndDoesNotFailOnIt) {
+  // A machine far slower or busier than the one the bar was set on: the fixture's CPU speed check
+  // asks for a speedup no machine reaches, with credit from just below it. The solution's figure
+  // falls below even that floor; verify must still pass, printing the figure.
   const fs::path course = kWork / "slow-machine-course";
   copy_fixture_course(course);
   std::string rubric = read_file(course / "labs/01-sum/rubric.yaml");
-  const std::string bar = "    min_speedup: 4\n";
-  rubric.replace(rubric.find(bar), bar.size(), "    min_speedup: 1000000\n");
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"    min_speedup: 4\n", "    min_speedup: 1000000\n"},
+        {"    partial_from: 2\n", "    partial_from: 500000\n"}})
+    rubric.replace(rubric.find(from), from.size(), to);
   std::ofstream(course / "labs/01-sum/rubric.yaml") << rubric;
   RunLimits limits;
   limits.timeout_s = 240;
@@ -292,7 +295,7 @@ TEST(GraderE2E, VerifyHoldsACpuTimingToItsFloorNotItsFullBar) {
                              limits);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("verify: PASSED"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("short of the full bar 1e+06x but above the floor 2x"), std::string::npos)
+  EXPECT_NE(r.output.find("below even the floor 5e+05x"), std::string::npos)
       << "verify notes the CPU timing it let through, with its figure\n"
       << r.output;
 }
