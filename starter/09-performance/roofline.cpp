@@ -63,10 +63,10 @@ StepFigures step_figures(const std::vector<OpRoofline>& ops, double measured_s, 
             "step_figures: a step of " << measured_s << " s at a peak of " << peak.flops_per_s
                                        << " FLOP/s (both must be positive)");
   StepFigures f;
-  // TODO(lab09) step 5c: the step's FLOPs, the least time the step can take at `peak` (its ops run
-  // one after another, each no faster than its own bound_s allows), its model FLOPs utilisation
-  // (MFU) and the fraction of the measured time that bound is. Hint: a step is not bound by its
-  // total FLOPs or its total bytes alone (the handout's TODO 5c shows why). About 7 lines.
+  // TODO(lab09) step 5c: the step's FLOPs as MFU counts them, the least time the step's ops can
+  // take at `peak`, its MFU and the fraction of the measured time that bound is. Two decisions
+  // (the handout's TODO 5c): which ops' FLOPs and which ops' time count, and how the ops of one
+  // stream share the GPU. About 8 lines.
   (void)ops, (void)measured_s, (void)peak;
   throw gtl::Error("TODO(lab09) step 5c: step_figures is not implemented");
   // END TODO(lab09)

@@ -145,6 +145,9 @@ struct OpRoofline {
   double intensity = 0;        // arithmetic intensity, FLOPs per byte
   bool compute_bound = false;  // at or above the ridge point of the peak
   double bound_s = 0;          // the least time the op can take at these peaks
+  // A forward run again during the backward pass (activation checkpointing, lab 04): work the
+  // GPU does that the model itself does not need. 5b's rows never are.
+  bool recomputed = false;
 };
 
 // 5b: every op of one training step (forward and backward) of `model`, which has run one forward
@@ -153,14 +156,15 @@ struct OpRoofline {
 std::vector<OpRoofline> step_roofline(const gtl::nn::Module& model, const Peak& peak);
 
 struct StepFigures {
-  double flops = 0;    // the step's FLOPs
-  double bound_s = 0;  // the least time the step can take at the peak (its ops one after another)
-  double mfu = 0;      // model FLOPs utilisation of the measured step
+  double flops = 0;              // the step's FLOPs, as MFU counts them
+  double bound_s = 0;            // the least time the step's ops can take at the peak
+  double mfu = 0;                // model FLOPs utilisation of the measured step
   double fraction_of_bound = 0;  // bound_s / measured: how close the step runs to the roofline
 };
 
-// 5c: the figures of a step whose ops are `ops` (5b's rows, bound_s filled) and that took
-// `measured_s` seconds, at `peak`.
+// 5c: the figures of a step that ran `ops` (rows as 5b makes them, bound_s filled; with activation
+// checkpointing, also the forwards run again, marked recomputed) in `measured_s` seconds, at
+// `peak`.
 StepFigures step_figures(const std::vector<OpRoofline>& ops, double measured_s, const Peak& peak);
 
 }  // namespace lab09

@@ -144,23 +144,58 @@ std::string roofline() {
   return "every op of the worked and seeded steps as the judge's roofline";
 }
 
+// The four figures of 5c. The likely mistakes get their own message: the bound taken as the
+// larger of the step's total compute and total memory times, FLOPs or bound with the recomputed
+// forwards counted the wrong way.
 std::string step_figures() {
   Recorded r("StepFigures.SeededOps");
   for (const lab09_cases::FiguresCase& c : lab09_cases::seeded_figures_cases()) {
-    double flops = 0, bound = 0;
-    for (const lab09::OpRoofline& op : c.ops) flops += op.flops, bound += op.bound_s;
-    const double want[] = {flops, bound, flops / (c.measured_s * c.peak.flops_per_s),
-                           bound / c.measured_s};
-    const char* names[] = {"flops", "bound_s", "mfu", "fraction_of_bound"};
-    for (int i = 0; i < 4; ++i) {
+    double model_flops = 0, all_flops = 0, bound = 0, model_bound = 0, compute_s = 0, memory_s = 0;
+    for (const lab09::OpRoofline& op : c.ops) {
+      all_flops += op.flops;
+      bound += op.bound_s;
+      compute_s += op.flops / c.peak.flops_per_s;
+      memory_s += op.bytes / c.peak.bytes_per_s;
+      if (!op.recomputed) model_flops += op.flops, model_bound += op.bound_s;
+    }
+    const std::string what =
+        r.test() + ", " + std::to_string(c.ops.size()) + " ops (" +
+        std::to_string(std::count_if(c.ops.begin(), c.ops.end(),
+                                     [](const lab09::OpRoofline& op) { return op.recomputed; })) +
+        " recomputed)";
+    const double flops = r.next<double>("flops");
+    if (!close(flops, model_flops, 1e-12))
+      throw Rejection(
+          what + ": flops: the student's code gave " + gtl::judge::show(flops) +
+          ", the judge computes " + gtl::judge::show(model_flops) +
+          (close(flops, all_flops, 1e-12)
+               ? ": the recomputed forwards are counted; MFU counts what the model needs, so "
+                 "that runs with and without checkpointing compare (counting the GPU's extra "
+                 "work too is another figure, hardware FLOPs utilisation)"
+               : ""));
+    const double bound_s = r.next<double>("bound_s");
+    if (!close(bound_s, bound, 1e-12))
+      throw Rejection(
+          what + ": bound_s: the student's code gave " + gtl::judge::show(bound_s) +
+          ", the judge computes " + gtl::judge::show(bound) +
+          (close(bound_s, std::max(compute_s, memory_s), 1e-12)
+               ? ": the larger of the step's total compute and memory times assumes one op's "
+                 "arithmetic hides another op's memory traffic; on one stream each kernel "
+                 "finishes before the next starts, so each op is held by its own ceiling"
+           : close(bound_s, model_bound, 1e-12)
+               ? ": the recomputed forwards are left out; the GPU runs them, so they take time"
+               : ""));
+    const double want[] = {flops / (c.measured_s * c.peak.flops_per_s), bound_s / c.measured_s};
+    const char* names[] = {"mfu", "fraction_of_bound"};
+    for (int i = 0; i < 2; ++i) {
       const double got = r.next<double>(names[i]);
       if (!close(got, want[i], 1e-12))
-        throw Rejection(r.test() + ": " + names[i] + " of " + std::to_string(c.ops.size()) +
-                        " ops: the student's code gave " + gtl::judge::show(got) +
-                        ", the judge computes " + gtl::judge::show(want[i]));
+        throw Rejection(what + ": " + names[i] + ": the student's code gave " +
+                        gtl::judge::show(got) + ", the judge computes " +
+                        gtl::judge::show(want[i]));
     }
   }
-  return "the seeded steps' FLOPs, bounds, MFU and fractions";
+  return "the seeded steps' FLOPs, bounds, MFU and fractions, some steps checkpointed";
 }
 
 // ---- TODO 2 ---------------------------------------------------------------------------------

@@ -224,35 +224,20 @@ TEST(Roofline, SeededModelsAndPeaks) {
 // ---- 5c -----------------------------------------------------------------------------------
 
 TEST(StepFigures, SeededOps) {
+  // The judge recomputes the four figures; here, what holds whatever they are. Cases 1 and 2 run
+  // some forwards again (activation checkpointing).
   gtl::judge::Outputs out("StepFigures.SeededOps");
   for (const lab09_cases::FiguresCase& c : lab09_cases::seeded_figures_cases()) {
     const lab09::StepFigures f = lab09::step_figures(c.ops, c.measured_s, c.peak);
     out.record(f.flops), out.record(f.bound_s), out.record(f.mfu), out.record(f.fraction_of_bound);
-    double flops = 0, compute_s = 0, memory_s = 0;
-    for (const lab09::OpRoofline& op : c.ops) {
-      flops += op.flops;
-      compute_s += op.flops / c.peak.flops_per_s;
-      memory_s += op.bytes / c.peak.bytes_per_s;
-    }
     const std::string who = std::to_string(c.ops.size()) + " ops, " + gtl::test_seed::describe();
-    EXPECT_TRUE(close(f.flops, flops, 1e-12))
-        << who << ": the step's FLOPs are all its ops' FLOPs; expected " << flops << ", got "
-        << f.flops << " (TODO 5c)";
-    double bound_s = 0;
-    for (const lab09::OpRoofline& op : c.ops) bound_s += op.bound_s;
-    EXPECT_TRUE(close(f.bound_s, bound_s, 1e-12))
-        << who << ": the step's ops run one after another, each for its own bound_s: expected "
-        << bound_s << " s, got " << f.bound_s << " s (TODO 5c)";
-    EXPECT_TRUE(f.bound_s > std::max(compute_s, memory_s) * (1 + 1e-9))
-        << who << ": the step's bound " << f.bound_s << " s is no more than the larger of its "
-        << "total compute time (" << compute_s << " s) and its total memory time (" << memory_s
-        << " s); but its ops run one after another, each held by its own ceiling (TODO 5c)";
-    EXPECT_TRUE(f.bound_s <= compute_s + memory_s)
-        << who << ": the step's bound " << f.bound_s << " s exceeds its compute and memory "
-        << "times together (TODO 5c)";
-    EXPECT_TRUE(close(f.mfu * c.measured_s * c.peak.flops_per_s, flops, 1e-12))
-        << who << ": MFU is the FLOPs the step did per second over the peak FLOP/s; got " << f.mfu
-        << " (TODO 5c)";
+    EXPECT_TRUE(f.flops > 0 && f.bound_s > 0 && f.bound_s <= c.measured_s)
+        << who << ": FLOPs " << f.flops << " and a bound of " << f.bound_s
+        << " s, for a step measured at " << c.measured_s
+        << " s: both must be positive, and no step beats its roofline (TODO 5c)";
+    EXPECT_TRUE(close(f.mfu * c.measured_s * c.peak.flops_per_s, f.flops, 1e-12))
+        << who << ": MFU is the step's FLOPs per second over the peak FLOP/s; got " << f.mfu
+        << " for " << f.flops << " FLOPs (TODO 5c)";
     EXPECT_TRUE(close(f.fraction_of_bound * c.measured_s, f.bound_s, 1e-12))
         << who << ": fraction_of_bound is bound_s over the measured time; got "
         << f.fraction_of_bound << " (TODO 5c)";
