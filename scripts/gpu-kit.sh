@@ -102,9 +102,9 @@ log() { echo "[kit $(date -u +%T)] $*" | tee -a "$state/kit.log"; }
 # Runs step $1 (a function) once: a marker records that it passed, with its seconds. Each call
 # has a deadline (GTL_KIT_DEADLINE seconds after the call started, default 540: the device call
 # is killed at 600 s, and its $OUT must be written before): a step is not started with under
-# 40 s left (the report: 10 s), and one running past the deadline is stopped (timeout signals
-# its whole process group), so the call ends with its files in OUT and the next call resumes at
-# that step.
+# 40 s left (the report: 10 s), and one still running 20 s before the deadline is stopped
+# (timeout signals its whole process group), so the report still runs, the call ends with its
+# files in OUT and the next call resumes at that step.
 run_step() {
   local name=$1 start=$SECONDS left
   if [[ -f $state/$name.done ]]; then
@@ -120,12 +120,16 @@ run_step() {
     return 1
   fi
   log "$name: start (${left}s left before the deadline)"
-  if timeout -k 5 $((left > 15 ? left - 5 : 10)) "$root/scripts/gpu-kit.sh" _step "$name" 2>&1 |
+  # A step is stopped 20 s before the deadline, so the report still runs after it (a report cut
+  # short loses the call's whole summary); the report itself may run to 5 s before it.
+  local reserve=20
+  [[ $name == report ]] && reserve=5
+  if timeout -k 5 $((left > reserve + 10 ? left - reserve : 10)) "$root/scripts/gpu-kit.sh" _step "$name" 2>&1 |
     tee -a "$state/kit.log"; then
     echo "$(elapsed $((SECONDS - start)))" >"$state/$name.done"
     log "$name: passed in $(elapsed $((SECONDS - start)))"
   else
-    log "$name: FAILED after $(elapsed $((SECONDS - start)))$( ((SECONDS - start >= left - 5)) && echo ', stopped at the deadline')"
+    log "$name: FAILED after $(elapsed $((SECONDS - start)))$( ((SECONDS - start >= left - reserve - 5)) && echo ', stopped at the deadline')"
     return 1
   fi
 }

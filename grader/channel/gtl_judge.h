@@ -11,6 +11,7 @@
 // expected, and returns a one-line summary when it accepts.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -79,6 +80,19 @@ class Recorded {
       if (!read(values[i]))
         throw Rejection(test_ + ": " + what + " ends after " + std::to_string(i) + " elements");
     return values;
+  }
+  // The highest level of a run's allocation events (Allocator::record_events), recorded as their
+  // count then each change of allocated bytes, from the level `start`: a peak the judge derives
+  // itself instead of trusting the figure a test reported.
+  int64_t peak_of_events(const std::string& what, int64_t start = 0) {
+    const auto n = next<std::size_t>(what + ": the number of allocation events");
+    if (n > 10000000)
+      throw Rejection(test_ + ": " + what + ": " + std::to_string(n) +
+                      " allocation events in one step is not a run's");
+    int64_t level = start, peak = start;
+    for (std::size_t i = 0; i < n; ++i)
+      peak = std::max(peak, level += next<int64_t>(what + ": an allocation event"));
+    return peak;
   }
   const std::string& test() const { return test_; }
 

@@ -137,4 +137,21 @@ class AllocatorScope {
   Device device_;
 };
 
+// Stops `allocator`'s event log (record_events) when the scope ends, exceptions included, so the
+// allocator never appends to a log that is gone. Given a log, it also starts recording into it;
+// without one, the owner starts the log when it chooses (the last step of a run, say).
+class EventLogScope {
+ public:
+  explicit EventLogScope(Allocator& allocator, std::vector<int64_t>* log = nullptr)
+      : allocator_(allocator) {
+    if (log != nullptr) allocator_.record_events(log);
+  }
+  ~EventLogScope() { allocator_.record_events(nullptr); }
+  EventLogScope(const EventLogScope&) = delete;
+  EventLogScope& operator=(const EventLogScope&) = delete;
+
+ private:
+  Allocator& allocator_;
+};
+
 }  // namespace gtl

@@ -52,13 +52,13 @@ Profiler::Profiler(Module& model, Device device)
     if (m.is_leaf()) begin(m, in_recomputation() ? "recompute" : "forward");
   };
   h.after_forward = [this](Module& m) {
-    if (m.is_leaf()) end(m);
+    if (m.is_leaf()) end();
   };
   h.before_backward = [this](Module& m) {
     if (m.is_leaf()) begin(m, "backward");
   };
   h.after_backward = [this](Module& m) {
-    if (m.is_leaf()) end(m);
+    if (m.is_leaf()) end();
   };
   hooks_ = model.add_hooks(std::move(h));
 }
@@ -84,20 +84,20 @@ void Profiler::begin(Module& m, const char* pass) {
     timing_->starts.emplace_back(true);
     timing_->starts.back().record(current_stream());
   }
-  open_.push_back(std::make_unique<Open>(Open{calls_.size() - 1, std::chrono::steady_clock::now(),
-                                              current_allocator(device_)->stats().allocated_bytes,
-                                              launch_counts(), host_sync_counts()}));
+  open_.push_back({calls_.size() - 1, std::chrono::steady_clock::now(),
+                   current_allocator(device_)->stats().allocated_bytes, launch_counts(),
+                   host_sync_counts()});
 }
 
-void Profiler::end(Module&) {
+void Profiler::end() {
   if (finished_ || open_.empty()) return;
-  const std::unique_ptr<Open> o = std::move(open_.back());
+  const Open o = open_.back();
   open_.pop_back();
-  ProfiledCall& c = calls_[o->call];
-  c.host_us = micros(std::chrono::steady_clock::now() - o->host_start);
-  c.allocated_bytes = current_allocator(device_)->stats().allocated_bytes - o->allocated;
-  c.launches = launch_counts() - o->launches;
-  c.syncs = host_sync_counts() - o->syncs;
+  ProfiledCall& c = calls_[o.call];
+  c.host_us = micros(std::chrono::steady_clock::now() - o.host_start);
+  c.allocated_bytes = current_allocator(device_)->stats().allocated_bytes - o.allocated;
+  c.launches = launch_counts() - o.launches;
+  c.syncs = host_sync_counts() - o.syncs;
   if (timing_) {
     timing_->ends.emplace_back(true);
     timing_->ends.back().record(current_stream());
@@ -131,23 +131,27 @@ void Profiler::clear() {
   }
 }
 
+ProfileRow& ProfileRow::operator+=(const ProfileRow& other) {
+  calls += other.calls;
+  host_us += other.host_us;
+  if (other.device_us >= 0) device_us = (device_us < 0 ? 0 : device_us) + other.device_us;
+  flops += other.flops;
+  bytes += other.bytes;
+  allocated_bytes += other.allocated_bytes;
+  launches += other.launches;
+  syncs += other.syncs;
+  return *this;
+}
+
 std::vector<ProfileRow> Profiler::summary() const {
   std::map<std::string, ProfileRow> rows;
   for (const ProfiledCall& c : calls_) {
-    ProfileRow& r = rows[c.kind + " " + c.pass];
-    r.name = c.kind + " " + c.pass;
-    ++r.calls;
-    r.host_us += c.host_us;
-    if (c.device_us >= 0) r.device_us = (r.device_us < 0 ? 0 : r.device_us) + c.device_us;
-    r.flops += c.cost.flops;
-    r.bytes += c.cost.bytes;
-    r.allocated_bytes += c.allocated_bytes;
-    r.launches.kernels += c.launches.kernels;
-    r.launches.library += c.launches.library;
-    r.launches.graphs += c.launches.graphs;
-    r.syncs.stream += c.syncs.stream;
-    r.syncs.event += c.syncs.event;
-    r.syncs.device += c.syncs.device;
+    const std::string name = c.kind + " " + c.pass;
+    ProfileRow& r = rows[name];
+    r.name = name;
+    r += ProfileRow{
+        name,       1,      c.host_us, c.device_us, c.cost.flops, c.cost.bytes, c.allocated_bytes,
+        c.launches, c.syncs};
   }
   std::vector<ProfileRow> out;
   for (auto& [name, row] : rows) out.push_back(row);
@@ -161,20 +165,7 @@ std::string Profiler::table() const {
   const std::vector<ProfileRow> rows = summary();
   ProfileRow total;
   total.name = "total";
-  for (const ProfileRow& r : rows) {
-    total.calls += r.calls;
-    total.host_us += r.host_us;
-    if (r.device_us >= 0)
-      total.device_us = (total.device_us < 0 ? 0 : total.device_us) + r.device_us;
-    total.flops += r.flops;
-    total.bytes += r.bytes;
-    total.allocated_bytes += r.allocated_bytes;
-    total.launches.kernels += r.launches.kernels;
-    total.launches.library += r.launches.library;
-    total.syncs.stream += r.syncs.stream;
-    total.syncs.event += r.syncs.event;
-    total.syncs.device += r.syncs.device;
-  }
+  for (const ProfileRow& r : rows) total += r;
   std::ostringstream os;
   char line[256];
   std::snprintf(line, sizeof line, "%-28s %6s %12s %12s %10s %10s %12s %8s %6s\n", "layer pass",

@@ -64,6 +64,10 @@ struct ProfileRow {
   int64_t allocated_bytes = 0;
   LaunchCounts launches;
   HostSyncCounts syncs;
+
+  // Adds `other`'s figures to this row's (the name stays); device time stays -1 only while
+  // neither measured it.
+  ProfileRow& operator+=(const ProfileRow& other);
 };
 
 class Profiler {
@@ -94,12 +98,12 @@ class Profiler {
  private:
   struct Open;  // a call between its two hooks
   void begin(Module& m, const char* pass);
-  void end(Module& m);
+  void end();
 
   Device device_;
   std::chrono::steady_clock::time_point origin_;
   std::vector<ProfiledCall> calls_;
-  std::vector<std::unique_ptr<Open>> open_;  // calls whose end hook has not fired yet
+  std::vector<Open> open_;  // calls whose end hook has not fired yet
   struct DeviceTiming;
   std::unique_ptr<DeviceTiming> timing_;  // GPU events, resolved by finish()
   bool finished_ = false;

@@ -34,6 +34,10 @@ struct HostSyncCounts {
   HostSyncCounts operator-(const HostSyncCounts& o) const {
     return {stream - o.stream, event - o.event, device - o.device};
   }
+  HostSyncCounts& operator+=(const HostSyncCounts& o) {
+    stream += o.stream, event += o.event, device += o.device;
+    return *this;
+  }
   bool operator==(const HostSyncCounts&) const = default;
 };
 

@@ -31,6 +31,10 @@ struct LaunchCounts {
   LaunchCounts operator-(const LaunchCounts& o) const {
     return {kernels - o.kernels, library - o.library, graphs - o.graphs};
   }
+  LaunchCounts& operator+=(const LaunchCounts& o) {
+    kernels += o.kernels, library += o.library, graphs += o.graphs;
+    return *this;
+  }
   bool operator==(const LaunchCounts&) const = default;
 };
 

@@ -80,6 +80,29 @@ TEST(CpuAllocator, EventLogRebuildsThePeak) {
   alloc->reset_peak_stats();
 }
 
+// EventLogScope stops the log however its scope ends, an exception included: the allocator must
+// not append to a log that is gone.
+TEST(CpuAllocator, EventLogScopeStopsTheLogOnEveryExit) {
+  auto alloc = make_cpu_allocator();
+  AllocatorScope scope(alloc);
+  std::vector<int64_t> events;
+  try {
+    const EventLogScope log(*alloc, &events);
+    { const Tensor a = Tensor::empty({3}); }  // +12, -12
+    throw Error("a step that fails");
+  } catch (const Error&) {
+  }
+  { const Tensor b = Tensor::empty({5}); }  // not recorded
+  EXPECT_EQ(events, (std::vector<int64_t>{12, -12})) << "the log stopped with its scope";
+  {
+    const Tensor c = Tensor::empty({1});  // made before the log starts, freed after it stopped
+    const EventLogScope stop(*alloc);     // no log given: the owner starts it when it chooses
+    alloc->record_events(&events);
+    const Tensor d = Tensor::empty({2});  // +8, -8
+  }
+  EXPECT_EQ(events, (std::vector<int64_t>{12, -12, 8, -8}));
+}
+
 TEST(CpuAllocator, EmptyTensorsAllocateNothing) {
   auto alloc = make_cpu_allocator();
   AllocatorScope scope(alloc);

@@ -124,6 +124,25 @@ TEST(Profiler, SummaryAddsUpCallsOfAKindAndPass) {
   EXPECT_NE(table.find(rows[0].name), std::string::npos) << table;
 }
 
+// Rows add every count, graph launches included (the table's total row is such a sum), and a
+// device time stays "not measured" (-1) only while no row measured one.
+TEST(Profiler, RowsAddEveryCount) {
+  ProfileRow a{"Linear forward", 2, 10.0, -1, 100, 40, 64, {3, 1, 0}, {0, 1, 0}};
+  const ProfileRow b{"ReLU forward", 1, 5.0, 7.5, 20, 8, -16, {1, 0, 2}, {1, 0, 1}};
+  a += ProfileRow{"ReLU backward", 1, 1.0, -1, 0, 0, 0, {}, {}};
+  EXPECT_EQ(a.device_us, -1) << "no row measured a device time";
+  a += b;
+  EXPECT_EQ(a.name, "Linear forward");
+  EXPECT_EQ(a.calls, 4);
+  EXPECT_DOUBLE_EQ(a.host_us, 16.0);
+  EXPECT_DOUBLE_EQ(a.device_us, 7.5);
+  EXPECT_DOUBLE_EQ(a.flops, 120);
+  EXPECT_DOUBLE_EQ(a.bytes, 48);
+  EXPECT_EQ(a.allocated_bytes, 48);
+  EXPECT_EQ(a.launches, (LaunchCounts{4, 1, 2})) << "graph launches count too";
+  EXPECT_EQ(a.syncs, (HostSyncCounts{1, 1, 1}));
+}
+
 TEST(Profiler, ChromeTraceHasOneEventPerCall) {
   Generator gen(6);
   auto model = make_mlp(gen);

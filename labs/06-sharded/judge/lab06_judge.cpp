@@ -304,15 +304,7 @@ std::string fsdp_equivalence() {
 int64_t derived_peak(Recorded& r, const std::string& who) {
   const auto reported = r.next<int64_t>("the peak");
   const auto start = r.next<int64_t>("the allocated bytes at the step's start");
-  const auto n = r.next<std::size_t>("the number of allocation events");
-  if (n > 10000000)
-    throw Rejection(who + ": " + std::to_string(n) +
-                    " allocation events in one step is not a run's");
-  int64_t level = start, peak = start;
-  for (std::size_t i = 0; i < n; ++i) {
-    level += r.next<int64_t>("an allocation event");
-    peak = std::max(peak, level);
-  }
+  const int64_t peak = r.peak_of_events(who, start);
   if (peak != reported)
     throw Rejection(who + ": the reported peak " + show(reported) +
                     " B is not the highest level of its recorded allocations, " + show(peak) +

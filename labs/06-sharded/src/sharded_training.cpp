@@ -247,19 +247,6 @@ std::vector<float> gathered_weights(Communicator& comm, nn::Module& model,
   return w;
 }
 
-// Stops the allocator's event log when it goes out of scope (exceptions included), so the
-// allocator never writes into a result that is gone.
-class EventLogStop {
- public:
-  explicit EventLogStop(gtl::Allocator& allocator) : allocator_(allocator) {}
-  ~EventLogStop() { allocator_.record_events(nullptr); }
-  EventLogStop(const EventLogStop&) = delete;
-  EventLogStop& operator=(const EventLogStop&) = delete;
-
- private:
-  gtl::Allocator& allocator_;
-};
-
 }  // namespace
 
 TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
@@ -276,7 +263,7 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config) {
     load_sharded(config.checkpoint_dir, comm, run.units, *run.optimizer);
   }
   TrainResult result;
-  const EventLogStop stop_log(*allocator);
+  const gtl::EventLogScope stop_log(*allocator);  // started at the last step, below
   for (int64_t step = config.resume_at_step; step < config.steps; ++step) {
     if (step + 1 == config.steps) {  // the last step is measured
       comm.reset_counters();

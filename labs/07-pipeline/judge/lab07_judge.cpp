@@ -512,11 +512,7 @@ std::vector<int64_t> derived_peaks(Recorded& r, const std::string& order, int p)
   const auto reported = r.sequence<int64_t>(order + "'s peaks", std::size_t(p));
   std::vector<int64_t> peaks;
   for (int s = 0; s < p; ++s) {
-    const auto n = r.next<std::size_t>(order + ", stage " + std::to_string(s) + ": its events");
-    if (n > 10000000)
-      throw Rejection(r.test() + ": " + std::to_string(n) + " allocation events in one step");
-    int64_t level = 0, peak = 0;
-    for (std::size_t i = 0; i < n; ++i) peak = std::max(peak, level += r.next<int64_t>("an event"));
+    const int64_t peak = r.peak_of_events(order + ", stage " + std::to_string(s));
     if (peak != reported[std::size_t(s)])
       throw Rejection(r.test() + ": " + order + ", stage " + std::to_string(s) +
                       ": the reported peak " + std::to_string(reported[std::size_t(s)]) +
