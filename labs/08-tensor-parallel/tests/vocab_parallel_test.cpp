@@ -32,7 +32,7 @@ using lab08_cases::kVocab;
 // decoy_lab08_embedding does that).
 void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
   auto full = lab08_cases::make_embedding(c.seed);
-  auto built_from = lab08_cases::make_embedding(c.seed + 7919);
+  auto built_from = lab08_cases::make_embedding(c.seed + lab08_cases::kOtherTable);
   const Tensor ids = lab08_cases::make_ids(c);
   gtl::Generator gen(c.seed + 5);
   const Tensor dy = Tensor::normal({c.batch, c.time, lab08_cases::kDim}, gen);
