@@ -1,13 +1,12 @@
 // TODOs 1 and 3 as real processes (TpProcesses.*): your ParallelMLP, and your
-// VocabParallelCrossEntropy, on two processes under `mpirun -np 2` (the MPI backend), against the
-// core's unsharded fc1 -> GELU -> fc2 and cross-entropy computed here (tp_processes.h says why
-// threads cannot show it). The test starts the program itself, so it
-// runs under the grader like any other test; it is skipped, with the reason, in a build without
-// OpenMPI. The launch ends within kJobTimeoutS + 10 s (launched_job.h), within the program's CTest
-// timeout (CMakeLists.txt). The MLP's tolerances as ParallelLinear.MlpEquals*: the output and dx
-// within the bound of two summation orders (lab08_cases.h, contraction_bound), every rank's output
-// the same bits as rank 0's, every weight and bias gradient its slice of the unsharded one bit for
-// bit.
+// VocabParallelCrossEntropy and VocabParallelEmbedding, on two processes under `mpirun -np 2` (the
+// MPI backend), against the core's unsharded fc1 -> GELU -> fc2 and cross-entropy computed here
+// (tp_processes.h says why threads cannot show it). The test starts the program itself, so it runs
+// under the grader like any other test; it is skipped, with the reason, in a build without OpenMPI.
+// The launch ends within kJobTimeoutS + 10 s (launched_job.h), within the program's CTest timeout
+// (CMakeLists.txt). The MLP's tolerances as ParallelLinear.MlpEquals*: the output and dx within the
+// bound of two summation orders (lab08_cases.h, contraction_bound), every rank's output the same
+// bits as rank 0's, every weight and bias gradient its slice of the unsharded one bit for bit.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
