@@ -277,7 +277,8 @@ std::string vocab_parallel_loss() {
 }
 
 // TODO 3 as two processes: the full cross-entropy of lab08_tp_processes' logits
-// (tp_processes.h), each rank's loss and its columns of dlogits within the bounds.
+// (tp_processes.h), each rank's loss and its columns of dlogits within the bounds, and its
+// embedding's lookup of the case's ids the core's, bit for bit.
 std::string vocab_loss_processes() {
   namespace tpp = lab08_tp_processes;
   Recorded r("TpProcesses.TwoProcessesMatchTheUnshardedCrossEntropy");
@@ -285,6 +286,9 @@ std::string vocab_loss_processes() {
   const auto [logits, labels] = lab08_cases::make_logits(c, tpp::kLogitLow, tpp::kLogitHigh);
   const double loss = gtl::ops::cross_entropy(logits, labels).item();
   const Tensor d = gtl::ops::cross_entropy_backward(logits, labels, 1.f);
+  const auto table = lab08_cases::make_embedding(c.seed);
+  nn::Context ectx;
+  const std::vector<float> lookup = table->forward(lab08_cases::make_ids(c), ectx).to_vector();
   const int64_t width = lab08_cases::kVocab / tpp::kWorld;
   for (int rank = 0; rank < tpp::kWorld; ++rank) {
     const std::string who = "rank " + std::to_string(rank) + " (" + c.str() + ")";
@@ -297,8 +301,10 @@ std::string vocab_loss_processes() {
       bound[i] = lab08_cases::dlogit_bound(want[i], labels.data<int64_t>()[row] == col, c.rows());
     }
     expect_within(r, want, bound, who + "'s dlogits");
+    expect_bits(r, lookup, who + "'s embedding output");
   }
-  return "two processes' losses and dlogits the full cross-entropy's within the bounds";
+  return "two processes' losses and dlogits the full cross-entropy's within the bounds, their "
+         "lookups the unsharded embedding's bit for bit";
 }
 
 std::string vocab_parallel_memory() {

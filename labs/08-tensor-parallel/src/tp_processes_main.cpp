@@ -8,7 +8,10 @@
 // backward, and writes its output, dx and parameter gradients. loss: every rank draws the seed's
 // full logits and labels, keeps its vocabulary columns, runs your VocabParallelCrossEntropy's
 // forward and backward (inside TODO 3's runtime guard scope), and writes the loss and its
-// dlogits. Both in the core's deterministic mode with row-invariant GEMMs; rank r writes PREFIX.r.
+// dlogits; then builds your VocabParallelEmbedding from another table (the seed's + 7919), writes
+// the seed's table's rows into its shard (as VocabParallel.EmbeddingEquals* does), and writes its
+// lookup of the seed's ids. Both in the core's deterministic mode with row-invariant GEMMs; rank r
+// writes PREFIX.r.
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -58,6 +61,16 @@ int main(int argc, char** argv) {
       lab08::VocabParallelCrossEntropy loss(*comm);
       result.values.push_back(loss.forward(local, labels, ctx).to_vector());
       result.values.push_back(loss.backward(ctx, 1.f).to_vector());
+      const lab08_cases::Case c = process_case(seed);
+      const auto full = lab08_cases::make_embedding(c.seed);
+      const auto built_from = lab08_cases::make_embedding(c.seed + lab08_cases::kOtherTable);
+      lab08::VocabParallelEmbedding emb(*built_from, *comm);
+      const lab08::Slice rows =
+          lab08::tp_slice(lab08_cases::kVocab, comm->rank(), comm->world_size(), "vocabulary rows");
+      gtl::Tensor(emb.parameters()[0].value)
+          .copy_(full->weight().value.slice(rows.begin, rows.end));
+      gtl::nn::Context ectx;
+      result.values.push_back(emb.forward(lab08_cases::make_ids(c), ectx).to_vector());
     }
     write_result(out + "." + std::to_string(comm->rank()), result);
     return 0;

@@ -89,6 +89,10 @@ inline std::pair<Tensor, Tensor> attention_data(const Case& c) {
   return {x, dy};
 }
 
+// What the embedding's layers are built from: the table of the case's seed + kOtherTable; the
+// case's own table's rows are then written into each rank's shard, so a lookup in the table the
+// constructor saw is not the expected one (VocabParallel.EmbeddingEquals*, TpProcesses).
+constexpr uint64_t kOtherTable = 7919;
 inline std::unique_ptr<gtl::nn::TokenEmbedding> make_embedding(uint64_t seed) {
   gtl::Generator gen(seed);
   return std::make_unique<gtl::nn::TokenEmbedding>(kVocab, kDim, gen);

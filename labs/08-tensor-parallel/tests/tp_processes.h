@@ -6,8 +6,9 @@
 // could make the expected all-reduce of N x D floats, bytes and all, and still take the other
 // ranks' partial products from a global (ParallelLinear.OneAllReduce* cannot see it); the
 // vocabulary-parallel loss likewise its three all-reduces of N floats and the other ranks' row
-// maxima and sums (VocabParallel.NeverAllocates* cannot see it). Processes share no memory: under
-// mpirun only what travels through the communicator arrives.
+// maxima and sums (VocabParallel.NeverAllocates* cannot see it), and the vocabulary-parallel
+// embedding its all-reduce of [B*T, D] floats and the other ranks' rows. Processes share no memory:
+// under mpirun only what travels through the communicator arrives.
 #pragma once
 
 #include <cstdint>
@@ -44,12 +45,15 @@ constexpr float kLogitLow = -4.f, kLogitHigh = 4.f;
 // What one rank holds afterwards. `--part mlp`, one forward and backward of its ParallelMLP: the
 // output, the input gradient and its four parameter gradients (fc1's weight and bias, fc2's
 // weight and bias), 6 tensors. `--part loss`, one forward and backward of its
-// VocabParallelCrossEntropy on its columns of the logits: the loss [1] and its dlogits, 2.
+// VocabParallelCrossEntropy on its columns of the logits: the loss [1] and its dlogits; then the
+// forward of its VocabParallelEmbedding, built from the table of the case's seed +
+// lab08_cases::kOtherTable with the case's table's rows written into its shard, of the case's ids:
+// [B*T*D], 3 in all.
 struct RankResult {
   int world_size = 0;
   std::vector<std::vector<float>> values;
 };
-constexpr std::size_t kMlpTensors = 6, kLossTensors = 2;
+constexpr std::size_t kMlpTensors = 6, kLossTensors = 3;
 
 // The file of one rank: its world size and the number of tensors, then per tensor its size and
 // its floats in hex (exact).

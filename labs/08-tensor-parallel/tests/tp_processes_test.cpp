@@ -1,13 +1,12 @@
 // TODOs 1 and 3 as real processes (TpProcesses.*): your ParallelMLP, and your
-// VocabParallelCrossEntropy, on two processes under `mpirun -np 2` (the MPI backend), against the
-// core's unsharded fc1 -> GELU -> fc2 and cross-entropy computed here (tp_processes.h says why
-// threads cannot show it). The test starts the program itself, so it
-// runs under the grader like any other test; it is skipped, with the reason, in a build without
-// OpenMPI. The launch ends within kJobTimeoutS + 10 s (launched_job.h), within the program's CTest
-// timeout (CMakeLists.txt). The MLP's tolerances as ParallelLinear.MlpEquals*: the output and dx
-// within the bound of two summation orders (lab08_cases.h, contraction_bound), every rank's output
-// the same bits as rank 0's, every weight and bias gradient its slice of the unsharded one bit for
-// bit.
+// VocabParallelCrossEntropy and VocabParallelEmbedding, on two processes under `mpirun -np 2` (the
+// MPI backend), against the core's unsharded fc1 -> GELU -> fc2 and cross-entropy computed here
+// (tp_processes.h says why threads cannot show it). The test starts the program itself, so it runs
+// under the grader like any other test; it is skipped, with the reason, in a build without OpenMPI.
+// The launch ends within kJobTimeoutS + 10 s (launched_job.h), within the program's CTest timeout
+// (CMakeLists.txt). The MLP's tolerances as ParallelLinear.MlpEquals*: the output and dx within the
+// bound of two summation orders (lab08_cases.h, contraction_bound), every rank's output the same
+// bits as rank 0's, every weight and bias gradient its slice of the unsharded one bit for bit.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -133,7 +132,9 @@ TEST(TpProcesses, TwoProcessesMatchTheUnshardedMlp) {
 
 // TODO 3 on two processes: each holds its vocabulary columns of the seed's logits; the loss and
 // dlogits against the core's cross-entropy on the full logits, with VocabParallel.Loss*'s bounds
-// (lab08_cases.h, loss_bound and dlogit_bound).
+// (lab08_cases.h, loss_bound and dlogit_bound). Then each holds its rows of the seed's token table
+// (its layer built from another table, as VocabParallel.EmbeddingEquals*): its lookup of the
+// seed's ids against the core's TokenEmbedding, bit for bit.
 TEST(TpProcesses, TwoProcessesMatchTheUnshardedCrossEntropy) {
   if (std::string(LAB08_MPIEXEC).empty())
     GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
@@ -147,6 +148,9 @@ TEST(TpProcesses, TwoProcessesMatchTheUnshardedCrossEntropy) {
   const double loss_ref = gtl::ops::cross_entropy(logits, labels).item();
   const Tensor d_ref = gtl::ops::cross_entropy_backward(logits, labels, 1.f);
   const double loss_bound = lab08_cases::loss_bound(loss_ref, c.rows());
+  const auto table = lab08_cases::make_embedding(c.seed);
+  nn::Context ectx;
+  const std::vector<float> lookup = table->forward(lab08_cases::make_ids(c), ectx).to_vector();
   gtl::judge::Outputs recorded("TpProcesses.TwoProcessesMatchTheUnshardedCrossEntropy");
   for (int r = 0; r < world; ++r) {
     const tpp::RankResult& got = files[static_cast<std::size_t>(r)];
@@ -169,6 +173,12 @@ TEST(TpProcesses, TwoProcessesMatchTheUnshardedCrossEntropy) {
     EXPECT_EQ(bounded_problem(got.values[1], want, bound, "dlogits, " + who,
                               "the backward: d loss / d logit on this rank's columns, from what "
                               "forward saved." +
+                                  why()),
+              "");
+    EXPECT_EQ(bitwise_problem(got.values[2], lookup, "the embedding's output, " + who,
+                              "the vocabulary-parallel lookup: every id's row lives in exactly "
+                              "one rank's shard, and every rank needs it (the layer was built "
+                              "from another table, then its shard got this table's rows)." +
                                   why()),
               "");
   }

@@ -25,8 +25,14 @@ using namespace lab08::testing;
 using lab08_cases::Case;
 using lab08_cases::kVocab;
 
+// Each rank's layer is built from ANOTHER table (`built_from`), then the true table's rows are
+// written into its shard: the lookup must come from the ranks' shards, through the all-reduce, not
+// from the table the constructor saw (a forward that kept that table and looked every row up in
+// it, all-reducing a scratch tensor of the right bytes, would pass on the true table; the fixture
+// decoy_lab08_embedding does that).
 void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
   auto full = lab08_cases::make_embedding(c.seed);
+  auto built_from = lab08_cases::make_embedding(c.seed + lab08_cases::kOtherTable);
   const Tensor ids = lab08_cases::make_ids(c);
   gtl::Generator gen(c.seed + 5);
   const Tensor dy = Tensor::normal({c.batch, c.time, lab08_cases::kDim}, gen);
@@ -41,7 +47,9 @@ void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
     std::vector<std::vector<std::string>> fwd(n), bwd(n);
     run_tp(k, [&](Communicator& comm) {
       const auto call = lab08_student_call::todo3();
-      VocabParallelEmbedding emb(*full, comm);
+      VocabParallelEmbedding emb(*built_from, comm);
+      const Slice mine = tp_slice(kVocab, comm.rank(), k, "vocabulary rows");
+      Tensor(emb.parameters()[0].value).copy_(full->weight().value.slice(mine.begin, mine.end));
       const auto r = std::size_t(comm.rank());
       nn::Context c2;
       std::size_t mark = comm.trace()->events().size();
@@ -59,7 +67,10 @@ void expect_embedding_equals_unsharded(const Case& c, const std::string& test) {
       const Slice rows = tp_slice(kVocab, r, k, "vocabulary rows");
       EXPECT_EQ(bitwise_problem(ys[std::size_t(r)], y_ref, "the embedding's output, " + who,
                                 "the vocabulary-parallel lookup: every id's row lives on exactly "
-                                "one rank, and every rank needs it"),
+                                "one rank (in its shard, \"weight\"), and every rank needs it. The "
+                                "layer was built from another table, then its shard got this "
+                                "table's rows: a row from the constructor's table is not the "
+                                "rank's"),
                 "");
       EXPECT_EQ(
           bitwise_problem(grads[std::size_t(r)], grad_ref.slice(rows.begin, rows.end).to_vector(),
