@@ -56,6 +56,7 @@ struct OpProfiler::State {
     if (timed) {
       starts.emplace_back(true);
       starts.back().record(gtl::current_stream());
+      ends.emplace_back(true);
     }
     r.host_start_us = now_us();
     ops.push_back(std::move(r));
@@ -71,10 +72,7 @@ struct OpProfiler::State {
     r.allocated_bytes = gtl::current_allocator(device)->stats().allocated_bytes - o.allocated;
     r.launches = gtl::launch_counts() - o.launches;
     r.syncs = gtl::host_sync_counts() - o.syncs;
-    if (timed) {
-      ends.emplace_back(true);
-      ends.back().record(gtl::current_stream());
-    }
+    if (timed) ends[o.op].record(gtl::current_stream());
 #ifdef GTL_HAVE_NVTX
     nvtxRangePop();
 #endif
