@@ -109,7 +109,8 @@ TEST(OpProfiler, LaunchesAndBytesAreEachOpsOwn) {
       for (const lab09::OpRecord& op : steps[s]) sum += op.launches.kernels + op.launches.library;
       EXPECT_EQ(sum, launched[s])
           << c.what << ": the ops of step " << s << " add up to " << sum << " launches, but the "
-          << "step launched " << launched[s] << ". Each launch belongs to exactly one op: a "
+          << "step launched " << launched[s] << ". Each launch of the forward and the backward "
+          << "belongs to exactly one op: a "
           << "container's hooks bracket its children's launches too, and an op's launches are "
           << "the difference between its two hooks (TODO 1a, which modules are ops)";
     }
