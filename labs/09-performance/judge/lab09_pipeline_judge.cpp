@@ -101,12 +101,13 @@ std::string order() {
   const int64_t n = devices(r);
   for (int64_t d = 0; d < n; ++d)
     for (const PipelineCase& c : lab09_pipeline_cases::seeded_cases("InputPipeline.Order", 4)) {
-      const std::string what = r.test() + ", " + lab09_pipeline_cases::describe(c);
+      const std::string what = lab09_pipeline_cases::describe(c);
       const int64_t steps = c.run.epochs * c.data.batches;
-      gtl::judge::expect_equal(r.next<int64_t>("steps"), steps, what + ": batches returned");
+      gtl::judge::expect_equal(r.next<int64_t>("steps"), steps,
+                               r.test() + ", " + what + ": batches returned");
       r.expect_digest(values(c, steps), what + ": the batches' values in order");
       gtl::judge::expect_equal(r.next<int64_t>("host syncs"), int64_t{0},
-                               what + ": host synchronisations inside next()");
+                               r.test() + ", " + what + ": host synchronisations inside next()");
     }
   return "every batch of every epoch in order, bit for bit, and no host synchronisation in next()";
 }
@@ -149,9 +150,9 @@ std::string errors() {
   const PipelineCase c = lab09_pipeline_cases::error_case();
   const int64_t n = devices(r);
   for (int64_t d = 0; d < n; ++d) {
-    const std::string what = r.test() + ", " + lab09_pipeline_cases::describe(c);
+    const std::string what = lab09_pipeline_cases::describe(c);
     gtl::judge::expect_equal(r.next<int64_t>("the step that threw"), c.data.fail_at,
-                             what + ": the step whose next() threw");
+                             r.test() + ", " + what + ": the step whose next() threw");
     r.expect_digest(values(c, c.data.fail_at), what + ": the batches before the error");
   }
   return "the error reached next() at batch " + std::to_string(c.data.fail_at) +
