@@ -4,11 +4,12 @@
 //                               ahead of the training loop, at most `depth` in flight, handed out
 //                               in the data set's order (pinned staging and a copy stream on CUDA)
 //
-// The harness (src/virtual_clock.cpp): a VirtualClock that only the harness moves, a SlowDataset
-// whose batch g costs cost(g) ticks of it, and run_pipeline, the training loop that measures a
-// pipeline: every step costs S ticks, and a step waited when its batch was not loaded yet at the
-// tick it asked for it. The clock moves only when every load that a free worker and a free slot
-// allow has started, so the count is the same under every thread schedule. The handout (README.md,
+// The harness (src/virtual_clock.cpp, src/pipeline_loop.cpp): a VirtualClock that only the harness
+// moves, a SlowDataset whose batch g costs cost(g) ticks of it, and run_pipeline, the training loop
+// that measures a pipeline: every step costs S ticks, and a step waited when its batch was not
+// loaded yet at the tick it asked for it. The clock moves only when every load that a free worker
+// and a free slot allow has started, so the count is the same under every thread schedule. The
+// handout (README.md,
 // TODO 3) explains the model and how the counts follow from it.
 #pragma once
 
@@ -128,7 +129,7 @@ class InputPipeline {
   std::unique_ptr<State> state_;
 };
 
-// ---- the harness's training loop (src/virtual_clock.cpp) ------------------------------------
+// ---- the harness's training loop (src/pipeline_loop.cpp) ------------------------------------
 
 struct RunConfig {
   int64_t step_ticks = 1;  // S: what a training step costs
