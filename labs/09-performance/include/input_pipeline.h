@@ -9,8 +9,7 @@
 // that measures a pipeline: every step costs S ticks, and a step waited when its batch was not
 // loaded yet at the tick it asked for it. The clock moves only when every load that a free worker
 // and a free slot allow has started, so the count is the same under every thread schedule. The
-// handout (README.md,
-// TODO 3) explains the model and how the counts follow from it.
+// handout (README.md, TODO 3) explains the model and how the counts follow from it.
 #pragma once
 
 #include <chrono>
