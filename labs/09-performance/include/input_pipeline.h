@@ -143,7 +143,7 @@ struct RunResult {
   std::vector<int64_t> waited_steps;  // which steps waited (0-based, counting every epoch)
   std::vector<float> seen;            // every returned batch's values, in the order returned
   std::vector<std::string> errors;    // what came out wrong (order, content, epoch ends)
-  int64_t host_syncs = 0;             // host synchronisations of this thread inside next(), in all
+  int64_t host_syncs = 0;             // this thread's host syncs in next() and wait(), in all
   int64_t threw_at = -1;  // the step whose next() threw, if one did (the run stops there)
   std::string thrown;     // what it threw
   std::string late;       // not empty when a load started later than a free worker and slot allow

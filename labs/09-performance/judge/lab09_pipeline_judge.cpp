@@ -2,7 +2,7 @@
 // alone (the lab's header and harness, the tests' case header, the core), never from the student's
 // files. It draws the same cases from the grading seed and recomputes what the tests recorded:
 //   pipeline-order   every batch of every epoch, the data set's values in order (a digest), and no
-//                    host synchronisation inside next()
+//                    host synchronisation in next() and PipelineBatch::wait()
 //   pipeline-waits   its own event-by-event model of the harness's loop (below): the steps that
 //                    waited, the most batches in flight, the ticks the run took
 //   pipeline-errors  the error at the batch that threw, after every batch before it
@@ -106,8 +106,9 @@ std::string order() {
       gtl::judge::expect_equal(r.next<int64_t>("steps"), steps,
                                r.test() + ", " + what + ": batches returned");
       r.expect_digest(values(c, steps), what + ": the batches' values in order");
-      gtl::judge::expect_equal(r.next<int64_t>("host syncs"), int64_t{0},
-                               r.test() + ", " + what + ": host synchronisations inside next()");
+      gtl::judge::expect_equal(
+          r.next<int64_t>("host syncs"), int64_t{0},
+          r.test() + ", " + what + ": host synchronisations in next() and wait()");
     }
   return "every batch of every epoch in order, bit for bit, and no host synchronisation in next()";
 }

@@ -136,7 +136,9 @@ RunResult ClockDriver::run(const std::shared_ptr<SlowDataset>& dataset,
             r.errors.push_back(where + ": next() returned epoch " + std::to_string(batch->epoch) +
                                ", batch " + std::to_string(batch->index));
           lock.unlock();
-          batch->wait();
+          const gtl::HostSyncCounts before = gtl::host_sync_counts();
+          batch->wait();  // the step's stream waits for the copy: no host synchronisation
+          r.host_syncs += (gtl::host_sync_counts() - before).total();
           const std::vector<float> got = batch->values.defined()
                                              ? batch->values.to(gtl::Device::cpu()).to_vector()
                                              : std::vector<float>{};

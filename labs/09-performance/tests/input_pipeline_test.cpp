@@ -98,7 +98,8 @@ TEST(InputPipeline, ReturnsEveryBatchInOrderBitwiseWithoutHostSyncs) {
       EXPECT_EQ(r.steps, c.run.epochs * c.data.batches)
           << who << ": every batch of every epoch, then std::nullopt once (TODO 3)";
       EXPECT_EQ(r.host_syncs, 0)
-          << who << ": next() made the host wait for the GPU " << r.host_syncs
+          << who << ": next() and PipelineBatch::wait() made the host wait for the GPU "
+          << r.host_syncs
           << " times; a batch's copy is waited for by the consumer's stream (PipelineBatch::wait, "
           << "an event), never by the host (TODO 3, pinned staging and the copy stream)";
     }
