@@ -2,6 +2,8 @@
 //
 //   TODO 2  fast_loop.cpp     a training loop with the slow loop's losses and log lines and one
 //                             host synchronisation per log line
+//   TODO 3  input_pipeline.cpp  an input pipeline on a virtual clock: declared, with its harness,
+//                               in input_pipeline.h
 //   TODO 4  graphed_step.cpp  a training step captured once as a CUDA graph and replayed
 //   TODO 5  roofline.cpp      theoretical occupancy (5a), the roofline of every op of a step (5b),
 //                             the step's MFU and its time at the roofline (5c)
