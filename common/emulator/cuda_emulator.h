@@ -96,6 +96,7 @@ enum cudaError {
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
   cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorStreamCaptureUnsupported = 900,
@@ -630,8 +631,9 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) 
   return cudaSuccess;
 }
 // An event holds the host time it was recorded at.
+// An event holds the host time it was recorded at (ms), NaN until it is recorded.
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
-  *e = reinterpret_cast<cudaEvent_t>(new double(0.0));
+  *e = reinterpret_cast<cudaEvent_t>(new double(std::nan("")));
   return cudaSuccess;
 }
 // Timing or not, an event is the same host clock reading here.
@@ -655,8 +657,11 @@ inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
 inline cudaError_t cudaEventQuery(cudaEvent_t) {
   return cudaSuccess;
 }
+// As on a GPU, an event that was never recorded has no time: cudaErrorInvalidResourceHandle.
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t begin, cudaEvent_t end) {
-  *ms = static_cast<float>(*reinterpret_cast<double*>(end) - *reinterpret_cast<double*>(begin));
+  const double b = *reinterpret_cast<double*>(begin), e = *reinterpret_cast<double*>(end);
+  if (std::isnan(b) || std::isnan(e)) return emu::error(cudaErrorInvalidResourceHandle);
+  *ms = static_cast<float>(e - b);
   return cudaSuccess;
 }
 // ---- CUDA graphs (see "stream capture" above for what is recorded and what a capture refuses).
@@ -735,6 +740,8 @@ inline const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorInvalidDevice";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
     case cudaErrorIllegalState:
       return "cudaErrorIllegalState";
     case cudaErrorStreamCaptureUnsupported:
@@ -756,6 +763,8 @@ inline const char* cudaGetErrorString(cudaError_t e) {
       return "out of memory";
     case cudaErrorInvalidConfiguration:
       return "invalid configuration argument";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
     case cudaErrorStreamCaptureUnsupported:
       return "operation not permitted when stream is capturing";
     case cudaErrorStreamCaptureInvalidated:

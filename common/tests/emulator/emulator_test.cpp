@@ -587,6 +587,24 @@ TEST(EmulatorCapture, GlobalModeRefusesCudaMallocUnlessTheThreadRelaxed) {
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
+// An event that was never recorded has no time: cudaEventElapsedTime fails with
+// cudaErrorInvalidResourceHandle, as on a GPU, instead of measuring from some default.
+TEST(EmulatorEvents, ElapsedTimeNeedsBothEventsRecorded) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  float ms = -1;
+  ASSERT_EQ(cudaEventRecord(a), cudaSuccess);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, a, b), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(ms, -1) << "no time is written";
+  ASSERT_EQ(cudaEventRecord(b), cudaSuccess);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  EXPECT_GE(ms, 0);
+  EXPECT_EQ(cudaEventDestroy(a), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(b), cudaSuccess);
+}
+
 // ---- 9. bugs the emulator must stop -------------------------------------------------------------
 // On a GPU these hang, give undefined results or are reported by compute-sanitizer; a test that
 // merely passes would teach the bug. The emulator (or the sanitizers it is built with) must stop
