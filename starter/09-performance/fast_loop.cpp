@@ -22,9 +22,8 @@ LoopResult fast_loop(Trainee& trainee, const LoopConfig& config) {
   // 0 .. N-1, with the same losses in result.losses (bit for bit) and the same log lines (log_line,
   // printed and kept in result.log, after every K-th step and after the last), and exactly
   // ceil(N / K) host synchronisations in all: one per log line. Nothing may wait for the GPU
-  // between log lines. Hint: Tensor::copy_, Tensor::to, to_vector and item() each wait (read
-  // them in tensor.h); Tensor::copy_async_ between two device tensors does not. Where can a
-  // step's loss go until its log line needs it? About 16 lines.
+  // between log lines. Hint: tensor.h says which of a tensor's copies and reads wait for the
+  // GPU. Where can a step's loss go until its log line needs it? About 16 lines.
   (void)trainee;
   throw gtl::Error("TODO(lab09) step 2: fast_loop is not implemented");
   // END TODO(lab09)

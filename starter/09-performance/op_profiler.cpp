@@ -22,9 +22,7 @@ struct OpProfiler::State {
   std::vector<OpRecord> ops;
   std::vector<StepSpan> steps;
   // TODO(lab09) step 1a: what a call of an op needs between its two hooks, and what the profiler
-  // keeps between steps (the device, a clock origin, the hook handle, whether a step is open and
-  // whether the warm-up is behind you, the timing events on a GPU). Decide which modules make an
-  // op, so that a step's work is counted once.
+  // keeps between steps. Decide which modules make an op, so that a step's work is counted once.
   // END TODO(lab09)
 };
 

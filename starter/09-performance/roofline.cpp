@@ -34,7 +34,8 @@ gtl::Occupancy occupancy(const gtl::KernelResources& kernel, const gtl::SmLimits
   // registers has no register limit (INT_MAX). Read every figure from `sm`, never a constant: the
   // tests use made-up SMs too. Hint: threads, registers and shared memory are all handed out in
   // whole units (warps, register_unit, shared_unit), and a warp's registers come from one
-  // sub-partition's share of the file (the handout's TODO 5a works two cases). About 30 lines.
+  // sub-partition's share of the file (the handout's TODO 5a table gives answers to check
+  // against). About 30 lines.
   (void)kernel, (void)sm;
   throw gtl::Error("TODO(lab09) step 5a: occupancy is not implemented");
   // END TODO(lab09)

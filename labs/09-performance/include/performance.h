@@ -127,7 +127,7 @@ class GraphedStep {
 
 // 5a: the theoretical occupancy of `kernel` on an SM with `sm`'s limits: every field of
 // gtl::Occupancy (each resource's limit in blocks, the smallest, the warps it makes, the SM's warp
-// slots, the resource that sets it). The hardware facts are in the handout (TODO 5a).
+// slots, the resource that sets it). The hardware facts are in the handout (Occupancy).
 gtl::Occupancy occupancy(const gtl::KernelResources& kernel, const gtl::SmLimits& sm);
 
 // A GPU's peak figures: the roofline's two ceilings.
@@ -147,8 +147,8 @@ struct OpRoofline {
   double intensity = 0;        // arithmetic intensity, FLOPs per byte
   bool compute_bound = false;  // at or above the ridge point of the peak
   double bound_s = 0;          // the least time the op can take at these peaks
-  // A forward run again during the backward pass (activation checkpointing, lab 04): work the
-  // GPU does that the model itself does not need. 5b's rows never are.
+  // A forward run again during the backward pass (activation checkpointing, lab 04). 5b's rows
+  // never are.
   bool recomputed = false;
 };
 

@@ -72,7 +72,7 @@ TEST(GraphedStep, AfterTheFirstStepOneGraphLaunchAndNothingElse) {
         << l.library << " library calls, " << l.graphs
         << " graph launches: a replayed step launches its whole work at once (TODO 4)";
     EXPECT_EQ(s, 0) << who << ": " << s << " host synchronisations; a graphed step waits for "
-                    << "nothing (Tensor::copy_ waits, copy_async_ does not) (TODO 4)";
+                    << "nothing: which of a tensor's copies wait? (tensor.h) (TODO 4)";
     EXPECT_EQ(a, 0) << who << ": " << a << " allocations on the device's allocator; a graphed "
                     << "step refills the buffers it was captured with (TODO 4)";
     EXPECT_TRUE(same_output)

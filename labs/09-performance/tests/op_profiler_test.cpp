@@ -144,10 +144,10 @@ TEST(OpProfiler, AddsNoHostSyncPerOp) {
     out.record(in_ops);
     EXPECT_EQ(with, without) << c.what << ": the steps waited for the GPU " << without
                              << " times without the profiler and " << with << " times with "
-                             << "it. Reading an event's time waits for the GPU: read them all "
-                             << "once, in finish() (TODO 1a, host vs device time)";
+                             << "it: a profile that waits changes the step it measures (TODO 1a, "
+                             << "host vs device time)";
     EXPECT_LE(at_finish, 1) << c.what << ": finish() (called twice) waited " << at_finish
-                            << " times; one wait makes every event readable (TODO 1a)";
+                            << " times; it may wait at most once (TODO 1a)";
     EXPECT_EQ(in_ops, 0) << c.what << ": the ops themselves wait for nothing, but the profiler "
                          << "counted " << in_ops << " host waits inside them (TODO 1a)";
   }
