@@ -2,6 +2,7 @@
 // train exactly like one process on the full batch, and communicate exactly as designed.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "gtl/distributed/in_process.h"
 #include "gtl/train/trainer.h"
 #include "gtl_test_seed.h"
+#include "lab05_test_util.h"
+#include "weighted_communicator.h"
 
 namespace lab05 {
 namespace {
@@ -26,6 +29,51 @@ SyncFactory flat() {
   return [](Communicator& comm, gtl::nn::Module&, gtl::nn::ParameterBuffer& buffer) {
     return [&comm, &buffer] { flat_ddp_sync(comm, buffer.params()); };
   };
+}
+
+// The gradients a sync leaves must be what its all-reduces returned: under a communicator whose
+// all-reduce weighs rank r by w(r) = r + 1 (weighted_communicator.h), gradient element i of rank r
+// set to testing::value(r + 5t, i), a sync over 4 ranks must leave sum_r w(r) g_r / 4 (exact).
+void expect_what_the_collective_returned(
+    const std::function<void(Communicator&, const std::vector<ParamRef>&)>& sync,
+    const std::string& what) {
+  constexpr int kWorld = 4;
+  gtl::dist::run_ranks(
+      kWorld,
+      [&](Communicator& comm) {
+        auto model = gtl::nn::make_model(lab_model());
+        gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+        const std::vector<ParamRef> params = buffer.params();
+        for (std::size_t t = 0; t < params.size(); ++t) {
+          const int shift = 5 * static_cast<int>(t);
+          Tensor(params[t].grad)
+              .copy_(
+                  Tensor::from_vector(testing::values(comm.rank() + shift, params[t].grad.numel()),
+                                      params[t].grad.shape()));
+        }
+        testing::WeightedAllReduce weighted(comm);
+        sync(weighted, params);
+        for (std::size_t t = 0; t < params.size(); ++t) {
+          const int shift = 5 * static_cast<int>(t);
+          const int64_t n = params[t].grad.numel();
+          std::vector<float> expected(static_cast<std::size_t>(n), 0.0f);
+          for (int r = 0; r < kWorld; ++r) {
+            for (int64_t i = 0; i < n; ++i) {
+              expected[std::size_t(i)] +=
+                  testing::WeightedAllReduce::weight(r) * testing::value(r + shift, i);
+            }
+          }
+          for (float& x : expected) x /= kWorld;
+          EXPECT_EQ(testing::bitwise_diff(params[t].grad.to_vector(), expected), "")
+              << what << ", rank " << comm.rank() << ", " << params[t].name << ": this test's "
+              << "all-reduce weighs rank r by r + 1, so the synced gradient must be "
+              << "sum_r (r + 1) g_r / 4, what the collective returned over the world size. A "
+              << "gradient made any other way (from other ranks' tensors, from a copy taken "
+              << "before the all-reduce) is not the sync: revisit where the result of each "
+              << "all-reduce goes";
+        }
+      },
+      testing::fast());
 }
 
 TEST(NaiveDdp, TrainsLikeOneProcessOnTheFullBatch) {
@@ -52,6 +100,12 @@ TEST(NaiveDdp, AllReducesEveryGradientOnceInParameterOrder) {
             << "naive DDP makes no other call than the all-reduces";
       },
       testing::fast());
+}
+
+TEST(NaiveDdp, EachGradientIsWhatItsAllReduceReturned) {
+  expect_what_the_collective_returned(
+      [](Communicator& comm, const std::vector<ParamRef>& params) { naive_ddp_sync(comm, params); },
+      "naive DDP");
 }
 
 TEST(FlatDdp, TrainsLikeOneProcessOnTheFullBatch) {
@@ -130,6 +184,12 @@ TEST(FlatDdp, OneAllReduceOfAllTheGradients) {
         expect_one_fused_average(comm, buffer.params(), "the lab model's ParameterBuffer");
       },
       testing::fast());
+}
+
+TEST(FlatDdp, EachGradientIsWhatTheAllReduceReturned) {
+  expect_what_the_collective_returned(
+      [](Communicator& comm, const std::vector<ParamRef>& params) { flat_ddp_sync(comm, params); },
+      "flat DDP");
 }
 
 // The core's seam: TrainerOptions::grad_sync. Two ranks train the lab model on their shards of

@@ -9,6 +9,7 @@
 #include "gtl_judge_output.h"
 #include "lab05_cases.h"
 #include "lab05_test_util.h"
+#include "weighted_communicator.h"
 
 namespace lab05 {
 namespace {
@@ -110,6 +111,54 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
         }
       },
       testing::fast(/*deterministic=*/true));
+}
+
+// The step's gradient must be what its all-reduce returned: under a communicator whose all-reduce
+// weighs rank r by w(r) = r + 1 (weighted_communicator.h), 4 ranks, k = 3 micro-batches, two
+// steps: sum_r w(r) S_r / 4 where S_r is rank r's sum over micro-batches (exact: integers, / 4).
+TEST(NoSync, TheGradientIsWhatTheAllReduceReturned) {
+  constexpr int kWorld = 4;
+  const int64_t k = 3, steps = 2;
+  gtl::dist::run_ranks(
+      kWorld,
+      [&](Communicator& comm) {
+        auto model = gtl::nn::make_model(lab_model());
+        gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
+        const int64_t n = buffer.grads().numel();
+        testing::WeightedAllReduce weighted(comm);
+        NoSyncAccumulator acc(weighted, buffer, k);
+        std::vector<float> expected(static_cast<std::size_t>(n), 0.0f);
+        for (int r = 0; r < kWorld; ++r) {
+          for (int64_t m = 0; m < k; ++m) {
+            for (int64_t i = 0; i < n; ++i) {
+              expected[std::size_t(i)] +=
+                  testing::WeightedAllReduce::weight(r) * micro_grad(r, m, i);
+            }
+          }
+        }
+        for (float& x : expected) x /= kWorld;
+        for (int64_t step = 0; step < steps; ++step) {
+          for (int64_t m = 0; m < k; ++m) {
+            std::vector<float> g(static_cast<std::size_t>(n));
+            for (int64_t i = 0; i < n; ++i) g[i] = micro_grad(comm.rank(), m, i);
+            const Tensor gm = Tensor::from_vector(g, {n});
+            if (acc.mode(m) == gtl::nn::GradMode::Overwrite) {
+              Tensor(buffer.grads()).copy_(gm);
+            } else {
+              gtl::ops::add_(buffer.grads(), gm);
+            }
+            acc.after_backward(m);
+          }
+          EXPECT_EQ(testing::bitwise_diff(buffer.grads().to_vector(), expected), "")
+              << "step " << step << ", rank " << comm.rank() << ": this test's all-reduce "
+              << "weighs rank r by r + 1, so the step's gradient must be sum_r (r + 1) S_r / 4 "
+              << "(S_r: rank r's sum over its " << k << " micro-batches), what the collective "
+              << "returned over the world size. A gradient made any other way (from other "
+              << "ranks' tensors, from a copy taken before the all-reduce) is not the sync: "
+              << "revisit where the all-reduce's result goes";
+        }
+      },
+      testing::fast());
 }
 
 }  // namespace
