@@ -484,7 +484,7 @@ std::string sequence_parallel_mlp() {
 // gradients the unsharded layer's slices bit for bit; the replicated ones rank 0's bits.
 std::string sp_processes() {
   namespace tpp = lab08_tp_processes;
-  Recorded r("TpProcesses.SequenceParallelOnTwoProcessesMatchesTheUnshardedMlp");
+  Recorded r("TpProcesses.SequenceParallelOnTwoProcessesMatchesTheUnshardedLayer");
   gtl::ops::ScopedRowInvariant row_invariant(true);
   const Case c = tpp::sp_process_case(gtl::test_seed::seed());
   const lab08_cases::SpCase m = lab08_cases::make_sp_case(c);

@@ -193,7 +193,7 @@ TEST(TpProcesses, TwoProcessesMatchTheUnshardedCrossEntropy) {
 // of the ranks' partial sums (in rank order), bit for bit. 4b as SequenceParallel.Mlp* at TP = 2
 // (lab08_references.h, sp_bounds): y_r and dx_r within the bounds, fc1's and fc2's weight and
 // bias shards bit for bit, the replicated gradients within their bounds and rank 0's bits.
-TEST(TpProcesses, SequenceParallelOnTwoProcessesMatchesTheUnshardedMlp) {
+TEST(TpProcesses, SequenceParallelOnTwoProcessesMatchesTheUnshardedLayer) {
   if (std::string(LAB08_MPIEXEC).empty())
     GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
   const int world = tpp::kWorld;
@@ -211,7 +211,8 @@ TEST(TpProcesses, SequenceParallelOnTwoProcessesMatchesTheUnshardedMlp) {
   const lab08_references::SpBounds bound = lab08_references::sp_bounds(m, ref, world);
   const char* names[] = {"ln.weight", "ln.bias",    "fc1.weight",
                          "fc1.bias",  "fc2.weight", "fc2.bias"};
-  gtl::judge::Outputs recorded("TpProcesses.SequenceParallelOnTwoProcessesMatchesTheUnshardedMlp");
+  gtl::judge::Outputs recorded(
+      "TpProcesses.SequenceParallelOnTwoProcessesMatchesTheUnshardedLayer");
   for (int r = 0; r < world; ++r) {
     const tpp::RankResult& got = files[static_cast<std::size_t>(r)];
     const std::string who =
