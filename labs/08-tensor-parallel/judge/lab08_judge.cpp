@@ -23,12 +23,15 @@
 //                             replicated gradients within their bound
 //   sequence-parallel-traffic the collectives in order, the ring all-reduce's bytes each pass
 //   sequence-parallel-memory  every rank's bytes after forward, exactly
+//   sp-processes              as the pair's and the MLP's checks, on tp_processes.h's two
+//                             processes; the shard gradients the unsharded layer's bit for bit
 //   dp-tp-groups              every rank's coordinates and group members against the grid's
 //                             layout (TP innermost: tp_members, dp_members); the refusals
 //   dp-tp-gradients           one process on the whole batch (dp_tp_reference, below)
 //                             within its bound; the same bits wherever a parameter is held twice
 //   dp-tp-traffic             each group's all-reduces in parameter order, the ring's bytes, the
 //                             group each ran in (dp_tp_collectives); the counters' totals
+//   dp-tp-processes           as dp-tp-gradients, on tp_processes.h's four processes (2 x 2)
 //   tp-placement-step         the core's simulate_timeline on the same traces, within the
 //                             relative bound of two summation orders; the refusal
 //   tp-placement-size         the largest TP size under the bar, from the simulator's figures
@@ -333,12 +336,8 @@ std::string who_at(int k, int rank, const Case& c) {
 
 void judge_pair(const std::string& test, const Case& c) {
   Recorded r(test);
-  gtl::Generator gen(c.seed + 9);
-  const Tensor whole = Tensor::normal({c.batch, c.time, lab08_cases::kSpDim}, gen);
-  auto partial = [&](int rank) {
-    gtl::Generator g(c.seed + 10 + static_cast<uint64_t>(rank));
-    return Tensor::normal({c.batch, c.time, lab08_cases::kSpDim}, g);
-  };
+  const Tensor whole = lab08_cases::sp_whole(c);
+  auto partial = [&](int rank) { return lab08_cases::sp_partial(c, rank); };
   const int64_t bytes = c.rows() * lab08_cases::kSpDim * 4;
   for (int k : lab08_cases::kSpTpSizes) {
     Tensor sum = partial(0);
@@ -477,6 +476,75 @@ std::string sequence_parallel_mlp() {
                       "its single-pass value doubled");
   return "every rank's y and dx the step-1 computation's bits; the replicated gradients within "
          "their bound";
+}
+
+// TODO 4 as two processes (tp_processes.h's case): the pair's results bit for bit as
+// sequence-parallel-pair; y and dx the step-1 computation's bits (tp_reference) and the
+// replicated gradients within their bound as sequence-parallel-mlp; fc1's and fc2's shard
+// gradients the unsharded layer's slices bit for bit; the replicated ones rank 0's bits.
+std::string sp_processes() {
+  namespace tpp = lab08_tp_processes;
+  Recorded r("TpProcesses.SequenceParallelOnTwoProcessesMatchesTheUnshardedLayer");
+  gtl::ops::ScopedRowInvariant row_invariant(true);
+  const Case c = tpp::sp_process_case(gtl::test_seed::seed());
+  const lab08_cases::SpCase m = lab08_cases::make_sp_case(c);
+  const int k = tpp::kWorld;
+  const int64_t n = c.rows(), d = lab08_cases::kSpDim, part = c.time / k,
+                hid = lab08_cases::kSpHidden / k;
+  Tensor sum = lab08_cases::sp_partial(c, 0);
+  for (int q = 1; q < k; ++q)
+    gtl::dist::reduce_into(sum, lab08_cases::sp_partial(c, q), gtl::dist::ReduceOp::Sum);
+  nn::Context ctx;
+  m.full->forward(m.x.reshape({n, d}), ctx);
+  m.full->backward(ctx, m.dy.reshape({n, d}));
+  const auto p = m.full->parameters();
+  const TpReference tp = tp_reference(m, k);
+  const std::vector<std::vector<float>> grads = {tp.ln_w.to_vector(), tp.ln_b.to_vector(),
+                                                 tp.fc2_b.to_vector()};
+  const std::vector<std::vector<double>> bounds = {
+      lab08_cases::replicated_bound(tp.dln, tp.xhat, k),
+      lab08_cases::replicated_bound(tp.dln, Tensor(), k),
+      lab08_cases::replicated_bound(m.dy.reshape({n, d}), Tensor(), k)};
+  const char* names[] = {"ln.weight", "ln.bias", "fc2.bias"};
+  std::vector<std::vector<float>> first(3);
+  for (int rank = 0; rank < k; ++rank) {
+    const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(k) +
+                            " processes (" + c.str() + ")";
+    auto rows = [&](const Tensor& t) {
+      return lab08_cases::positions(t.reshape({c.batch, c.time, d}), rank * part, (rank + 1) * part)
+          .to_vector();
+    };
+    expect_bits(r, lab08_cases::sp_whole(c).to_vector(), "the gathered sequence, " + who);
+    expect_bits(r, rows(sum), "the reduce-scattered positions, " + who);
+    expect_bits(r, rows(tp.y), "y, " + who);
+    expect_bits(r, rows(tp.dx), "dx, " + who);
+    // A replicated gradient (names[i]): within its bound, and rank 0's bits.
+    auto replicated = [&](int i) {
+      const auto q = std::size_t(i);
+      const std::string what = std::string(names[i]) + "'s gradient, " + who;
+      const auto got = r.sequence<float>(what, std::size_t(d));
+      for (std::size_t e = 0; e < got.size(); ++e)
+        if (!(std::fabs(double(got[e]) - double(grads[q][e])) <= bounds[q][e]))
+          throw Rejection(r.test() + ": " + what + ", element " + std::to_string(e) + " is " +
+                          show(got[e]) + ", the judge computes " + show(grads[q][e]) + " within " +
+                          show(bounds[q][e]));
+      if (rank == 0) first[q] = got;
+      if (std::memcmp(first[q].data(), got.data(), got.size() * sizeof(float)) != 0)
+        throw Rejection(r.test() + ": " + what + " differs from rank 0's bits");
+    };
+    replicated(0);
+    replicated(1);
+    expect_bits(r, p[2].grad.slice(rank * hid, (rank + 1) * hid).to_vector(),
+                "fc1's weight gradient, " + who);
+    expect_bits(r, p[3].grad.slice(rank * hid, (rank + 1) * hid).to_vector(),
+                "fc1's bias gradient, " + who);
+    expect_bits(r, lab08_cases::columns(p[4].grad, rank * hid, (rank + 1) * hid).to_vector(),
+                "fc2's weight gradient, " + who);
+    replicated(2);
+  }
+  return "two processes' gathered and reduce-scattered sequences, y and dx the step-1 "
+         "computation's bits, the shard gradients the unsharded layer's, the replicated ones "
+         "within their bound";
 }
 
 std::string sequence_parallel_traffic() {
@@ -630,39 +698,42 @@ DpTpReference dp_tp_reference(const lab08_cases::SpCase& m, const lab08_cases::G
   ref.bounds = s;
   return ref;
 }
+// Every world rank's six gradients of grid g, in rank order, recorded by `r`: within the bound
+// of one process on the whole batch, the same bits wherever a parameter is held twice.
+void judge_dp_tp_grid(Recorded& r, const lab08_cases::Grid& g, const Case& c) {
+  const char* names[] = {"ln.weight", "ln.bias",    "fc1.weight",
+                         "fc1.bias",  "fc2.weight", "fc2.bias"};
+  const lab08_cases::SpCase m = lab08_cases::make_dp_tp_case(c, g);
+  const DpTpReference ref = dp_tp_reference(m, g);
+  std::vector<std::vector<std::vector<float>>> got(static_cast<std::size_t>(g.world()));
+  for (int w = 0; w < g.world(); ++w) {
+    const int rank = w % g.tp;
+    for (int p = 0; p < 6; ++p) {
+      const auto i = std::size_t(p);
+      const std::vector<float> want = lab08_cases::shard_of(ref.grads[i], p, g, rank).to_vector();
+      const std::string what = std::string(names[p]) + "'s gradient, " + g.str() + ", world rank " +
+                               std::to_string(w) + " (" + lab08_cases::dp_tp_case_str(c) + ")";
+      const auto values = r.sequence<float>(what, want.size());
+      const auto bound = lab08_cases::bound_of(ref.bounds[i], p, g, rank);
+      for (std::size_t e = 0; e < want.size(); ++e)
+        if (!(std::fabs(double(values[e]) - double(want[e])) <= bound[e]))
+          throw Rejection(r.test() + ": " + what + ", element " + std::to_string(e) + " is " +
+                          show(values[e]) + ", the judge computes " + show(want[e]) + " within " +
+                          show(bound[e]));
+      const std::size_t first = lab08_cases::kReplicated[i] ? 0 : std::size_t(rank);
+      const std::vector<float>& same = std::size_t(w) == first ? values : got[first][i];
+      if (std::memcmp(same.data(), values.data(), values.size() * sizeof(float)) != 0)
+        throw Rejection(r.test() + ": " + what +
+                        " differs from the bits of a rank holding the same parameter");
+      got[std::size_t(w)].push_back(values);
+    }
+  }
+}
+
 void judge_dp_tp_gradients(const std::string& test, const Case& c) {
   Recorded r(test);
   gtl::ops::ScopedRowInvariant row_invariant(true);
-  const char* names[] = {"ln.weight", "ln.bias",    "fc1.weight",
-                         "fc1.bias",  "fc2.weight", "fc2.bias"};
-  for (const lab08_cases::Grid& g : lab08_cases::kGrids) {
-    const lab08_cases::SpCase m = lab08_cases::make_dp_tp_case(c, g);
-    const DpTpReference ref = dp_tp_reference(m, g);
-    std::vector<std::vector<std::vector<float>>> got(static_cast<std::size_t>(g.world()));
-    for (int w = 0; w < g.world(); ++w) {
-      const int rank = w % g.tp;
-      for (int p = 0; p < 6; ++p) {
-        const auto i = std::size_t(p);
-        const std::vector<float> want = lab08_cases::shard_of(ref.grads[i], p, g, rank).to_vector();
-        const std::string what = std::string(names[p]) + "'s gradient, " + g.str() +
-                                 ", world rank " + std::to_string(w) + " (" +
-                                 lab08_cases::dp_tp_case_str(c) + ")";
-        const auto values = r.sequence<float>(what, want.size());
-        const auto bound = lab08_cases::bound_of(ref.bounds[i], p, g, rank);
-        for (std::size_t e = 0; e < want.size(); ++e)
-          if (!(std::fabs(double(values[e]) - double(want[e])) <= bound[e]))
-            throw Rejection(r.test() + ": " + what + ", element " + std::to_string(e) + " is " +
-                            show(values[e]) + ", the judge computes " + show(want[e]) + " within " +
-                            show(bound[e]));
-        const std::size_t first = lab08_cases::kReplicated[i] ? 0 : std::size_t(rank);
-        const std::vector<float>& same = std::size_t(w) == first ? values : got[first][i];
-        if (std::memcmp(same.data(), values.data(), values.size() * sizeof(float)) != 0)
-          throw Rejection(r.test() + ": " + what +
-                          " differs from the bits of a rank holding the same parameter");
-        got[std::size_t(w)].push_back(values);
-      }
-    }
-  }
+  for (const lab08_cases::Grid& g : lab08_cases::kGrids) judge_dp_tp_grid(r, g, c);
 }
 
 std::string dp_tp_gradients() {
@@ -671,6 +742,16 @@ std::string dp_tp_gradients() {
   judge_dp_tp_gradients(seeded, lab08_cases::seeded_dp_tp_case(seeded));
   return "every rank's gradients those of one process on the whole batch within 2 (N + 2) u S / "
          "dp; the same bits wherever a parameter is held twice";
+}
+
+// TODO 5b as four processes, DP = 2 x TP = 2 (tp_processes.h's case): as dp-tp-gradients.
+std::string dp_tp_processes() {
+  namespace tpp = lab08_tp_processes;
+  Recorded r("TpProcesses.DataTensorParallelOnFourProcessesMatchesOneProcess");
+  gtl::ops::ScopedRowInvariant row_invariant(true);
+  judge_dp_tp_grid(r, tpp::kDpTpGrid, tpp::dp_tp_process_case(gtl::test_seed::seed()));
+  return "four processes' gradients those of one process on the whole batch within 2 (N + 2) u "
+         "S / dp; the same bits wherever a parameter is held twice";
 }
 
 // The payload of each of the six parameters on one rank of a TP group of tp (fc1's rows and
@@ -816,9 +897,11 @@ int main(int argc, char** argv) {
                           {"sequence-parallel-mlp", sequence_parallel_mlp},
                           {"sequence-parallel-traffic", sequence_parallel_traffic},
                           {"sequence-parallel-memory", sequence_parallel_memory},
+                          {"sp-processes", sp_processes},
                           {"dp-tp-groups", dp_tp_groups},
                           {"dp-tp-gradients", dp_tp_gradients},
                           {"dp-tp-traffic", dp_tp_traffic},
+                          {"dp-tp-processes", dp_tp_processes},
                           {"tp-placement-step", tp_placement_step},
                           {"tp-placement-size", tp_placement_size}});
 }

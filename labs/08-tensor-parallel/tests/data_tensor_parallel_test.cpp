@@ -19,6 +19,7 @@
 #include "gtl/distributed/process_grid.h"
 #include "gtl_judge_output.h"
 #include "lab08_cases.h"
+#include "lab08_references.h"
 #include "lab08_student_call.h"
 #include "lab08_test_util.h"
 #include "tensor_parallel.h"
@@ -27,6 +28,7 @@ namespace {
 
 using namespace lab08;
 using namespace lab08::testing;
+using namespace lab08_references;
 using lab08_cases::Case;
 using lab08_cases::Grid;
 using lab08_cases::kSpDim;
@@ -237,40 +239,6 @@ std::vector<Rank> run_finalize(const lab08_cases::SpCase& m, const Case& c, cons
 
 const char* const kNames[] = {"ln.weight", "ln.bias",    "fc1.weight",
                               "fc1.bias",  "fc2.weight", "fc2.bias"};
-
-// The gradient of the whole batch's loss computed by one process: the core's unsharded layer on
-// all dp b sequences. Each sequence's dy is the gradient of its replica's loss, and the whole
-// batch's loss is the mean of the dp replicas' losses (lab08_cases.h, make_dp_tp_case), so its
-// gradient is 1/dp times the layer's gradient of their sum.
-std::vector<Tensor> one_process_gradients(const lab08_cases::SpCase& m, const Grid& g) {
-  std::vector<Tensor> grads = lab08_cases::mlp_gradients(m, m.x, m.dy);
-  for (Tensor& t : grads)
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] /= float(g.dp);
-  return grads;
-}
-
-// The bound of the handout ("The same as one process, within a bound"), 2 (N + 2) u S / dp per
-// element, with S = sum_i |t_i| over the N rows MEASURED: t_i is the gradient of the core's layer
-// on row i alone (one row: every gradient element is that row's term, rounded once).
-std::vector<std::vector<double>> one_process_bounds(const lab08_cases::SpCase& m, const Grid& g) {
-  const int64_t b = m.x.size(0), t = m.x.size(1), n = b * t;
-  std::vector<std::vector<double>> s;
-  for (int64_t i = 0; i < b; ++i)
-    for (int64_t j = 0; j < t; ++j) {
-      const Tensor x = lab08_cases::positions(lab08_cases::sequences(m.x, i, i + 1), j, j + 1);
-      const Tensor dy = lab08_cases::positions(lab08_cases::sequences(m.dy, i, i + 1), j, j + 1);
-      const std::vector<Tensor> row = lab08_cases::mlp_gradients(m, x, dy);
-      s.resize(row.size());
-      for (std::size_t p = 0; p < row.size(); ++p) {
-        s[p].resize(std::size_t(row[p].numel()), 0.0);
-        for (int64_t e = 0; e < row[p].numel(); ++e)
-          s[p][std::size_t(e)] += std::fabs(double(row[p].data<float>()[e]));
-      }
-    }
-  for (auto& v : s)
-    for (double& e : v) e *= 2.0 * double(n + 2) * lab08_cases::kU / double(g.dp);
-  return s;
-}
 
 void expect_gradients(const Case& c, const std::string& test) {
   gtl::judge::Outputs out(test);

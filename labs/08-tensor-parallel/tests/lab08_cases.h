@@ -194,6 +194,17 @@ inline SpCase make_sp_case(const Case& c) {
   return m;
 }
 
+// 4a's inputs: the sequence gather_sequence's shards are cut from, and rank r's partial sum for
+// scatter_sequence (its own draw), each [B, T, D].
+inline Tensor sp_whole(const Case& c) {
+  gtl::Generator gen(c.seed + 9);
+  return Tensor::normal({c.batch, c.time, kSpDim}, gen);
+}
+inline Tensor sp_partial(const Case& c, int rank) {
+  gtl::Generator gen(c.seed + 10 + static_cast<uint64_t>(rank));
+  return Tensor::normal({c.batch, c.time, kSpDim}, gen);
+}
+
 // Positions [begin, end) of every sequence of a [B, T, D] tensor, [B, end - begin, D].
 inline Tensor positions(const Tensor& t, int64_t begin, int64_t end) {
   const int64_t b = t.size(0), time = t.size(1), d = t.size(2), part = end - begin;

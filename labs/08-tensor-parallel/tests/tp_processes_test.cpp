@@ -1,12 +1,15 @@
-// TODOs 1 and 3 as real processes (TpProcesses.*): your ParallelMLP, and your
-// VocabParallelCrossEntropy and VocabParallelEmbedding, on two processes under `mpirun -np 2` (the
-// MPI backend), against the core's unsharded fc1 -> GELU -> fc2 and cross-entropy computed here
-// (tp_processes.h says why threads cannot show it). The test starts the program itself, so it runs
-// under the grader like any other test; it is skipped, with the reason, in a build without OpenMPI.
-// The launch ends within kJobTimeoutS + 10 s (launched_job.h), within the program's CTest timeout
-// (CMakeLists.txt). The MLP's tolerances as ParallelLinear.MlpEquals*: the output and dx within the
-// bound of two summation orders (lab08_cases.h, contraction_bound), every rank's output the same
-// bits as rank 0's, every weight and bias gradient its slice of the unsharded one bit for bit.
+// TODOs 1, 3, 4 and 5 as real processes (TpProcesses.*): your ParallelMLP, your
+// VocabParallelCrossEntropy and VocabParallelEmbedding, and your gather_sequence, scatter_sequence
+// and SequenceParallelMLP on two processes under `mpirun -np 2`, and your finalize_gradients on
+// four (DP = 2 x TP = 2, `mpirun -np 4`), all on the MPI backend, against the core's unsharded
+// layers and cross-entropy computed here (tp_processes.h says why threads cannot show it). The
+// test starts the program itself, so it runs under the grader like any other test; it is skipped,
+// with the reason, in a build without OpenMPI. Each launch ends within kJobTimeoutS + 10 s
+// (launched_job.h), all four within the program's CTest timeout (CMakeLists.txt). The MLP's
+// tolerances as ParallelLinear.MlpEquals*: the output and dx within the bound of two summation
+// orders (lab08_cases.h, contraction_bound), every rank's output the same bits as rank 0's, every
+// weight and bias gradient its slice of the unsharded one bit for bit. TODOs 4 and 5 as their
+// in-process checks at TP = 2 and DP = 2 x TP = 2 (lab08_references.h, the same references).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
 #include "lab08_cases.h"
+#include "lab08_references.h"
 #include "lab08_test_util.h"
 #include "launched_job.h"
 #include "tensor_parallel.h"
@@ -34,8 +38,8 @@ namespace tpp = lab08_tp_processes;
 // Runs `--part part` on kWorld processes and reads every rank's file (each read and removed
 // before any assertion can return); "" in `failure` when the job and every file were fine.
 std::vector<tpp::RankResult> launch_part(const std::string& part, std::size_t tensors,
-                                         uint64_t seed, std::string& failure) {
-  const int world = tpp::kWorld;
+                                         uint64_t seed, std::string& failure,
+                                         int world = tpp::kWorld) {
   const std::string prefix = "/tmp/lab08_tp_" + part + "_" + std::to_string(::getpid());
   const std::string command = gtl::testing::mpirun(LAB08_MPIEXEC, world) + " " +
                               LAB08_TP_PROCESSES + " --part " + part + " --seed " +
@@ -181,6 +185,152 @@ TEST(TpProcesses, TwoProcessesMatchTheUnshardedCrossEntropy) {
                               "from another table, then its shard got this table's rows)." +
                                   why()),
               "");
+  }
+}
+
+// TODO 4 on two processes: each holds its positions tp_slice(T) of the seed's sequence-parallel
+// case. 4a as SequenceParallel.Pair*: the gathered sequence and this rank's positions of the sum
+// of the ranks' partial sums (in rank order), bit for bit. 4b as SequenceParallel.Mlp* at TP = 2
+// (lab08_references.h, sp_bounds): y_r and dx_r within the bounds, fc1's and fc2's weight and
+// bias shards bit for bit, the replicated gradients within their bounds and rank 0's bits.
+TEST(TpProcesses, SequenceParallelOnTwoProcessesMatchesTheUnshardedLayer) {
+  if (std::string(LAB08_MPIEXEC).empty())
+    GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const int world = tpp::kWorld;
+  const uint64_t seed = gtl::test_seed::seed();
+  std::string failure;
+  const std::vector<tpp::RankResult> files = launch_part("sp", tpp::kSpTensors, seed, failure);
+  ASSERT_EQ(failure, "");
+  const lab08_cases::Case c = tpp::sp_process_case(seed);
+  const lab08_cases::SpCase m = lab08_cases::make_sp_case(c);
+  const Tensor whole = lab08_cases::sp_whole(c);
+  Tensor sum = lab08_cases::sp_partial(c, 0);
+  for (int r = 1; r < world; ++r)
+    gtl::dist::reduce_into(sum, lab08_cases::sp_partial(c, r), gtl::dist::ReduceOp::Sum);
+  const lab08_references::Unsharded ref = lab08_references::run_unsharded(m);
+  const lab08_references::SpBounds bound = lab08_references::sp_bounds(m, ref, world);
+  const char* names[] = {"ln.weight", "ln.bias",    "fc1.weight",
+                         "fc1.bias",  "fc2.weight", "fc2.bias"};
+  gtl::judge::Outputs recorded(
+      "TpProcesses.SequenceParallelOnTwoProcessesMatchesTheUnshardedLayer");
+  for (int r = 0; r < world; ++r) {
+    const tpp::RankResult& got = files[static_cast<std::size_t>(r)];
+    const std::string who =
+        "rank " + std::to_string(r) + " of " + std::to_string(world) + " processes, " + c.str();
+    for (const auto& v : got.values) recorded.record_all(v);
+    const Slice mine = tp_slice(c.time, r, world, "positions");
+    const Slice hid = tp_slice(lab08_cases::kSpHidden, r, world, "hidden");
+    EXPECT_EQ(bitwise_problem(got.values[0], whole.to_vector(), "gather_sequence, " + who,
+                              "4a, the all-gather: every position of every sequence from the "
+                              "rank that owns it." +
+                                  why()),
+              "");
+    EXPECT_EQ(bitwise_problem(got.values[1],
+                              lab08_cases::positions(sum, mine.begin, mine.end).to_vector(),
+                              "scatter_sequence, " + who,
+                              "4a, the reduce-scatter: this rank's positions of the SUM of every "
+                              "rank's partial sum." +
+                                  why()),
+              "");
+    EXPECT_EQ(bounded_problem(got.values[2], lab08_references::rank_rows(ref.y, c, mine),
+                              lab08_references::rank_bounds(bound.y, c, mine),
+                              "y at this rank's positions, " + who,
+                              "4b's forward: fc1 needs every position, fc2's partial sums must "
+                              "be added across the ranks." +
+                                  why()),
+              "");
+    EXPECT_EQ(bounded_problem(got.values[3], lab08_references::rank_rows(ref.dx, c, mine),
+                              lab08_references::rank_bounds(bound.dx, c, mine),
+                              "dx at this rank's positions, " + who,
+                              "4b's backward: the gradient of a gathered tensor goes back to the "
+                              "ranks that owned its parts, summed." +
+                                  why()),
+              "");
+    EXPECT_EQ(bitwise_problem(got.values[6], ref.grads[2].slice(hid.begin, hid.end).to_vector(),
+                              "fc1's weight gradient, " + who,
+                              "fc1's backward on the gathered (whole) LayerNorm output." + why()),
+              "");
+    EXPECT_EQ(bitwise_problem(got.values[7], ref.grads[3].slice(hid.begin, hid.end).to_vector(),
+                              "fc1's bias gradient, " + who, "fc1's backward." + why()),
+              "");
+    EXPECT_EQ(bitwise_problem(got.values[8],
+                              lab08_cases::columns(ref.grads[4], hid.begin, hid.end).to_vector(),
+                              "fc2's weight gradient, " + who,
+                              "fc2's backward on the gathered (whole) dy." + why()),
+              "");
+    const int replicated[] = {0, 1, 5};
+    for (std::size_t q = 0; q < 3; ++q) {
+      const auto p = std::size_t(replicated[q]);
+      const std::string what = std::string(names[p]) + "'s gradient, " + who;
+      const std::string hint =
+          "the replicated parameters: this rank's backward sees only its positions, the "
+          "gradient sums all B*T of them, the same on every rank." +
+          why();
+      EXPECT_EQ(bounded_problem(got.values[4 + p], ref.grads[p].to_vector(), bound.replicated[q],
+                                what, hint),
+                "");
+      EXPECT_EQ(
+          bitwise_problem(got.values[4 + p], files[0].values[4 + p], what + " vs rank 0", hint),
+          "");
+    }
+  }
+}
+
+// TODO 5b on four processes, DP = 2 x TP = 2 (the core's ProcessGrid's groups, so 5a plays no
+// part): every rank's six gradients after finalize_gradients against one process on the whole
+// batch within DataTensorParallel.Gradients*'s bound (lab08_references.h, one_process_bounds),
+// and the same bits as the ranks holding the same parameter (a shard's DP group, a replicated
+// parameter's world).
+TEST(TpProcesses, DataTensorParallelOnFourProcessesMatchesOneProcess) {
+  if (std::string(LAB08_MPIEXEC).empty())
+    GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const lab08_cases::Grid g = tpp::kDpTpGrid;
+  const uint64_t seed = gtl::test_seed::seed();
+  std::string failure;
+  const std::vector<tpp::RankResult> files =
+      launch_part("dp-tp", tpp::kDpTpTensors, seed, failure, g.world());
+  ASSERT_EQ(failure, "");
+  const lab08_cases::Case c = tpp::dp_tp_process_case(seed);
+  gtl::ops::ScopedRowInvariant row_invariant(true);  // every row alone: the bound's premise
+  const lab08_cases::SpCase m = lab08_cases::make_dp_tp_case(c, g);
+  const std::vector<std::vector<double>> bounds = lab08_references::one_process_bounds(m, g);
+  const std::vector<Tensor> one = lab08_references::one_process_gradients(m, g);
+  const char* names[] = {"ln.weight", "ln.bias",    "fc1.weight",
+                         "fc1.bias",  "fc2.weight", "fc2.bias"};
+  gtl::judge::Outputs recorded("TpProcesses.DataTensorParallelOnFourProcessesMatchesOneProcess");
+  for (int w = 0; w < g.world(); ++w) {
+    const int r = w % g.tp;
+    const tpp::RankResult& got = files[std::size_t(w)];
+    const std::string who = g.str() + " processes, world rank " + std::to_string(w) + " (dp_rank " +
+                            std::to_string(w / g.tp) + ", tp_rank " + std::to_string(r) + "), " +
+                            lab08_cases::dp_tp_case_str(c);
+    for (int p = 0; p < 6; ++p) {
+      const auto i = std::size_t(p);
+      recorded.record_all(got.values[i]);
+      const bool rep = lab08_cases::kReplicated[i];
+      const std::string hint =
+          (rep ? std::string("5b: a replicated parameter's gradient in terms of what its TP "
+                             "group and its DP group hold")
+               : std::string("5b: a shard's gradient in terms of what its DP group holds, and "
+                             "which group holds copies of the same shard")) +
+          why();
+      EXPECT_EQ(bounded_problem(got.values[i], lab08_cases::shard_of(one[i], p, g, r).to_vector(),
+                                lab08_cases::bound_of(bounds[i], p, g, r),
+                                std::string(names[p]) +
+                                    "'s gradient against one process on the "
+                                    "whole batch, " +
+                                    who,
+                                hint),
+                "");
+      const int same = rep ? 0 : r;
+      EXPECT_EQ(bitwise_problem(got.values[i], files[std::size_t(same)].values[i],
+                                std::string(names[p]) + "'s gradient against world rank " +
+                                    std::to_string(same) + "'s, " + who,
+                                "5b: the ranks holding one parameter must end with one gradient, "
+                                "or their weights drift apart." +
+                                    why()),
+                "");
+    }
   }
 }
 
