@@ -39,10 +39,10 @@ gtl::Tensor FastEval::operator()(const gtl::Tensor& x, const gtl::Tensor& labels
   State& s = *state_;
   const Head& h = *s.head;
   if (!s.hidden.defined()) {
-    s.hidden = gtl::Tensor::empty({x.shape()[0], h.config().hidden}, gtl::DType::Float32,
-                                  h.device());
-    s.logits = gtl::Tensor::empty({x.shape()[0], h.config().classes}, gtl::DType::Float32,
-                                  h.device());
+    s.hidden =
+        gtl::Tensor::empty({x.shape()[0], h.config().hidden}, gtl::DType::Float32, h.device());
+    s.logits =
+        gtl::Tensor::empty({x.shape()[0], h.config().classes}, gtl::DType::Float32, h.device());
   }
   gtl::ops::matmul_out(x, h.w1(), s.hidden);
   gtl::ops::bias_add_(s.hidden, h.b1());
@@ -76,7 +76,8 @@ SpeedReport speed_report(const Head& head, int64_t steps) {
     return StepCounts{c.kernels / n, c.library / n, c.graphs / n, c.host_syncs / n,
                       c.allocations / n};
   };
-  report.before = measure([&](int64_t i) { (void)slow_eval_step(head, head.x(i), head.labels(i)); });
+  report.before =
+      measure([&](int64_t i) { (void)slow_eval_step(head, head.x(i), head.labels(i)); });
   FastEval fast(head);
   report.after = measure([&](int64_t i) { (void)fast(head.x(i), head.labels(i)); });
   // END SOLUTION(lab09)

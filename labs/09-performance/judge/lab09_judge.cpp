@@ -319,8 +319,8 @@ Counts next_counts(Recorded& r, const std::string& what) {
 
 std::string show_counts(const Counts& c) {
   std::string s = "{";
-  for (int k = 0; k < 5; ++k) s += (k ? ", " : "") + std::string(kCountNames[k]) + " " +
-                                   gtl::judge::show(c[k]);
+  for (int k = 0; k < 5; ++k)
+    s += (k ? ", " : "") + std::string(kCountNames[k]) + " " + gtl::judge::show(c[k]);
   return s + "}";
 }
 
@@ -380,8 +380,7 @@ std::string faster_budgets() {
       for (int k = 0; k < 5; ++k)
         if (!(got[k] <= budget[k]))
           throw Rejection(r.test() + ", " + what + ": " + kCountNames[k] + " " +
-                          gtl::judge::show(got[k]) + ", the budget " +
-                          gtl::judge::show(budget[k]));
+                          gtl::judge::show(got[k]) + ", the budget " + gtl::judge::show(budget[k]));
     }
   }
   return "every call after the first within the budget of launches and allocations, no wait";

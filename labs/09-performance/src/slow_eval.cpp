@@ -21,7 +21,8 @@ Head::Head(const HeadConfig& config, gtl::Device device) : config_(config), devi
             "Head: " << config.in << " inputs, " << config.hidden << " hidden, " << config.classes
                      << " classes, " << config.batches << " batches of " << config.batch);
   gtl::Generator gen(config.seed);
-  const float s1 = 1.f / static_cast<float>(config.in), s2 = 1.f / static_cast<float>(config.hidden);
+  const float s1 = 1.f / static_cast<float>(config.in),
+              s2 = 1.f / static_cast<float>(config.hidden);
   w1_ = gtl::Tensor::normal({config.in, config.hidden}, gen, 0.f, s1).to(device);
   b1_ = gtl::Tensor::normal({config.hidden}, gen, 0.f, 0.5f).to(device);
   w2_ = gtl::Tensor::normal({config.hidden, config.classes}, gen, 0.f, s2).to(device);
@@ -36,7 +37,9 @@ Head::Head(const HeadConfig& config, gtl::Device device) : config_(config), devi
   }
 }
 
-const gtl::Tensor& Head::x(int64_t i) const { return x_[static_cast<size_t>(i % config_.batches)]; }
+const gtl::Tensor& Head::x(int64_t i) const {
+  return x_[static_cast<size_t>(i % config_.batches)];
+}
 
 const gtl::Tensor& Head::labels(int64_t i) const {
   return labels_[static_cast<size_t>(i % config_.batches)];

@@ -59,8 +59,8 @@ TEST(FasterStep, SameLossAsTheSlowStepBitwise) {
       const float got = loss.item();
       out.record(got);
       ASSERT_EQ(bits(got), bits(want))
-          << c.what << ", call " << i + 1 << ": the loss is " << got << ", the slow step's "
-          << want << " (" << static_cast<int64_t>(bits(got)) - static_cast<int64_t>(bits(want))
+          << c.what << ", call " << i + 1 << ": the loss is " << got << ", the slow step's " << want
+          << " (" << static_cast<int64_t>(bits(got)) - static_cast<int64_t>(bits(want))
           << " units in the last place apart). Every change of TODO 6 must leave each element "
           << "rounded exactly as before: a lower precision (bfloat16, TF32) or another order of "
           << "summation is a different result, not a faster step (TODO 6a)";
@@ -75,10 +75,10 @@ TEST(FasterStep, WithinTheBudgetFromTheSecondCall) {
     const lab09::Head head(c.head, kGpu);
     // The ops no change removes: the GELU and the cross-entropy, each the core's one op, on
     // memory that already exists (counted once warm).
-    const gtl::Tensor h = gtl::Tensor::zeros({c.head.batch, c.head.hidden}, gtl::DType::Float32,
-                                             kGpu);
-    const gtl::Tensor y = gtl::Tensor::zeros({c.head.batch, c.head.classes}, gtl::DType::Float32,
-                                             kGpu);
+    const gtl::Tensor h =
+        gtl::Tensor::zeros({c.head.batch, c.head.hidden}, gtl::DType::Float32, kGpu);
+    const gtl::Tensor y =
+        gtl::Tensor::zeros({c.head.batch, c.head.classes}, gtl::DType::Float32, kGpu);
     const auto needed = [&] {
       (void)gtl::ops::gelu(h);
       (void)gtl::ops::cross_entropy(y, head.labels(0));
@@ -130,8 +130,8 @@ TEST(SpeedReport, CountsBothStepsPerStepInTheSteadyState) {
           out.record(got.launches.graphs), out.record(got.syncs), out.record(got.allocations);
     }
     for (const lab09::StepCounts& s : {r.before, r.after}) {
-      out.record(s.kernels), out.record(s.library), out.record(s.graphs),
-          out.record(s.host_syncs), out.record(s.allocations);
+      out.record(s.kernels), out.record(s.library), out.record(s.graphs), out.record(s.host_syncs),
+          out.record(s.allocations);
       for (double v : {s.kernels, s.library, s.graphs, s.host_syncs, s.allocations})
         EXPECT_TRUE(v >= 0) << c.what << ": a count of " << v << " (TODO 6b)";
     }
