@@ -7,9 +7,12 @@
 //   TODO 4  graphed_step.cpp  a training step captured once as a CUDA graph and replayed
 //   TODO 5  roofline.cpp      theoretical occupancy (5a), the roofline of every op of a step (5b),
 //                             the step's MFU and its time at the roofline (5c)
+//   TODO 6  faster_step.cpp   the provided slow evaluation step made fast (6a) and its before/after
+//                             counts, measured (6b)
 //
 // The harness (src/): Trainee, a small classifier trained with SGD on batches that already live on
-// its device, and slow_loop, the loop TODO 2 makes fast. The handout (README.md) explains the
+// its device, slow_loop, the loop TODO 2 makes fast, and Head with slow_eval_step, the step TODO 6
+// makes fast. The handout (README.md) explains the
 // concepts; the tests in tests/ say what they expect when they fail.
 #pragma once
 
@@ -168,5 +171,83 @@ struct StepFigures {
 // checkpointing, also the forwards run again, marked recomputed) in `measured_s` seconds, at
 // `peak`.
 StepFigures step_figures(const std::vector<OpRoofline>& ops, double measured_s, const Peak& peak);
+
+// ---- the harness of TODO 6 (src/slow_eval.cpp) ----------------------------------------------
+
+// A classifier head and its batches, all on `device` when made: w1 [in, hidden], b1 [hidden],
+// w2 [hidden, classes], b2 [classes], batches x [batch, in] float32 and labels [batch] int64.
+struct HeadConfig {
+  int64_t in = 12;
+  int64_t hidden = 16;
+  int64_t classes = 5;
+  int64_t batch = 6;
+  int64_t batches = 3;
+  uint64_t seed = 0;
+};
+
+class Head {
+ public:
+  Head(const HeadConfig& config, gtl::Device device);
+  const gtl::Tensor& w1() const { return w1_; }
+  const gtl::Tensor& b1() const { return b1_; }
+  const gtl::Tensor& w2() const { return w2_; }
+  const gtl::Tensor& b2() const { return b2_; }
+  // Batch i % batches.
+  const gtl::Tensor& x(int64_t i) const;
+  const gtl::Tensor& labels(int64_t i) const;
+  const HeadConfig& config() const { return config_; }
+  gtl::Device device() const { return device_; }
+
+ private:
+  HeadConfig config_;
+  gtl::Device device_;
+  gtl::Tensor w1_, b1_, w2_, b2_;
+  std::vector<gtl::Tensor> x_, labels_;
+};
+
+// The provided slow evaluation step: loss = cross_entropy(gelu(x w1 + b1) w2 + b2, labels), the
+// mean over the batch, read on the host. Correct, and slow in every way a profile shows: see
+// src/slow_eval.cpp.
+float slow_eval_step(const Head& head, const gtl::Tensor& x, const gtl::Tensor& labels);
+
+// ---- TODO 6: make it faster (faster_step.cpp) -----------------------------------------------
+
+// 6a: the same evaluation as slow_eval_step, fast. Every call after the first: the loss equal, bit
+// for bit, to slow_eval_step's on the same batch; no host synchronisation; no CUDA graph; and at
+// most the kernel launches, library calls and allocations that the handout's budget (TODO 6)
+// allows. The first call may set up what later calls reuse.
+class FastEval {
+ public:
+  explicit FastEval(const Head& head);
+  ~FastEval();
+  FastEval(const FastEval&) = delete;
+  FastEval& operator=(const FastEval&) = delete;
+
+  // The loss of (x, labels), device tensors of the head's batch shape: a one-element float32
+  // tensor on the device, which the next call may rewrite (read it, or copy it, before then).
+  gtl::Tensor operator()(const gtl::Tensor& x, const gtl::Tensor& labels);
+
+ private:
+  struct State;  // yours: define it in faster_step.cpp
+  std::unique_ptr<State> state_;
+};
+
+// What one step costs, counted: per step, in the steady state.
+struct StepCounts {
+  double kernels = 0;      // the core's kernel launches (launch_counts().kernels)
+  double library = 0;      // cuBLAS and cuDNN calls (launch_counts().library)
+  double graphs = 0;       // graph launches (launch_counts().graphs)
+  double host_syncs = 0;   // host synchronisations (host_sync_counts().total())
+  double allocations = 0;  // allocations on the device's allocator (stats().num_allocs)
+};
+
+// The before/after table of TODO 6: the slow step (before) and FastEval (after).
+struct SpeedReport {
+  StepCounts before, after;
+};
+
+// 6b: measure slow_eval_step and a new FastEval of `head`, each over `steps` calls on batches
+// 0 .. steps-1, and report what one step of each costs in the steady state. steps >= 2.
+SpeedReport speed_report(const Head& head, int64_t steps);
 
 }  // namespace lab09

@@ -8,6 +8,9 @@
 //                     ceil(N / K) host synchronisations
 //   graph-*           the trainee's own eager steps rerun (bit for bit), and one graph launch, no
 //                     sync, no allocation and the same output buffer after the first step
+//   faster-*          the provided slow evaluation step rerun (bit for bit), the budget of launches
+//                     and allocations measured on the core's ops, and the before/after report
+//                     recomputed from the slow step's counts and the fast step's recorded ones
 // Built twice (labs/09-performance/CMakeLists.txt): lab09_judge on the core (CPU checks, and the
 // GPU checks on a GPU) and lab09_emulated_judge on the emulated core (the emulated checks, whose
 // losses are the emulator's).
@@ -15,13 +18,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "gtl/memory/allocator.h"
+#include "gtl/ops/activations.h"
+#include "gtl/ops/cross_entropy.h"
+#include "gtl/runtime/host_sync.h"
+#include "gtl/runtime/launch_count.h"
 #include "gtl/runtime/occupancy.h"
 #include "gtl_judge.h"
 #include "lab09_cases.h"
@@ -282,6 +292,135 @@ std::string graph_launches() {
   return "after the first step, one graph launch and nothing else, every step";
 }
 
+// ---- TODO 6 ---------------------------------------------------------------------------------
+
+// What one call cost: kernels, library calls, graph launches, host synchronisations, allocations.
+using Counts = std::array<double, 5>;
+const char* const kCountNames[] = {"kernels", "library", "graphs", "host_syncs", "allocations"};
+
+template <class F>
+Counts count(const F& f) {
+  const auto allocator = gtl::current_allocator(kGpu);
+  const gtl::LaunchCounts l = gtl::launch_counts();
+  const gtl::HostSyncCounts s = gtl::host_sync_counts();
+  const int64_t a = allocator->stats().num_allocs;
+  f();
+  const gtl::LaunchCounts d = gtl::launch_counts() - l;
+  return {static_cast<double>(d.kernels), static_cast<double>(d.library),
+          static_cast<double>(d.graphs), static_cast<double>((gtl::host_sync_counts() - s).total()),
+          static_cast<double>(allocator->stats().num_allocs - a)};
+}
+
+Counts next_counts(Recorded& r, const std::string& what) {
+  Counts c;
+  for (int k = 0; k < 5; ++k) c[k] = r.next<double>(what + " " + kCountNames[k]);
+  return c;
+}
+
+std::string show_counts(const Counts& c) {
+  std::string s = "{";
+  for (int k = 0; k < 5; ++k)
+    s += (k ? ", " : "") + std::string(kCountNames[k]) + " " + gtl::judge::show(c[k]);
+  return s + "}";
+}
+
+bool close_counts(const Counts& got, const Counts& want) {
+  for (int k = 0; k < 5; ++k)
+    if (!(std::fabs(got[k] - want[k]) <= 1e-12 * std::fabs(want[k]))) return false;
+  return true;
+}
+
+// The mean of calls [from, calls.size()), or their sum.
+Counts over(const std::vector<Counts>& calls, size_t from, bool mean) {
+  Counts c{};
+  for (size_t i = from; i < calls.size(); ++i)
+    for (int k = 0; k < 5; ++k) c[k] += calls[i][k];
+  if (mean)
+    for (double& v : c) v /= static_cast<double>(calls.size() - from);
+  return c;
+}
+
+std::string faster_result() {
+  Recorded r("FasterStep.SameLossAsTheSlowStepBitwise");
+  int64_t calls = 0;
+  for (const lab09_cases::FasterCase& c : lab09_cases::faster_cases()) {
+    const lab09::Head head(c.head, kGpu);
+    for (int64_t i = 0; i < c.steps; ++i, ++calls) {
+      const float want = lab09::slow_eval_step(head, head.x(i), head.labels(i));
+      const float got = r.next<float>("a loss");
+      if (std::memcmp(&got, &want, sizeof got) != 0)
+        throw Rejection(r.test() + ", " + c.what + ", call " + std::to_string(i + 1) +
+                        ": the loss is " + gtl::judge::show(got) + ", the slow step's " +
+                        gtl::judge::show(want));
+    }
+  }
+  return std::to_string(calls) + " losses are the slow step's, bit for bit";
+}
+
+std::string faster_budgets() {
+  Recorded r("FasterStep.WithinTheBudgetFromTheSecondCall");
+  for (const lab09_cases::FasterCase& c : lab09_cases::faster_cases()) {
+    const lab09::Head head(c.head, kGpu);
+    const gtl::Tensor h =
+        gtl::Tensor::zeros({c.head.batch, c.head.hidden}, gtl::DType::Float32, kGpu);
+    const gtl::Tensor y =
+        gtl::Tensor::zeros({c.head.batch, c.head.classes}, gtl::DType::Float32, kGpu);
+    const auto needed = [&] {
+      (void)gtl::ops::gelu(h);
+      (void)gtl::ops::cross_entropy(y, head.labels(0));
+    };
+    needed();
+    const Counts floor = count(needed);
+    // kernels: the GELU's, the cross-entropy's and one a bias; one library call a GEMM; no graph,
+    // no wait; allocations: the GELU's and the cross-entropy's.
+    const Counts budget = {floor[0] + 2, 2, 0, 0, floor[4]};
+    for (int64_t i = 1; i < c.steps; ++i) {
+      const std::string what = c.what + ", call " + std::to_string(i + 1);
+      const Counts got = next_counts(r, what);
+      for (int k = 0; k < 5; ++k)
+        if (!(got[k] <= budget[k]))
+          throw Rejection(r.test() + ", " + what + ": " + kCountNames[k] + " " +
+                          gtl::judge::show(got[k]) + ", the budget " + gtl::judge::show(budget[k]));
+    }
+  }
+  return "every call after the first within the budget of launches and allocations, no wait";
+}
+
+std::string faster_report() {
+  Recorded r("SpeedReport.CountsBothStepsPerStepInTheSteadyState");
+  for (const lab09_cases::FasterCase& c : lab09_cases::faster_cases()) {
+    const lab09::Head head(c.head, kGpu);
+    std::vector<Counts> slow, fast;
+    for (int64_t i = 0; i < c.steps; ++i)
+      slow.push_back(count([&] { (void)lab09::slow_eval_step(head, head.x(i), head.labels(i)); }));
+    for (int64_t i = 0; i < c.steps; ++i)
+      fast.push_back(next_counts(r, c.what + ", the fast step's call " + std::to_string(i + 1)));
+    const Counts before = next_counts(r, "report.before"), after = next_counts(r, "report.after");
+    const Counts want_before = over(slow, 1, true), want_after = over(fast, 1, true);
+    if (close_counts(before, want_before) && close_counts(after, want_after)) continue;
+    const auto both = [&](size_t from, bool mean) {
+      return close_counts(before, over(slow, from, mean)) &&
+             close_counts(after, over(fast, from, mean));
+    };
+    const std::string why =
+        close_counts(before, want_after) && close_counts(after, want_before)
+            ? ": before and after are swapped: before is the provided slow step, after yours"
+        : both(0, true)
+            ? ": the first call is counted; it is the warm-up (it sets up what later calls "
+              "reuse), and a profile of the steady state leaves it out"
+        : both(1, false) || both(0, false)
+            ? ": these are totals over the calls; the report is per step"
+        : close_counts(before, want_before)
+            ? ": after is not what FastEval costs a call in the steady state"
+            : ": before is not what slow_eval_step costs a call in the steady state";
+    throw Rejection(r.test() + ", " + c.what + ": the report says before " + show_counts(before) +
+                    ", after " + show_counts(after) + "; the judge counts before " +
+                    show_counts(want_before) + ", after " + show_counts(want_after) + why +
+                    " (TODO 6b)");
+  }
+  return "both rows of every report are the steps' counts per call in the steady state";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -295,5 +434,10 @@ int main(int argc, char** argv) {
        {"fast-loop-gpu", [] { return fast_loop_losses() + "; " + fast_loop_syncs(); }},
        {"graph-replay", graph_replay},
        {"graph-launches", graph_launches},
-       {"graph-gpu", [] { return graph_replay() + "; " + graph_launches(); }}});
+       {"graph-gpu", [] { return graph_replay() + "; " + graph_launches(); }},
+       {"faster-result", faster_result},
+       {"faster-budgets", faster_budgets},
+       {"faster-report", faster_report},
+       {"faster-gpu",
+        [] { return faster_result() + "; " + faster_budgets() + "; " + faster_report(); }}});
 }

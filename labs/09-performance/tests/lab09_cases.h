@@ -284,4 +284,34 @@ inline GraphCase graph_case() {
   return c;
 }
 
+// ---- TODO 6 ---------------------------------------------------------------------------------
+
+// A head of the TODO 6 checks and how many calls each check makes (the batches cycle).
+struct FasterCase {
+  std::string what;
+  lab09::HeadConfig head;
+  int64_t steps = 4;
+};
+
+// Fixed: the default head over 4 calls. Seeded: every size of the head, its seed, 3 to 5 calls.
+inline std::vector<FasterCase> faster_cases() {
+  using gtl::test_seed::draw;
+  std::vector<FasterCase> cases = {{"the default head, 4 calls", {}, 4}};
+  std::mt19937_64 g = gtl::test_seed::generator("FasterStep.Seeded");
+  FasterCase c;
+  c.head.in = draw(g, 2, 40);
+  c.head.hidden = draw(g, 2, 48);
+  c.head.classes = draw(g, 2, 12);
+  c.head.batch = draw(g, 2, 24);
+  c.head.batches = draw(g, 2, 4);
+  c.head.seed = static_cast<uint64_t>(draw(g, 0, 1000));
+  c.steps = draw(g, 3, 5);
+  c.what = "seeded: in " + std::to_string(c.head.in) + ", hidden " + std::to_string(c.head.hidden) +
+           ", classes " + std::to_string(c.head.classes) + ", batch " +
+           std::to_string(c.head.batch) + ", head seed " + std::to_string(c.head.seed) + ", " +
+           std::to_string(c.steps) + " calls, " + gtl::test_seed::describe();
+  cases.push_back(c);
+  return cases;
+}
+
 }  // namespace lab09_cases
