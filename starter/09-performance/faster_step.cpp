@@ -45,15 +45,15 @@ gtl::Tensor FastEval::operator()(const gtl::Tensor& x, const gtl::Tensor& labels
   // END TODO(lab09)
 }
 
-SpeedReport speed_report(const Head& head, int64_t steps) {
+SpeedReport speed_report(const CountedStep& before, const CountedStep& after, gtl::Device device,
+                         int64_t steps) {
   GTL_CHECK(steps >= 2, "speed_report: " << steps << " steps: a steady state needs two or more");
   SpeedReport report;
-  // TODO(lab09) step 6b: fill report.before with what one call of slow_eval_step costs and
-  // report.after with what one call of a new FastEval(head) costs, each over `steps` calls on the
-  // head's batches 0 .. steps-1: kernel launches, library calls, graph launches, host
-  // synchronisations and allocations on the device's allocator, per step, in the steady state
-  // (handout, TODO 6). About 20 lines.
-  (void)head;
+  // TODO(lab09) step 6b: fill report.before with what one call of `before` costs and
+  // report.after with what one call of `after` costs, each run for calls 0 .. steps-1: kernel
+  // launches, library calls, graph launches, host synchronisations and allocations on the
+  // device's allocator, per step, in the steady state (handout, TODO 6). About 20 lines.
+  (void)before, (void)after, (void)device;
   throw gtl::Error("TODO(lab09) step 6b: speed_report is not implemented");
   // END TODO(lab09)
   return report;

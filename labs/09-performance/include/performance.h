@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -241,13 +242,19 @@ struct StepCounts {
   double allocations = 0;  // allocations on the device's allocator (stats().num_allocs)
 };
 
-// The before/after table of TODO 6: the slow step (before) and FastEval (after).
+// The before/after table of TODO 6: what a call of each of two steps costs.
 struct SpeedReport {
   StepCounts before, after;
 };
 
-// 6b: measure slow_eval_step and a new FastEval of `head`, each over `steps` calls on batches
-// 0 .. steps-1, and report what one step of each costs in the steady state. steps >= 2.
-SpeedReport speed_report(const Head& head, int64_t steps);
+// A step to count: call i runs it once, on batch i.
+using CountedStep = std::function<void(int64_t i)>;
+
+// 6b: run `before` for calls i = 0 .. steps-1, then `after` likewise, on `device`, and report what
+// one call of each costs in the steady state. steps >= 2. Your table is
+// speed_report(slow_eval_step's calls, a FastEval's calls, ...); the checks also give it steps of
+// their own, so 6b's checks do not depend on your 6a.
+SpeedReport speed_report(const CountedStep& before, const CountedStep& after, gtl::Device device,
+                         int64_t steps);
 
 }  // namespace lab09
