@@ -66,7 +66,7 @@ const Case kBf16Cases[] = {
     {-std::numeric_limits<float>::infinity(), 0xff80, "-inf"},
     {1e-8f, 0x322c, "1e-8 is an ordinary bf16 number (float32's range)"},
     {1e-40f, 0x0001, "a float32 subnormal stays a bf16 subnormal"},
-    {-1e-45f, 0x8000, "the smallest float32 subnormal rounds to -0 (tie to even)"},
+    {-1e-45f, 0x8000, "the smallest float32 subnormal rounds to -0 (below half a bf16 ulp)"},
 };
 
 TEST(NumberFormats, Fp16RoundsEveryEdgeValueBitForBit) {
@@ -181,7 +181,9 @@ TEST(Underflow, CountsOnARealGradientMatchTheGpuRounding) {
   EXPECT_EQ(r.fp16_zeros, fp16) << "TODO 1c: of " << nonzero << " non-zero gradients, " << fp16
                                 << " lose their value in fp16, you counted " << r.fp16_zeros
                                 << ": revisit which bit patterns are a zero";
-  EXPECT_EQ(r.bf16_zeros, bf16) << "TODO 1c: bf16 underflow count";
+  EXPECT_EQ(r.bf16_zeros, bf16) << "TODO 1c: of " << nonzero << " non-zero gradients, " << bf16
+                                << " lose their value in bf16, you counted " << r.bf16_zeros
+                                << ": revisit which bit patterns are a zero";
   EXPECT_GT(fp16, bf16) << "the lab model's gradients at scale 1 lose more in fp16 than in bf16";
 }
 
