@@ -38,7 +38,7 @@ DType autocast_dtype(Op op, const gtl::nn::PrecisionPolicy& policy) {
   // Spec (Autocast.*): for each of the 8 ops, either policy.compute or DType::Float32 (under the
   // fp32 policy both are float32). Decide each op from the criteria of the handout's "Tensor
   // cores" paragraph: what the op spends its time on, and what 8 or 11 bits of precision would
-  // do to its result. An elementwise op runs in the dtype of its input. About 8 lines.
+  // do to its result. About 8 lines.
   throw gtl::Error(std::string("TODO(lab03) step 2a: autocast_dtype(") + op_name(op) + ", " +
                    policy.name() + ") is not implemented");
   // END TODO(lab03)

@@ -12,9 +12,9 @@ namespace lab03 {
 
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
   // TODO(lab03) step 5a
-  // Spec (ClipByGlobalNorm.*): the header's contract, equal to the core's clipping to float
-  // rounding; gradients whose norm is already within max_norm come back untouched, bit for bit;
-  // gradients of 1e20 have a finite norm. Decide what to sum in. About 14 lines.
+  // TODO 5, first part (ClipByGlobalNorm.*): the header's contract, equal to the core's clipping
+  // to float rounding; gradients whose norm is already within max_norm come back untouched, bit
+  // for bit; gradients of 1e20 have a finite norm. About 14 lines.
   (void)params;
   (void)max_norm;
   throw gtl::Error("TODO(lab03) step 5a: clip_by_global_norm is not implemented");
@@ -25,11 +25,11 @@ StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& par
                             gtl::optim::Optimizer& optimizer, float max_norm) {
   StepOutcome out;
   // TODO(lab03) step 5b
-  // Spec (AmpStep.*): the optimizer steps exactly when every unscaled gradient is finite, and it
-  // steps on gradients clipped to a global norm of at most max_norm in TRUE units (max_norm <= 0:
-  // no clipping). out.stepped says whether it stepped; out.grad_norm is the norm clipping
-  // measured, 0 when nothing was clipped. After a skipped step the weights are unchanged and
-  // every finite gradient holds its unscaled value. The scaler unscales once and updates once
+  // TODO 5, second part (AmpStep.*): the optimizer steps exactly when every unscaled gradient is
+  // finite, and it steps on gradients clipped to a global norm of at most max_norm in TRUE units
+  // (max_norm <= 0: no clipping). out.stepped says whether it stepped; out.grad_norm is the norm
+  // clipping measured, 0 when nothing was clipped. After a skipped step the weights are unchanged
+  // and every finite gradient holds its unscaled value. The scaler unscales once and updates once
   // per step, overflow or not.
   // Decide the order of the calls, and when clipping runs at all. Ask: what would clipping
   // compare with max_norm if it ran before unscaling? What does its coefficient do to the finite

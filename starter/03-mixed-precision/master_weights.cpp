@@ -23,11 +23,11 @@ namespace {
 }  // namespace
 
 // TODO(lab03) step 4: MasterWeights: the masters, the gradients widened, the model refreshed.
-// Spec (MasterWeights.*): the header's contract for the three calls, exact for every fp16 and bf16
-// value, step after step; the model's layers hold the model tensors, so refresh_model writes into
-// them. The helpers load_half and store_half above read and write one element of an fp16 or bf16
-// tensor. Decide what each master owns and what it may share with its model parameter, and what
-// each call reads and writes. About 20 lines.
+// Spec (MasterWeights.*): the header's contract for the three calls, checked bit for bit for fp16
+// and bf16, step after step, against float32 training. The helpers load_half and store_half above
+// read and write one element of an fp16 or bf16 tensor. Decide what each master owns and what it
+// may share with its model parameter, what each call reads and writes, and what rounding each
+// direction needs. About 20 lines.
 MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
   for (const ParamRef& p : model_) {
     GTL_CHECK(

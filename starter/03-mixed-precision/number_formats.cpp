@@ -32,8 +32,8 @@ uint16_t round_to_fp16(float x) {
   // at the bits you shift out: more than half of their range, less, or exactly half. If you
   // build the result by ADDING the exponent field to the rounded mantissa, a carry out of the
   // mantissa bumps the exponent by itself, which is correct by construction (even up to inf).
-  // Do not open common/gtl/tensor/half.h before finishing 1a/1b: it holds the core's answer.
-  // Stuck? The handout has a collapsed "stuck on 1a/1b?" section. About 20 lines.
+  // Do not open common/gtl/tensor/half.h before finishing TODO 1: it holds the core's answer.
+  // Stuck? The handout has a collapsed "stuck on 1a?" section. About 20 lines.
   throw gtl::Error("TODO(lab03) step 1a: round_to_fp16(" + std::to_string(x) +
                    ") is not implemented");
   // END TODO(lab03)
@@ -41,11 +41,9 @@ uint16_t round_to_fp16(float x) {
 
 uint16_t round_to_bf16(float x) {
   // TODO(lab03) step 1b
-  // Round x to the nearest bf16 (the top 16 bits of a float32), ties to even; a NaN must stay a
-  // NaN (a payload only in the low 16 bits would truncate to inf). Overflow to inf, and a carry
-  // into the exponent, come out right by construction.
-  // Hint: 1a's rounding works on the low 16 bits, and there is also a way without branches (the
-  // handout's collapsed section). 5 lines are enough.
+  // TODO 1, second part: round x to the nearest bf16, ties to even, under the header's contract
+  // (NaN stays a NaN, too large -> inf, the sign of 0 kept). Before you reuse 1a's reasoning, ask
+  // which float32 inputs your rounding would turn into a different class of number. About 5 lines.
   throw gtl::Error("TODO(lab03) step 1b: round_to_bf16(" + std::to_string(x) +
                    ") is not implemented");
   // END TODO(lab03)
@@ -56,9 +54,8 @@ UnderflowReport count_underflow(const Tensor& values) {
             "count_underflow: expected a float32 CPU tensor, got " << values.str(0));
   UnderflowReport report;
   // TODO(lab03) step 1c
-  // Spec (Underflow.*): the header's UnderflowReport, counted with YOUR rounding (1a, 1b).
-  // Decide what counts as a zero result; the tests include negative tiny values and values that
-  // round to the smallest subnormal. About 8 lines.
+  // TODO 1, third part (Underflow.*): the header's UnderflowReport, counted with YOUR rounding
+  // (1a, 1b), never the core's. About 8 lines.
   throw gtl::Error("TODO(lab03) step 1c: count_underflow is not implemented");
   // END TODO(lab03)
   return report;

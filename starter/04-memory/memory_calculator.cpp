@@ -36,8 +36,8 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
   //     half? what does AdamW step?); batch as in TODO 1;
   //   activations: op by op, which tensors each op saves and in which dtype (a Linear casts its
   //     input to half, LayerNorm to float32; the residual stream is float32);
-  //   peak: persistent + batch + the largest of backward's moments (the last block's fc2, the
-  //     head's Linear, the first Linear): at each, which tensors are alive, in which dtype?
+  //   peak: persistent + batch + the largest of backward's moments (the handout lists the four):
+  //     at each, which tensors are alive, in which dtype?
   // Self-contained: do not call TODO 1's functions. About 30 lines.
   (void)config;
   (void)batch;

@@ -7,8 +7,8 @@
 namespace lab04 {
 
 // TODO(lab04) step 3: what the timeline keeps besides its events.
-// Decide what to keep per live pointer and what to keep per category so that every query is
-// cheap (a step makes thousands of events, and the tests ask after each one). About 5 lines.
+// Decide what the timeline must remember so that every query and every free is answered without
+// walking the events (a step makes thousands, and the tests ask after each one). About 5 lines.
 struct MemoryTimeline::State {};
 // END TODO(lab04)
 
@@ -18,9 +18,8 @@ MemoryTimeline::MemoryTimeline(MemoryTimeline&&) noexcept = default;
 MemoryTimeline& MemoryTimeline::operator=(MemoryTimeline&&) noexcept = default;
 
 // TODO(lab04) step 3: record, replay, export.
-// The contract is the header's (section 3) and the JSON format there. A free must take back
-// exactly what its allocation added, from the category it was added to; a pointer that is not
-// live is an error. When is an event's `live` written? About 45 lines.
+// The contract is the header's (section 3) and the JSON format there; from_json must give back a
+// timeline that answers every query as the one that wrote the JSON. About 45 lines.
 void MemoryTimeline::on_alloc(const void* ptr, int64_t bytes, Category category) {
   (void)ptr;
   (void)bytes;

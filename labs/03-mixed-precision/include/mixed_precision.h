@@ -30,8 +30,8 @@ using gtl::optim::ParamRef;
 // ---- 1. Number formats (number_formats.cpp) ----------------------------------------------------
 // The bits of x rounded to the nearest fp16 (1 sign, 5 exponent, 10 mantissa bits) or bf16
 // (1, 8, 7), ties to even; subnormals kept; too large -> inf; NaN stays a NaN; the sign of 0 kept.
-uint16_t round_to_fp16(float x);  // TODO 1a
-uint16_t round_to_bf16(float x);  // TODO 1b
+uint16_t round_to_fp16(float x);  // TODO 1 (region 1a)
+uint16_t round_to_bf16(float x);  // TODO 1 (region 1b)
 
 // Of the non-zero finite elements of a tensor, how many round to zero in each format.
 struct UnderflowReport {
@@ -42,7 +42,7 @@ struct UnderflowReport {
   double bf16_fraction() const { return nonzero ? double(bf16_zeros) / double(nonzero) : 0.0; }
 };
 // `values`: a float32 tensor on the CPU (e.g. the flat gradient of the lab model).
-UnderflowReport count_underflow(const Tensor& values);  // TODO 1c
+UnderflowReport count_underflow(const Tensor& values);  // TODO 1 (region 1c)
 
 // ---- 2. Autocast (autocast.cpp) ----------------------------------------------------------------
 enum class Op {
@@ -139,18 +139,18 @@ class DynamicLossScaler final : public GradScaler {
 };
 
 // ---- 4. fp32 master weights (master_weights.cpp) -----------------------------------------------
+// The float32 side of a half-precision model (the handout's "Master weights"): the optimizer, the
+// scaler and clipping work on masters(), the forward and backward on the model's own tensors.
 class MasterWeights {
  public:
-  // `model_params`: what the model computes with, value and grad in fp16 or bf16 (CPU). Builds a
-  // float32 master for each, holding exactly the model's value and a gradient of zeros.
+  // `model_params`: what the model computes with, value and grad in fp16 or bf16 (CPU).
   explicit MasterWeights(std::vector<ParamRef> model_params);  // TODO 4
-  // What the optimizer, the scaler and clipping work on: the float32 masters (same names).
+  // One float32 master per model parameter, same name and shape.
   const std::vector<ParamRef>& masters() const { return masters_; }
   const std::vector<ParamRef>& model_params() const { return model_; }
-  // Afterwards every master gradient holds its model gradient's value exactly.
+  // Called after each backward, before the scaler, clipping and the optimizer see the gradients.
   void grads_to_master() const;  // TODO 4
-  // Afterwards every model value is its master's value to the nearest fp16/bf16: after every
-  // optimizer step.
+  // Called after each optimizer step, before the next forward.
   void refresh_model() const;  // TODO 4
 
  private:
@@ -158,9 +158,10 @@ class MasterWeights {
 };
 
 // ---- 5. Clipping in an AMP step (clip_step.cpp) ------------------------------------------------
-// Clips float32 gradients by their global L2 norm: every gradient *= min(1, max_norm / (norm +
-// 1e-6)). Returns the norm before clipping, as float (finite whenever the true norm fits one).
-float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm);  // TODO 5a
+// Clips float32 gradients by their global L2 norm, as torch.nn.utils.clip_grad_norm_ does (its
+// 1e-6 guards the division by the norm): the direction kept, the norm brought to max_norm when it
+// was above. Returns the norm before clipping, as float (finite whenever the true norm fits one).
+float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm);  // TODO 5 (5a)
 
 struct StepOutcome {
   bool stepped = false;   // false: an inf/NaN gradient, the optimizer step was skipped
@@ -170,7 +171,7 @@ struct StepOutcome {
 // when every unscaled gradient is finite, on gradients whose global norm is at most `max_norm` in
 // true units (<= 0: no clipping); the scaler's scale is updated once per step, stepped or not.
 StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& params,
-                            gtl::optim::Optimizer& optimizer, float max_norm);  // TODO 5b
+                            gtl::optim::Optimizer& optimizer, float max_norm);  // TODO 5 (5b)
 
 // ---- 6. The bf16 path (amp_recipe.cpp) ---------------------------------------------------------
 struct AmpRecipe {

@@ -42,7 +42,7 @@ TEST(ClipByGlobalNorm, ScalesEveryGradientByOneCoefficient) {
   const float coef = 1.f / (5.f + 1e-6f);
   EXPECT_EQ(rig.a.grad.to_vector()[0], 3.f * coef)
       << "TODO 5a: max_norm 1: the gradient 3 clipped is " << rig.a.grad.to_vector()[0]
-      << ", expected " << 3.f * coef << " (the header's coefficient)";
+      << ", expected " << 3.f * coef << " (clip_grad_norm_'s coefficient: the header's contract)";
   EXPECT_EQ(rig.b.grad.to_vector()[1], 4.f * coef)
       << "TODO 5a: max_norm 1: the gradient 4 clipped is " << rig.b.grad.to_vector()[1]
       << ", expected " << 4.f * coef;

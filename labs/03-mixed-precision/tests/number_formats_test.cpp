@@ -66,7 +66,7 @@ const Case kBf16Cases[] = {
     {-std::numeric_limits<float>::infinity(), 0xff80, "-inf"},
     {1e-8f, 0x322c, "1e-8 is an ordinary bf16 number (float32's range)"},
     {1e-40f, 0x0001, "a float32 subnormal stays a bf16 subnormal"},
-    {-1e-45f, 0x8000, "the smallest float32 subnormal rounds to -0 (tie to even)"},
+    {-1e-45f, 0x8000, "the smallest float32 subnormal rounds to -0 (below half a bf16 ulp)"},
 };
 
 TEST(NumberFormats, Fp16RoundsEveryEdgeValueBitForBit) {
@@ -112,8 +112,8 @@ TEST(NumberFormats, Bf16NanStaysNan) {
     const uint16_t b = lab03::round_to_bf16(x);
     EXPECT_TRUE((b & 0x7f80u) == 0x7f80u && (b & 0x007fu) != 0)
         << "TODO 1b: float bits " << hex(gtl::float_bits(x)) << " is a NaN; bf16 " << hex(b)
-        << " is not (a NaN whose payload sits in the low 16 bits truncates to inf: set a "
-           "mantissa bit).";
+        << " is not: revisit what your rounding keeps of a NaN, and whether that is still a "
+           "NaN (the bit layouts in the handout's format table).";
   }
 }
 
@@ -181,7 +181,9 @@ TEST(Underflow, CountsOnARealGradientMatchTheGpuRounding) {
   EXPECT_EQ(r.fp16_zeros, fp16) << "TODO 1c: of " << nonzero << " non-zero gradients, " << fp16
                                 << " lose their value in fp16, you counted " << r.fp16_zeros
                                 << ": revisit which bit patterns are a zero";
-  EXPECT_EQ(r.bf16_zeros, bf16) << "TODO 1c: bf16 underflow count";
+  EXPECT_EQ(r.bf16_zeros, bf16) << "TODO 1c: of " << nonzero << " non-zero gradients, " << bf16
+                                << " lose their value in bf16, you counted " << r.bf16_zeros
+                                << ": revisit which bit patterns are a zero";
   EXPECT_GT(fp16, bf16) << "the lab model's gradients at scale 1 lose more in fp16 than in bf16";
 }
 
@@ -200,7 +202,7 @@ TEST(Underflow, ScaledValuesShowWhatTheLossScalerRescues) {
   EXPECT_EQ(r.fp16_zeros, expected)
       << "TODO 1c: of these 703 non-zero values (1e-9 .. 1e-2, -3e-9 and +-2^-25), " << expected
       << " lose their value in fp16, you counted " << r.fp16_zeros
-      << ": revisit the handout's table of ranges";
+      << ": revisit the handout's table of ranges, and which bit patterns are a zero result";
   EXPECT_EQ(r.bf16_zeros, 0) << "TODO 1c: bf16 has float32's range: none of these underflow";
 }
 

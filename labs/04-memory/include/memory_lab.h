@@ -150,8 +150,8 @@ class LabCachingAllocator final : public gtl::Allocator {
 // the backward fall and the optimizer state's arrival can be seen (and plotted from the JSON).
 //
 // Categories are set by whoever runs the step, with a MemoryCategory scope (record_training_step
-// below sets them phase by phase): an allocation belongs to the category current when it was
-// made, and its free takes the bytes back from THAT category, whatever scope the free runs in.
+// below sets them phase by phase): an allocation's bytes belong to the category current when it
+// was made, until they are freed.
 enum class Category : int { Weights, Gradients, OptimizerState, Batch, Activations, Temporaries };
 constexpr int kNumCategories = 6;
 // "weights", "gradients", "optimizer_state", "batch", "activations", "temporaries".
@@ -360,9 +360,10 @@ class Checkpoint final : public gtl::nn::Module {
 // order).
 std::unique_ptr<gtl::nn::Sequential> make_checkpointed_model(const ModelConfig& config,
                                                              int64_t every);  // TODO 5a
-// The sqrt(L) policy, made exact: for L >= 1 blocks, the segment length k in 1..L that minimises
-// the textbook cost ceil(L/k) + k (kept inputs + recomputed blocks); among lengths of equal
-// cost, the SMALLEST k (a recomputed block costs more than a kept input).
+// The sqrt(L) policy, made exact: for L >= 1 blocks, the segment length k that minimises the
+// textbook cost of segments of k (the handout's "Activation checkpointing": a kept input and a
+// recomputed block charged alike), over the integers; among lengths of equal cost, the SMALLEST
+// k (a recomputed block costs more than a kept input).
 int64_t sqrt_segment_length(int64_t blocks);  // TODO 5b
 
 // ---- 6. Largest batch under a memory limit (largest_batch.cpp) ---------------------------------

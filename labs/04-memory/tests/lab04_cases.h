@@ -125,7 +125,8 @@ inline UnevenSplit seeded_uneven_split(const std::string& test) {
 }
 
 // ---- TODO 5b: the segment-length policy ---------------------------------------------------------
-// The textbook cost of segments of k for L blocks: ceil(L/k) kept inputs + k recomputed blocks.
+// The textbook cost of segments of k for L blocks (the handout, "Activation checkpointing"): the
+// test's oracle for TODO 5b, which asks you to derive it.
 inline int64_t checkpoint_cost(int64_t blocks, int64_t k) {
   return (blocks + k - 1) / k + k;
 }
