@@ -143,8 +143,8 @@ TEST(DataTensorParallel, GroupsAreTheProcessGridsGroups) {
       out.record(s.dp_in[i]), out.record_all(s.tp[i]), out.record_all(s.dp[i]);
       const std::string problem = groups_problem(g, s, w);
       EXPECT_EQ(problem, "") << who << ": " << problem
-                             << ". Revisit 5: TP is innermost, its ranks are neighbours; a "
-                                "split's color is what a group shares, its key orders the group";
+                             << ". Revisit 5: TP is innermost, its ranks are neighbours (and "
+                                "what Communicator::split's color and key decide)";
       EXPECT_TRUE(problem != "" || (s.tp[i] == tp_grid[i] && s.dp[i] == dp_grid[i]))
           << who << ": TP group " << members_str(s.tp[i]) << " and DP group "
           << members_str(s.dp[i]) << ", the core's ProcessGrid builds " << members_str(tp_grid[i])
