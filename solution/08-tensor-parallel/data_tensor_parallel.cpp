@@ -13,7 +13,7 @@ namespace lab08 {
 
 DpTpGroups make_dp_tp_groups(Communicator& world, int tp_size) {
   DpTpGroups g;
-  // SOLUTION(lab08) step 5a: the two groups of this rank.
+  // SOLUTION(lab08) step 5: the two groups of this rank (and, below, what each group reduces).
   const int n = world.world_size(), r = world.rank();
   GTL_CHECK(
       tp_size >= 1 && n % tp_size == 0,
@@ -31,7 +31,7 @@ void finalize_gradients(const std::vector<nn::ParamRef>& params,
   GTL_CHECK(params.size() == replicated.size(),
             "finalize_gradients: one `replicated` flag per parameter expected, got "
                 << replicated.size() << " for " << params.size() << " parameters");
-  // SOLUTION(lab08) step 5b: the whole batch's gradients.
+  // SOLUTION(lab08) step 5: the whole batch's gradients.
   for (std::size_t i = 0; i < params.size(); ++i)
     if (replicated[i]) tp.all_reduce(params[i].grad, gtl::dist::ReduceOp::Sum);
   for (const nn::ParamRef& p : params) dp.all_reduce(p.grad, gtl::dist::ReduceOp::Avg);

@@ -28,7 +28,7 @@ namespace {
 }
 }  // namespace
 
-// SOLUTION(lab08) step 1a: ColumnParallelLinear: its shard, forward and backward, f inside.
+// SOLUTION(lab08) step 1: both layers: their shards, forward and backward, with f and g inside.
 ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& full, Communicator& tp)
     : Module("column_parallel_linear"), tp_(tp), in_(full.in_features()), out_local_(0) {
   const Slice rows = tp_slice(full.out_features(), tp.rank(), tp.world_size(), "output features");
@@ -59,9 +59,7 @@ Tensor ColumnParallelLinear::backward_impl(nn::Context& ctx, const Tensor& dy, n
   tp_.all_reduce(dx);  // f's backward
   return dx;
 }
-// END SOLUTION(lab08)
 
-// SOLUTION(lab08) step 1b: RowParallelLinear: its shard, forward and backward, g inside.
 RowParallelLinear::RowParallelLinear(const nn::Linear& full, Communicator& tp)
     : Module("row_parallel_linear"), tp_(tp), in_local_(0), out_(full.out_features()) {
   const Slice cols = tp_slice(full.in_features(), tp.rank(), tp.world_size(), "input features");

@@ -13,15 +13,14 @@ namespace lab08 {
 
 DpTpGroups make_dp_tp_groups(Communicator& world, int tp_size) {
   DpTpGroups g;
-  // TODO(lab08) step 5a: the two groups of this rank.
+  // TODO(lab08) step 5: the two groups of this rank (and, below, what each group reduces).
   //   Spec: fill tp_rank, dp_rank and the two groups of the header's layout, split from `world`
   //   (Communicator::split), every group ordered as in the world. Refuse, with a gtl::Error
   //   naming the world size and tp_size and before any split, a tp_size that does not divide the
-  //   world. Hint: which ranks must be neighbours, the TP group's or the DP group's? A split's
-  //   color is what the members of one group share. Do not use the core's ProcessGrid: this is
-  //   what it does. About 8 lines.
+  //   world. Yours to decide: each rank's coordinates, and the color and key of each split. Do
+  //   not use the core's ProcessGrid: this is what it does. About 8 lines here.
   (void)world, (void)tp_size;
-  throw gtl::Error("TODO(lab08) step 5a: make_dp_tp_groups is not implemented");
+  throw gtl::Error("TODO(lab08) step 5: make_dp_tp_groups is not implemented");
   // END TODO(lab08)
   return g;
 }
@@ -31,14 +30,14 @@ void finalize_gradients(const std::vector<nn::ParamRef>& params,
   GTL_CHECK(params.size() == replicated.size(),
             "finalize_gradients: one `replicated` flag per parameter expected, got "
                 << replicated.size() << " for " << params.size() << " parameters");
-  // TODO(lab08) step 5b: the whole batch's gradients.
+  // TODO(lab08) step 5: the whole batch's gradients.
   //   Spec: as the header says, from each rank's micro-batch gradients to the gradient of the
-  //   mean loss over the whole batch, with one all-reduce per replicated parameter in one group
-  //   and one per parameter in the other, each group's calls in parameter order. Hint: for each
-  //   group, write what its ranks hold of one gradient and the whole batch's gradient in terms
-  //   of those, then pick the ReduceOp that says so. About 3 lines.
+  //   mean loss over the whole batch, with the header's all-reduces, each group's calls in
+  //   parameter order. Yours to decide: each group's ReduceOp (for each group, write what its
+  //   ranks hold of one gradient, and the whole batch's gradient in terms of those). About 3
+  //   lines here.
   (void)params, (void)replicated, (void)tp, (void)dp;
-  throw gtl::Error("TODO(lab08) step 5b: finalize_gradients is not implemented");
+  throw gtl::Error("TODO(lab08) step 5: finalize_gradients is not implemented");
   // END TODO(lab08)
 }
 

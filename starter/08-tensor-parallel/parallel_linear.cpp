@@ -28,14 +28,17 @@ namespace {
 }
 }  // namespace
 
-// TODO(lab08) step 1a: ColumnParallelLinear: its shard, forward and backward, f inside.
-//   Spec: tensor_parallel.h, ColumnParallelLinear. The constructor registers "weight" then
-//   "bias" (add_parameter), this rank's own copies of its slice of `full` (p[0] the weight, p[1]
-//   the bias), never views: an optimizer step on a shard must not touch the unsharded layer.
-//   Forward and backward are nn::Linear's in float32 on the shard, with the ops it uses
-//   (common/gtl/nn/linear.cpp), honouring `mode` as it does: the tests compare bits with the
-//   unsharded layer. Which of the tensors each pass returns needs the other ranks, and which
-//   must not? About 14 lines besides the given ones.
+// TODO(lab08) step 1: both layers: their shards, forward and backward, with f and g inside.
+//   Spec: tensor_parallel.h, ColumnParallelLinear and RowParallelLinear. Each constructor
+//   registers "weight" then "bias" (add_parameter), this rank's own copies of its slice of `full`
+//   (p[0] the weight, p[1] the bias; copy_columns above copies a block of columns), never views:
+//   an optimizer step on a shard must not touch the unsharded layer. Forward and backward are
+//   nn::Linear's in float32 on the shard, with the ops it uses (common/gtl/nn/linear.cpp),
+//   honouring `mode` as it does: the tests compare bits with the unsharded layer.
+//   Yours to decide: in which pass of which layer f and g communicate, with which collective,
+//   what must not be communicated, and where the row-parallel bias is added. Compare what a rank
+//   holds in each pass with what the header says that pass returns. About 28 lines besides the
+//   given ones.
 ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& full, Communicator& tp)
     : Module("column_parallel_linear"), tp_(tp), in_(full.in_features()), out_local_(0) {
   const Slice rows = tp_slice(full.out_features(), tp.rank(), tp.world_size(), "output features");
@@ -43,7 +46,7 @@ ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& full, Communicator&
   const std::vector<nn::ParamRef> p = full.parameters();
   GTL_CHECK(p.size() == 2, "ColumnParallelLinear: the full layer must have a bias");
   (void)p;
-  throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear's shard is not implemented");
+  throw gtl::Error("TODO(lab08) step 1: ColumnParallelLinear's shard is not implemented");
 }
 
 Tensor ColumnParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
@@ -51,21 +54,14 @@ Tensor ColumnParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
                                                   << path() << "': expected [N, " << in_
                                                   << "], got " << gtl::shape_str(x.shape()));
   (void)ctx;
-  throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear::forward is not implemented");
+  throw gtl::Error("TODO(lab08) step 1: ColumnParallelLinear::forward is not implemented");
 }
 
 Tensor ColumnParallelLinear::backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
   (void)ctx, (void)dy, (void)mode;
-  throw gtl::Error("TODO(lab08) step 1a: ColumnParallelLinear::backward is not implemented");
+  throw gtl::Error("TODO(lab08) step 1: ColumnParallelLinear::backward is not implemented");
 }
-// END TODO(lab08)
 
-// TODO(lab08) step 1b: RowParallelLinear: its shard, forward and backward, g inside.
-//   Spec: tensor_parallel.h, RowParallelLinear. The constructor registers "weight" then "bias",
-//   this rank's own copies (copy_columns above copies a block of columns). Forward and backward
-//   are nn::Linear's in float32 on the shard, with the same ops, honouring `mode`, plus g.
-//   Compare what a rank holds in each pass with what the header says it must return: the gap
-//   is where the group talks. About 14 lines besides the given ones.
 RowParallelLinear::RowParallelLinear(const nn::Linear& full, Communicator& tp)
     : Module("row_parallel_linear"), tp_(tp), in_local_(0), out_(full.out_features()) {
   const Slice cols = tp_slice(full.in_features(), tp.rank(), tp.world_size(), "input features");
@@ -73,7 +69,7 @@ RowParallelLinear::RowParallelLinear(const nn::Linear& full, Communicator& tp)
   const std::vector<nn::ParamRef> p = full.parameters();
   GTL_CHECK(p.size() == 2, "RowParallelLinear: the full layer must have a bias");
   (void)p, (void)cols;
-  throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear's shard is not implemented");
+  throw gtl::Error("TODO(lab08) step 1: RowParallelLinear's shard is not implemented");
 }
 
 Tensor RowParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
@@ -82,12 +78,12 @@ Tensor RowParallelLinear::forward_impl(const Tensor& x, nn::Context& ctx) {
                                                         << "] (this rank's columns"
                                                         << "), got " << gtl::shape_str(x.shape()));
   (void)x, (void)ctx;
-  throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear::forward is not implemented");
+  throw gtl::Error("TODO(lab08) step 1: RowParallelLinear::forward is not implemented");
 }
 
 Tensor RowParallelLinear::backward_impl(nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
   (void)ctx, (void)dy, (void)mode;
-  throw gtl::Error("TODO(lab08) step 1b: RowParallelLinear::backward is not implemented");
+  throw gtl::Error("TODO(lab08) step 1: RowParallelLinear::backward is not implemented");
 }
 // END TODO(lab08)
 

@@ -28,7 +28,7 @@ TpStepFigures tp_step_figures(const std::vector<std::vector<TraceEvent>>& traces
   //   ranks did not all send the same bytes. Refuse IntraNode when the group does not fit in a
   //   node (a test checks the message names k and ranks_per_node). Fill f.
   //   Hint: every rank of the group runs the same step at the same time. Ask what the step's
-  //   critical path is, and whether anything can run while TP's all-reduce is in flight.
+  //   critical path is.
   //   About 24 lines.
   (void)k, (void)model, (void)placement;
   return f;

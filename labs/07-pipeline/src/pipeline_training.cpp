@@ -67,6 +67,7 @@ std::vector<MicroBatch> harness_micro_batches(int64_t batch, int64_t m) {
 
 std::vector<float> harness_loss_weights(const std::vector<MicroBatch>& micro_batches,
                                         int64_t batch) {
+  gtl::grading::reference_guard("lab07::harness_loss_weights");
   std::vector<float> w;
   for (const MicroBatch& mb : micro_batches) {
     w.push_back(static_cast<float>(mb.size()) / static_cast<float>(batch));

@@ -286,8 +286,8 @@ inline ExecutorCase seeded_executor_case(const std::string& test) {
   c.m = s.m;
   c.config = executor_config(s.p, s.m);
   c.config.batch = gtl::test_seed::draw(g, s.m, 3 * s.m + 5);
-  // Uneven micro-batches: loss weights of 1/m (averaging over micro-batches instead of rows)
-  // would then differ from the rows' shares and must fail this case too.
+  // Uneven micro-batches, so that a loss weight right only for equal sizes (1/m) fails this case
+  // too.
   if (c.config.batch % s.m == 0) ++c.config.batch;
   c.config.data_seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1 << 20));
   return c;

@@ -20,10 +20,10 @@ namespace lab07_student_call {
 using gtl::grading::StudentCall;
 
 // TODO 2, split_micro_batches and micro_batch_weight: the trainer's gradient accumulation splits a
-// batch into micro-batches itself.
+// batch into micro-batches itself, and the harness weighs its own micro-batches.
 inline StudentCall todo2() {
   return StudentCall("split_micro_batches / micro_batch_weight (TODO 2, micro_batch.cpp)",
-                     {"gtl::train::Trainer"});
+                     {"gtl::train::Trainer", "lab07::harness_loss_weights"});
 }
 // TODO 5, run_stage: the harness's own steps (which run the executor around itself), the trainer
 // and the core's cost model (the timeline is what the tests derive from the executor's trace).
@@ -37,11 +37,11 @@ inline StudentCall todo6() {
   return StudentCall("simulate_bubbles (TODO 6, bubble.cpp)",
                      {"gtl::dist::simulate_timeline", "gtl::dist::Timeline"});
 }
-// TODO 7, interleaved_schedule and simulate_interleaved_bubbles: the same.
+// TODO 7, simulate_interleaved_bubbles (the order it runs, interleaved_schedule, is the harness's):
+// the same.
 inline StudentCall todo7() {
-  return StudentCall(
-      "interleaved_schedule / simulate_interleaved_bubbles (TODO 7, interleaved_schedule.cpp)",
-      {"gtl::dist::simulate_timeline", "gtl::dist::Timeline"});
+  return StudentCall("simulate_interleaved_bubbles (TODO 7, interleaved_schedule.cpp)",
+                     {"gtl::dist::simulate_timeline", "gtl::dist::Timeline"});
 }
 
 }  // namespace lab07_student_call

@@ -153,10 +153,10 @@ std::vector<float> accumulated_grad(const Batch& batch, int64_t m) {
 }
 
 // Tolerance, relative L2 over the whole gradient: 1e-5. The two computations differ only by float32
-// rounding: each row's loss gradient starts from w_i / n_i instead of 1 / N (equal in exact
-// arithmetic, rounded differently), and the weight GEMMs sum the rows in other groups. A few
-// roundings of 6e-8 each, amplified by cancellation in the sums, measured 2e-7 to 4e-7 here; a
-// wrong weight (1/m for 10 rows in 4 micro-batches, or no weight at all) is off by 10% or more.
+// rounding: each row's loss gradient is scaled in other steps (equal in exact arithmetic, rounded
+// differently), and the weight GEMMs sum the rows in other groups. A few roundings of 6e-8 each,
+// amplified by cancellation in the sums, measured 2e-7 to 4e-7 here; a wrong weight (1/m for 10
+// rows in 4 micro-batches, or no weight at all) is off by 10% or more.
 // The accumulated gradient of `c` against the whole batch's, recorded for the judge.
 void expect_accumulated_equals_full(const lab07_cases::GradientCase& c,
                                     gtl::judge::Outputs& recorded, const std::string& where) {

@@ -75,8 +75,8 @@ void expect_one_f_one_b_stage(const StageSchedule& a, int p, int st, int64_t m,
   EXPECT_EQ(peak, bound) << where << ": expected the longest warm-up that holds at most "
                          << "min(p - s, m) = " << bound << " micro-batches at once, so a peak of "
                          << bound << "; got a peak of " << peak << " after " << warmup
-                         << " warm-up forwards (revisit the warm-up: count what the stage holds "
-                         << "just after its first steady forward)";
+                         << " warm-up forwards (revisit the warm-up: the bound counts every "
+                         << "micro-batch from its forward to its backward)";
 }
 
 // The handout's shapes (its picture is p = 4, m = 4) and an odd depth: the header's properties on

@@ -88,8 +88,7 @@ class ColumnParallelLinear final : public nn::Module {
 // all of b. Forward: x_r [N, in / k], this rank's columns of the input (a column-parallel layer's
 // output) -> the FULL y [N, out], the same bits on every rank. Backward: the full dy [N, out],
 // the same on every rank -> dx_r [N, in / k], this rank's columns of dx, and this rank's weight
-// gradient and the bias gradient. Megatron's g belongs to this layer. Parameters "weight"
-// [out, in/k], "bias" [out]; saved: x_r.
+// gradient and the bias gradient. Parameters "weight" [out, in/k], "bias" [out]; saved: x_r.
 class RowParallelLinear final : public nn::Module {
  public:
   RowParallelLinear(const nn::Linear& full, Communicator& tp);
@@ -150,9 +149,10 @@ class ParallelAttention final : public nn::Module {
 // ---- 3. Vocabulary-parallel embedding and loss (vocab_parallel.cpp) ----------------------------
 // The token table [V, D] cut by rows: rank r holds rows tp_slice(V) ("weight" [V/k, D]). Forward:
 // ids [B, T] (int64, any value in [0, V)) -> [B, T, D] float32, the full lookup on every rank,
-// each position exactly its row of the table, bit for bit; an id outside [0, V) makes every rank
-// throw gtl::Error naming the id and V. Backward: dy [B, T, D], the same on
-// every rank -> the gradient of this rank's rows of the table, added in position order like
+// each position exactly its row of the table, bit for bit (an entry of -0.0 may come back as
+// +0.0, which compares equal; the tests' tables hold none); an id outside [0, V) makes every rank
+// throw gtl::Error naming the id and V. Backward: dy [B, T, D], the same on every rank -> the
+// gradient of this rank's rows of the table, added in position order like
 // ops::embedding_backward; returns an undefined tensor (ids have no gradient). Saved: the ids.
 class VocabParallelEmbedding final : public nn::Module {
  public:
@@ -218,8 +218,8 @@ Tensor scatter_sequence(const Tensor& partial, Communicator& tp);
 // input [B*T, D], fc1's output and GELU's output [B*T, 4D/k] each (not the LayerNorm's own output
 // shard once it is gathered, nor anything else a helper returned); the activation-memory check
 // counts every byte a rank still holds after forward (handout, TODO 4). The group's traffic:
-// forward, one all-gather and one reduce-scatter of B*T*D floats; backward, the same two and one
-// all-reduce of D floats per replicated gradient.
+// forward, one all-gather and one reduce-scatter of B*T*D floats; backward, the backward of each
+// (B*T*D floats each) and one all-reduce of D floats per replicated gradient.
 class SequenceParallelMLP final : public nn::Module {
  public:
   SequenceParallelMLP(const nn::ResidualMLP& full, Communicator& tp);
@@ -240,7 +240,7 @@ class SequenceParallelMLP final : public nn::Module {
 // consecutive world ranks with replica 0 first (one node, NVLink), and a DP group takes one rank
 // from each replica.
 
-// 5a. Each rank's two groups, split from `world`: `tp`, the tp ranks of its replica (same
+// 5. Each rank's two groups, split from `world`: `tp`, the tp ranks of its replica (same
 // dp_rank), and `dp`, the dp ranks holding the same shard (same tp_rank); in both, the ranks are
 // ordered as in the world, so a rank's rank in `tp` is its tp_rank and in `dp` its dp_rank.
 // Collective over `world`: every rank calls it with the same tp_size. Throws gtl::Error naming
@@ -251,7 +251,7 @@ struct DpTpGroups {
 };
 DpTpGroups make_dp_tp_groups(Communicator& world, int tp_size);
 
-// 5b. The gradient synchronisation of one training step, after each rank's backward on its
+// 5. The gradient synchronisation of one training step, after each rank's backward on its
 // replica's micro-batch and before the optimizer (Megatron-LM's finalize_model_grads). On entry,
 // params[i].grad holds the gradient of the replica's loss, the MEAN over its own B/dp sequences:
 // whole over the replica for a sharded parameter; for a TP-replicated one (replicated[i]: the

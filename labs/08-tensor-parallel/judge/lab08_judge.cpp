@@ -744,7 +744,8 @@ std::string dp_tp_gradients() {
          "dp; the same bits wherever a parameter is held twice";
 }
 
-// TODO 5b as four processes, DP = 2 x TP = 2 (tp_processes.h's case): as dp-tp-gradients.
+// TODO 5 (finalize_gradients) as four processes, DP = 2 x TP = 2 (tp_processes.h's case): as
+// dp-tp-gradients.
 std::string dp_tp_processes() {
   namespace tpp = lab08_tp_processes;
   Recorded r("TpProcesses.DataTensorParallelOnFourProcessesMatchesOneProcess");

@@ -16,11 +16,11 @@
 // your scatter_sequence of its own partial sum, then runs your SequenceParallelMLP (built by the
 // lab's cut, src/sequence_parallel_mlp.cpp: no TODO 1 code) forward and backward on its positions
 // and writes y_r, dx_r and the six gradients. dp-tp: the four ranks form the core's ProcessGrid
-// (DP = 2 x TP = 2, built outside TODO 5's scope, so 5b never depends on 5a); every rank puts its
-// micro-batch's gradients (lab08_cases.h, local_gradients) into a SequenceParallelMLP's shards,
-// runs your finalize_gradients on the grid's groups (inside TODO 5's scope) and writes the six
-// gradients. All in the core's deterministic mode with row-invariant GEMMs; rank r writes
-// PREFIX.r.
+// (DP = 2 x TP = 2, built outside TODO 5's scope, so finalize_gradients never depends on
+// make_dp_tp_groups); every rank puts its micro-batch's gradients (lab08_cases.h, local_gradients)
+// into a SequenceParallelMLP's shards, runs your finalize_gradients on the grid's groups (inside
+// TODO 5's scope) and writes the six gradients. All in the core's deterministic mode with
+// row-invariant GEMMs; rank r writes PREFIX.r.
 #include <exception>
 #include <iostream>
 #include <memory>

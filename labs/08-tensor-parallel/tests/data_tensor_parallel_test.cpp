@@ -1,15 +1,15 @@
 // TODO 5: data x tensor parallelism on a grid of dp x tp in-process ranks, in the core's
-// deterministic mode. 5a: each rank's TP and DP groups, against the properties of the header's
-// layout (groups_problem) and the core's ProcessGrid, and the refusal of a TP size the world
-// cannot hold. 5b: the gradient
-// synchronisation of one step, given every rank's micro-batch gradients (lab08_cases.h,
-// local_gradients) and the core's ProcessGrid groups (so that 5b's checks never depend on 5a):
-// against one process on the whole batch within the derived bound, bit for bit the same on the
-// ranks that must agree, and every collective's payload (the parameters' sizes), bytes and
-// group (the groups handed in).
-// Every call into the student's TODO 5 runs inside its guard scope (lab08_student_call.h), where
-// the core's ProcessGrid refuses to run; the ProcessGrids the checks compare with or hand to 5b
-// are built outside it, behind a barrier of the world (the scopes are process-wide).
+// deterministic mode. make_dp_tp_groups: each rank's TP and DP groups, against the properties of
+// the header's layout (groups_problem) and the core's ProcessGrid, and the refusal of a TP size the
+// world cannot hold. finalize_gradients: the gradient synchronisation of one step, given every
+// rank's micro-batch gradients (lab08_cases.h, local_gradients) and the core's ProcessGrid groups
+// (so that its checks never depend on make_dp_tp_groups): against one process on the whole batch
+// within the derived bound, bit for bit the same on the ranks that must agree, and every
+// collective's payload (the parameters' sizes), bytes and group (the groups handed in). Every call
+// into the student's TODO 5 runs inside its guard scope (lab08_student_call.h), where the core's
+// ProcessGrid refuses to run; the ProcessGrids the checks compare with or hand to
+// finalize_gradients are built outside it, behind a barrier of the world (the scopes are
+// process-wide).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,7 +48,7 @@ std::vector<int> members_of(Communicator& group, int world_rank) {
   return m;
 }
 
-// ---- 5a: the groups ----------------------------------------------------------------------------
+// ---- make_dp_tp_groups: the groups --------------------------------------------------------------
 
 // What every rank of a grid reported from make_dp_tp_groups: its coordinates, its rank in each
 // group and each group's members (world ranks, in the group's rank order).
@@ -145,12 +145,12 @@ TEST(DataTensorParallel, GroupsAreTheProcessGridsGroups) {
       out.record(s.dp_in[i]), out.record_all(s.tp[i]), out.record_all(s.dp[i]);
       const std::string problem = groups_problem(g, s, w);
       EXPECT_EQ(problem, "") << who << ": " << problem
-                             << ". Revisit 5a: TP is innermost, its ranks are neighbours; a "
-                                "split's color is what a group shares, its key orders the group";
+                             << ". Revisit 5: TP is innermost, its ranks are neighbours (and "
+                                "what Communicator::split's color and key decide)";
       EXPECT_TRUE(problem != "" || (s.tp[i] == tp_grid[i] && s.dp[i] == dp_grid[i]))
           << who << ": TP group " << members_str(s.tp[i]) << " and DP group "
           << members_str(s.dp[i]) << ", the core's ProcessGrid builds " << members_str(tp_grid[i])
-          << " and " << members_str(dp_grid[i]) << ". Revisit 5a: the header's layout";
+          << " and " << members_str(dp_grid[i]) << ". Revisit 5: the header's layout";
     }
   }
 }
@@ -186,12 +186,12 @@ TEST(DataTensorParallel, GroupsRefuseATpSizeTheWorldCannotHold) {
                            << ": expected a gtl::Error naming " << world_size << " and " << tp
                            << " before any split, got \"" << m << "\" after "
                            << events[std::size_t(w)]
-                           << " communicator events. Revisit the refusal in 5a";
+                           << " communicator events. Revisit the refusal in 5";
     }
   }
 }
 
-// ---- 5b: the gradients -------------------------------------------------------------------------
+// ---- finalize_gradients: the gradients ----------------------------------------------------------
 
 struct Rank {
   std::vector<std::vector<float>> grads;           // the six, after finalize_gradients
@@ -201,13 +201,23 @@ struct Rank {
   std::vector<int64_t> payload;                    // each parameter's gradient, in bytes
 };
 
+// Every world rank's {dp_rank, tp_rank} on grid g, as the core's ProcessGrid gives them.
+std::vector<std::pair<int, int>> grid_coordinates(const Grid& g) {
+  std::vector<std::pair<int, int>> coords(static_cast<std::size_t>(g.world()));
+  run_tp(g.world(), [&](Communicator& world) {
+    const gtl::dist::ProcessGrid grid(world, g.tp, 1, g.dp);
+    coords[std::size_t(world.rank())] = {grid.dp_group().rank(), grid.tp_group().rank()};
+  });
+  return coords;
+}
+
 // Runs finalize_gradients on every rank of grid g, from lab08_cases::local_gradients, with the
 // core's ProcessGrid groups; the parameters are the sequence-parallel MLP's shards.
 std::vector<Rank> run_finalize(const lab08_cases::SpCase& m, const Case& c, const Grid& g) {
   gtl::ops::ScopedRowInvariant row_invariant(true);  // the ranks' rows, as the reference's
   std::vector<std::vector<Tensor>> local;
-  for (int w = 0; w < g.world(); ++w)
-    local.push_back(lab08_cases::local_gradients(m, c, g, w / g.tp, w % g.tp));
+  for (const auto& [d, r] : grid_coordinates(g))
+    local.push_back(lab08_cases::local_gradients(m, c, g, d, r));
   std::vector<Rank> ranks(static_cast<std::size_t>(g.world()));
   run_tp(g.world(), [&](Communicator& world) {
     const auto w = std::size_t(world.rank());
@@ -248,11 +258,12 @@ void expect_gradients(const Case& c, const std::string& test) {
     const std::vector<std::vector<double>> bounds = one_process_bounds(m, g);
     const std::vector<Tensor> one = one_process_gradients(m, g);
     const std::vector<Rank> ranks = run_finalize(m, c, g);
+    const std::vector<std::pair<int, int>> coords = grid_coordinates(g);
     for (int w = 0; w < g.world(); ++w) {
-      const int r = w % g.tp;
+      const auto [d, r] = coords[std::size_t(w)];
       const Rank& got = ranks[std::size_t(w)];
       const std::string who = g.str() + ", world rank " + std::to_string(w) + " (dp_rank " +
-                              std::to_string(w / g.tp) + ", tp_rank " + std::to_string(r) + "), " +
+                              std::to_string(d) + ", tp_rank " + std::to_string(r) + "), " +
                               lab08_cases::dp_tp_case_str(c);
       for (int p = 0; p < 6; ++p) {
         const auto i = std::size_t(p);
@@ -265,20 +276,21 @@ void expect_gradients(const Case& c, const std::string& test) {
                                 "'s gradient against one process on "
                                 "the whole batch, " +
                                 who,
-                            rep ? "5b: what a replicated parameter's gradient is in terms of "
+                            rep ? "5: what a replicated parameter's gradient is in terms of "
                                   "what its TP group and its DP group hold (handout, \"Two "
                                   "dimensions: data x tensor\")"
-                                : "5b: what a shard's gradient is in terms of what its DP "
+                                : "5: what a shard's gradient is in terms of what its DP "
                                   "group holds, and which group holds copies of the same shard "
                                   "(handout, \"Two dimensions: data x tensor\")"),
             "");
         // Ranks that hold the same parameter must hold the same bits: a shard on its DP group,
         // a replicated parameter on the whole world.
-        const int same = rep ? 0 : r;
-        EXPECT_EQ(bitwise_problem(got.grads[i], ranks[std::size_t(same)].grads[i],
+        std::size_t same = 0;  // the lowest world rank holding this parameter
+        while (!rep && coords[same].second != r) ++same;
+        EXPECT_EQ(bitwise_problem(got.grads[i], ranks[same].grads[i],
                                   std::string(kNames[p]) + "'s gradient against world rank " +
                                       std::to_string(same) + "'s, " + who,
-                                  "5b: the ranks holding one parameter must end with one "
+                                  "5: the ranks holding one parameter must end with one "
                                   "gradient, or their weights drift apart"),
                   "");
       }
@@ -369,9 +381,8 @@ TEST(DataTensorParallel, TrafficRunsInTheRightGroups) {
       if (problem.empty())
         problem = group_calls_problem(dp_calls, got.payload, g.dp, got.dp_counters, "DP");
       EXPECT_EQ(problem, "") << who << ": " << problem
-                             << ". Revisit 5b: a replicated gradient's positions are summed in "
-                                "the TP group, every gradient is averaged in the DP group (how the "
-                                "two groups' calls interleave is yours)";
+                             << ". Revisit 5: the header's all-reduces, in the group each belongs "
+                                "to (how the two groups' calls interleave is yours)";
       // For the judge: the TP group's calls, then the DP group's, then any other, each in order.
       std::vector<gtl::dist::TraceEvent> seen = tp_calls;
       seen.insert(seen.end(), dp_calls.begin(), dp_calls.end());

@@ -286,7 +286,7 @@ inline const std::vector<bool> kReplicated = {true, true, false, false, false, t
 // What rank (dp_rank d, tp_rank r) holds after its backward, before the synchronisation: its
 // shard of the gradients of replica d's loss, and, of the replicated parameters, the
 // contribution of its positions tp_slice(T) only (what a sequence-parallel rank's backward sums
-// without the group: every position-wise layer's gradient is a sum over positions). The same
+// without the group). The same
 // bits as a sequence-parallel backward in the core's deterministic mode with row-invariant GEMMs:
 // every row is computed alone.
 inline std::vector<Tensor> local_gradients(const SpCase& m, const Case& c, const Grid& g, int d,

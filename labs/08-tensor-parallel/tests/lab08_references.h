@@ -1,8 +1,9 @@
-// The references of TODOs 4b and 5b, shared by the in-process tests (sequence_parallel_test.cpp,
-// data_tensor_parallel_test.cpp) and the processes tests (tp_processes_test.cpp), so that a check
-// run on threads and its run on processes compare with the same numbers within the same bounds:
-// the core's unsharded ResidualMLP run child by child and the handout's bounds of 4b at TP = k
-// (sp_bounds), and one process's gradients of the whole batch and the handout's bound of 5b.
+// The references of TODO 4b and TODO 5's finalize_gradients, shared by the in-process tests
+// (sequence_parallel_test.cpp, data_tensor_parallel_test.cpp) and the processes tests
+// (tp_processes_test.cpp), so that a check run on threads and its run on processes compare with the
+// same numbers within the same bounds: the core's unsharded ResidualMLP run child by child and the
+// handout's bounds of 4b at TP = k (sp_bounds), and one process's gradients of the whole batch and
+// the handout's bound of finalize_gradients.
 #pragma once
 
 #include <cmath>
@@ -128,12 +129,11 @@ inline SpBounds sp_bounds(const lab08_cases::SpCase& m, const Unsharded& u, int 
   return b;
 }
 
-// ---- TODO 5b
+// ---- TODO 5 (finalize_gradients)
 
 // The gradient of the whole batch's loss computed by one process: the core's unsharded layer on
-// all dp b sequences. Each sequence's dy is the gradient of its replica's loss, and the whole
-// batch's loss is the mean of the dp replicas' losses (lab08_cases.h, make_dp_tp_case), so its
-// gradient is 1/dp times the layer's gradient of their sum.
+// all dp b sequences, each sequence's dy the gradient of its replica's loss (lab08_cases.h,
+// make_dp_tp_case), scaled to the whole batch's mean loss.
 inline std::vector<Tensor> one_process_gradients(const lab08_cases::SpCase& m, const Grid& g) {
   std::vector<Tensor> grads = lab08_cases::mlp_gradients(m, m.x, m.dy);
   for (Tensor& t : grads)

@@ -26,7 +26,7 @@ inline StudentCall todo3() {
        "gtl::ops::embedding", "gtl::ops::embedding_backward",
        "gtl::dist::Communicator::all_gather"});
 }
-// TODO 5, make_dp_tp_groups and finalize_gradients: the core's ProcessGrid builds 5a's groups.
+// TODO 5, make_dp_tp_groups and finalize_gradients: the core's ProcessGrid builds its groups.
 inline StudentCall todo5() {
   return StudentCall("make_dp_tp_groups / finalize_gradients (TODO 5, data_tensor_parallel.cpp)",
                      {"gtl::dist::ProcessGrid"});

@@ -97,8 +97,8 @@ void expect_mlp_equals_unsharded(const Case& c, const std::string& test) {
                                   "one y on every rank, and where the bias belongs"),
                   "");
         EXPECT_EQ(bounded_problem(got.dx, ref.dx.to_vector(), dx_bound, "the MLP's dx, " + who,
-                                  "the column-parallel layer's backward: each rank's dx holds "
-                                  "only its output features' part of the full dx"),
+                                  "the column-parallel layer's backward: what a rank's dx "
+                                  "computed from its shard is, against the dx it must return"),
                   "");
         EXPECT_EQ(bitwise_problem(got.y, ranks[0].y, "the output of " + who + " vs rank 0",
                                   "g: every rank must end with the same sum"),

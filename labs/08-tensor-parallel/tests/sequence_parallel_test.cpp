@@ -205,8 +205,8 @@ void expect_sp_mlp(const Case& c, const std::string& test) {
           "the forward: which of its operations may run on this rank's positions alone, and which "
           "need every position (and where fc2's bias and the residual go)";
       const std::string dx_hint =
-          "the backward of each collective of the forward: the gradient of a gathered tensor "
-          "must go back to the ranks that owned its parts, summed";
+          "the backward of each collective of the forward: work out on one element which "
+          "collective it is (handout, \"Sequence parallelism\")";
       const std::vector<float> want_y = rank_rows(ref.y, c, mine);
       const std::vector<float> want_dx = rank_rows(ref.dx, c, mine);
       if (k == 1) {
@@ -338,8 +338,8 @@ TEST(SequenceParallel, TrafficIsTheAllReducesBytesInTwoHalves) {
       const std::vector<std::string> fwd_want = {gather, scatter};
       EXPECT_EQ(got.forward_comm, fwd_want)
           << who << ": the forward issued " << joined(got.forward_comm) << ", expected "
-          << joined(fwd_want) << ". Revisit 4b: an all-gather into fc1 and a reduce-scatter out "
-          << "of fc2 replace step 1's all-reduce";
+          << joined(fwd_want) << ". Revisit 4b: where the rank's positions and the whole "
+          << "sequence meet, and what each side holds there (handout, \"Sequence parallelism\")";
       EXPECT_EQ(got.forward_sent, ring)
           << who << ": bytes sent in forward, expected the ring all-reduce's 2(k - 1)/k";
       std::vector<std::string> pair, grads;

@@ -276,11 +276,11 @@ TEST(TpProcesses, SequenceParallelOnTwoProcessesMatchesTheUnshardedLayer) {
   }
 }
 
-// TODO 5b on four processes, DP = 2 x TP = 2 (the core's ProcessGrid's groups, so 5a plays no
-// part): every rank's six gradients after finalize_gradients against one process on the whole
-// batch within DataTensorParallel.Gradients*'s bound (lab08_references.h, one_process_bounds),
-// and the same bits as the ranks holding the same parameter (a shard's DP group, a replicated
-// parameter's world).
+// TODO 5's finalize_gradients on four processes, DP = 2 x TP = 2 (the core's ProcessGrid's groups,
+// so make_dp_tp_groups plays no part): every rank's six gradients after finalize_gradients against
+// one process on the whole batch within DataTensorParallel.Gradients*'s bound (lab08_references.h,
+// one_process_bounds), and the same bits as the ranks holding the same parameter (a shard's DP
+// group, a replicated parameter's world).
 TEST(TpProcesses, DataTensorParallelOnFourProcessesMatchesOneProcess) {
   if (std::string(LAB08_MPIEXEC).empty())
     GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
@@ -309,9 +309,9 @@ TEST(TpProcesses, DataTensorParallelOnFourProcessesMatchesOneProcess) {
       recorded.record_all(got.values[i]);
       const bool rep = lab08_cases::kReplicated[i];
       const std::string hint =
-          (rep ? std::string("5b: a replicated parameter's gradient in terms of what its TP "
+          (rep ? std::string("TODO 5: a replicated parameter's gradient in terms of what its TP "
                              "group and its DP group hold")
-               : std::string("5b: a shard's gradient in terms of what its DP group holds, and "
+               : std::string("TODO 5: a shard's gradient in terms of what its DP group holds, and "
                              "which group holds copies of the same shard")) +
           why();
       EXPECT_EQ(bounded_problem(got.values[i], lab08_cases::shard_of(one[i], p, g, r).to_vector(),
@@ -323,13 +323,14 @@ TEST(TpProcesses, DataTensorParallelOnFourProcessesMatchesOneProcess) {
                                 hint),
                 "");
       const int same = rep ? 0 : r;
-      EXPECT_EQ(bitwise_problem(got.values[i], files[std::size_t(same)].values[i],
-                                std::string(names[p]) + "'s gradient against world rank " +
-                                    std::to_string(same) + "'s, " + who,
-                                "5b: the ranks holding one parameter must end with one gradient, "
-                                "or their weights drift apart." +
-                                    why()),
-                "");
+      EXPECT_EQ(
+          bitwise_problem(got.values[i], files[std::size_t(same)].values[i],
+                          std::string(names[p]) + "'s gradient against world rank " +
+                              std::to_string(same) + "'s, " + who,
+                          "TODO 5: the ranks holding one parameter must end with one gradient, "
+                          "or their weights drift apart." +
+                              why()),
+          "");
     }
   }
 }
