@@ -147,12 +147,12 @@ class Fsdp {
 
 // ---- 6. Sharded checkpoint (sharded_checkpoint.cpp) ---------------------------------------------
 // Each rank saves only what it owns, in its own file shard_file(dir, rank, N), a
-// gtl::io::CheckpointFile written atomically: no rank ever holds the whole model. Its entries
-// (numbers as put_int scalars, tensors as tensors):
+// gtl::io::CheckpointFile written atomically: no rank ever holds the whole model. The entries the
+// tests read by name (numbers as put_int scalars, tensors as tensors):
 //   "world_size", "rank"            the layout the shards were cut for
 //   "unit<u>.values"                 unit u's shard_values() (its padding included)
-//   "optim.<name>"                   each tensor <name> of optimizer.state()
-//   "optim.step_count"               AdamW's step_count()
+// and, under names that start with "optim." (yours to choose), whatever of the optimizer a resume
+// needs to continue bit for bit: tensors as tensors, numbers as put_int or put_double scalars.
 std::string shard_file(const std::string& dir, int rank,
                        int world_size);  // "<dir>/shard-1-of-4.ckpt"
 void save_sharded(const std::string& dir, const Communicator& comm, const std::vector<Unit>& units,
