@@ -15,7 +15,7 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
                                    int64_t epoch) {
   GTL_CHECK(dataset_size > 0 && world_size > 0 && rank >= 0 && rank < world_size,
             "shard_indices: bad arguments");
-  // SOLUTION(lab05) step 2a: one permutation per (seed, epoch), padded, every world_size-th.
+  // SOLUTION(lab05) step 2: one permutation per (seed, epoch), padded, every world_size-th.
   std::vector<int64_t> order(static_cast<std::size_t>(dataset_size));
   std::iota(order.begin(), order.end(), int64_t{0});
   std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch));
@@ -32,7 +32,7 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
 }
 
 void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& params, int root) {
-  // SOLUTION(lab05) step 2b: every parameter value from `root`.
+  // SOLUTION(lab05) step 2: every parameter value from `root`.
   for (const ParamRef& p : params) comm.broadcast(p.value, root);
   // END SOLUTION(lab05)
 }

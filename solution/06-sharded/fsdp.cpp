@@ -28,7 +28,7 @@ Fsdp::Fsdp(Communicator& comm, Module& model, std::vector<Unit>& units, int pref
   hooks.before_backward = on_unit(&Fsdp::before_backward);
   hooks.after_backward = on_unit(&Fsdp::after_backward);
   hooks_ = model.add_hooks(std::move(hooks));
-  // SOLUTION(lab06) step 4a: between uses only the shards stay
+  // SOLUTION(lab06) step 4: between uses only the shards stay
   for (Unit& unit : units_) {
     unit.flat->release_values();
     unit.flat->release_grads();
@@ -45,7 +45,7 @@ std::vector<ParamRef> Fsdp::shard_params() const {
 }
 
 void Fsdp::gather(int64_t u) {
-  // SOLUTION(lab06) step 4b: the prefetched gather, or one now
+  // SOLUTION(lab06) step 4: the prefetched gather, or one now
   std::optional<gtl::dist::Work>& pending = pending_[static_cast<std::size_t>(u)];
   if (pending) {
     pending->wait();
@@ -59,20 +59,20 @@ void Fsdp::gather(int64_t u) {
 }
 
 void Fsdp::before_forward(int64_t u) {
-  // SOLUTION(lab06) step 4c: gather u, then let u + 1's gather run during u's forward
+  // SOLUTION(lab06) step 4: gather u, then let u + 1's gather run during u's forward
   gather(u);
   if (prefetch_ > 0) prefetch(u + 1);
   // END SOLUTION(lab06)
 }
 
 void Fsdp::after_forward(int64_t u) {
-  // SOLUTION(lab06) step 4c (forward done): free the full values
+  // SOLUTION(lab06) step 4 (forward done): free the full values
   units_[static_cast<std::size_t>(u)].flat->release_values();
   // END SOLUTION(lab06)
 }
 
 void Fsdp::before_backward(int64_t u) {
-  // SOLUTION(lab06) step 4d: gather again, a zeroed full gradient, prefetch u - 1
+  // SOLUTION(lab06) step 4: gather again, a zeroed full gradient, prefetch u - 1
   gather(u);
   units_[static_cast<std::size_t>(u)].flat->materialize_grads();
   if (prefetch_ > 0) prefetch(u - 1);
@@ -80,7 +80,7 @@ void Fsdp::before_backward(int64_t u) {
 }
 
 void Fsdp::after_backward(int64_t u) {
-  // SOLUTION(lab06) step 4d (backward done): free the values, keep only the averaged gradient shard
+  // SOLUTION(lab06) step 4 (backward done): free the values, keep only the averaged gradient shard
   gtl::nn::FlatParameter& flat = *units_[static_cast<std::size_t>(u)].flat;
   flat.release_values();
   comm_.reduce_scatter(flat.grads(), flat.shard_grads(), ReduceOp::Avg);

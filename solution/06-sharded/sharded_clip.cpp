@@ -14,7 +14,7 @@ namespace lab06 {
 using gtl::dist::ReduceOp;
 
 void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler) {
-  // SOLUTION(lab06) step 7a: the flag's maximum over ranks
+  // SOLUTION(lab06) step 7: the flag's maximum over ranks
   if (!scaler.enabled()) return;
   Tensor flag = Tensor::zeros({1});
   if (scaler.found_inf_flag().defined()) flag.copy_(scaler.found_inf_flag());
@@ -25,7 +25,7 @@ void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler) {
 
 float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
                               float max_norm) {
-  // SOLUTION(lab06) step 7b: sum of squared shard norms over ranks, then one coefficient
+  // SOLUTION(lab06) step 7: sum of squared shard norms over ranks, then one coefficient
   std::vector<Tensor> grads;
   for (const ParamRef& p : shard_params) grads.push_back(p.grad);
   const double local = grads.empty() ? 0.0 : double(gtl::ops::global_l2_norm(grads).item());

@@ -22,13 +22,11 @@ int ddp_main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
   }
-  // TODO(lab05) step 7: the lab's training run (the default TrainConfig, the core's flat sync)
-  // as this process's rank.
+  // TODO(lab05) step 7: the lab's training run (the default TrainConfig) as this process's rank.
   //   Spec: under `mpirun -np 2` and `-np 3` rank 0's result file (write_result, ddp_training.h)
-  //   equals the in-process run on as many ranks bit for bit; under NCCL each rank trains on its
-  //   own GPU; with no launcher the program trains as a world of one. Return 0 on success.
-  //   Hint: gtl/distributed/launch.h and ddp_training.h hold every call you need; which
-  //   backend cannot promise a deterministic sum? About 10 lines.
+  //   equals the in-process run on as many ranks (tests/mpi_launch_test.cpp) bit for bit; under
+  //   NCCL each rank trains on its own GPU; with no launcher the program trains as a world of
+  //   one. Return 0 on success. About 10 lines.
   std::cerr << "lab05_ddp_train: TODO 7 is not done (ddp_main.cpp)\n";
   (void)out;
   return 1;

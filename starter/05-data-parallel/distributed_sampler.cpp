@@ -15,7 +15,7 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
                                    int64_t epoch) {
   GTL_CHECK(dataset_size > 0 && world_size > 0 && rank >= 0 && rank < world_size,
             "shard_indices: bad arguments");
-  // TODO(lab05) step 2a: one permutation per (seed, epoch), padded, every world_size-th position.
+  // TODO(lab05) step 2: one permutation per (seed, epoch), padded, every world_size-th position.
   //   Spec (data_parallel.h): the epoch's order is a permutation of 0..dataset_size-1 that depends
   //   only on (seed, epoch), the same on every rank; pad it by repeating its first indices up to
   //   ceil(size/W)*W positions; rank r takes positions r, r+W, r+2W, ...
@@ -27,7 +27,7 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
 }
 
 void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& params, int root) {
-  // TODO(lab05) step 2b: every parameter value from `root`.
+  // TODO(lab05) step 2: every parameter value from `root`.
   //   Spec (data_parallel.h): every rank ends with the root's values bit for bit; the checks count
   //   the bytes each rank receives: exactly what that takes, no more, through the communicator's
   //   broadcast. Yours to decide: what must travel. About 1 line.

@@ -28,8 +28,16 @@ Fsdp::Fsdp(Communicator& comm, Module& model, std::vector<Unit>& units, int pref
   hooks.before_backward = on_unit(&Fsdp::before_backward);
   hooks.after_backward = on_unit(&Fsdp::after_backward);
   hooks_ = model.add_hooks(std::move(hooks));
-  // TODO(lab06) step 4a: from here on, between uses, a rank holds only the units' shards
-  //   (fsdp-memory measures every byte, from the first hook on). About 4 lines.
+  // TODO(lab06) step 4: FSDP's unit lifecycle, over this constructor, gather(u) and the four
+  //   hooks. Spec (the handout's TODO 4): from the end of this constructor on, a rank holds the
+  //   units' shards and, beyond them, full buffers of at most the unit that computes (fsdp-memory
+  //   measures every byte at every hook); while u computes, its layers read its full values, the
+  //   current weights of every rank's shard; when after_backward(u) returns, the gradient u's
+  //   optimizer reads (shard_param()) holds this step's gradient averaged over ranks, as DDP's.
+  //   gather(u) is the one place that fills a unit's full values (sharded.h). Every rank issues
+  //   the same collectives in unit order, and the step sends 1.5x DDP's bytes with no all-reduce:
+  //   account for every byte before you write. Decide what each of the six functions does. About
+  //   22 lines over the six (TODO 5's calls not counted).
   // END TODO(lab06)
 }
 
@@ -42,46 +50,32 @@ std::vector<ParamRef> Fsdp::shard_params() const {
 }
 
 void Fsdp::gather(int64_t u) {
-  // TODO(lab06) step 4b: on return unit u's full values exist and hold every rank's shard, and
-  //   pending_[u] is empty. A gather prefetch(u) already issued (TODO 5) is not issued again.
-  //   About 9 lines.
+  // TODO(lab06) step 4 (gather): the spec is in the constructor and at gather in sharded.h.
   (void)u;
   // END TODO(lab06)
 }
 
 void Fsdp::before_forward(int64_t u) {
-  // TODO(lab06) step 4c: unit u's forward, over before_forward and after_forward. Spec: unit u
-  //   is in use from the moment this returns until after_forward is called; while in use its
-  //   layers read its full values, which must be the current weights of every rank's shard; out
-  //   of use, the rank holds u's shards and nothing else of u (the holding check looks at every
-  //   hook, the memory checks count every byte). Hint: sketch one unit's bytes over a whole
-  //   step (its forward, the other units', its backward) before you write. About 2 lines over
-  //   the two functions (TODO 5's calls not counted).
+  // TODO(lab06) step 4 (forward starts): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
 }
 
 void Fsdp::after_forward(int64_t u) {
-  // TODO(lab06) step 4c (forward done): the spec is in before_forward.
+  // TODO(lab06) step 4 (forward done): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
 }
 
 void Fsdp::before_backward(int64_t u) {
-  // TODO(lab06) step 4d: unit u's backward, over before_backward and after_backward. Spec: in
-  //   use as in 4c; u's backward reads u's values and writes into its views of u's grads(). When
-  //   after_backward returns, the gradient u's optimizer reads (shard_param()) holds this step's
-  //   gradient averaged over ranks, as DDP's, and the rank holds only u's shards again. Every
-  //   rank issues the same collectives in unit order, and the step sends 1.5x DDP's bytes with
-  //   no all-reduce: account for every byte before you write. Hint: this backward is u's last use
-  //   in the step: what of it must survive, and in which buffer? About 6 lines over the two
-  //   functions (TODO 5's calls not counted).
+  // TODO(lab06) step 4 (backward starts): the spec is in the constructor; u's backward writes
+  //   into its views of u's grads().
   (void)u;
   // END TODO(lab06)
 }
 
 void Fsdp::after_backward(int64_t u) {
-  // TODO(lab06) step 4d (backward done): the spec is in before_backward.
+  // TODO(lab06) step 4 (backward done): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
 }

@@ -10,10 +10,9 @@ namespace lab06 {
 int64_t shard_size(int64_t numel, int world_size) {
   // TODO(lab06) step 1: the layout of sharded.h section 1, over the five functions of this
   //   file. Spec: the padded buffer is the smallest multiple of world_size that holds numel, cut
-  //   into world_size equal shards in rank order; the real-element count is in 0 .. shard_size
-  //   for every rank and the ranks' counts add up to numel; every element of the padded buffer
-  //   has exactly one owner, the rank whose shard holds it. Work it out on paper first for numel
-  //   7 on 3 ranks, 10 on 4 and 3 on 5 (where ranks 3 and 4 hold only padding). About 8 lines
+  //   into world_size equal shards in rank order; the ranks' real-element counts add up to
+  //   numel; every element of the padded buffer has exactly one owner, the rank whose shard holds
+  //   it. Work it out on paper first for numel 7 on 3 ranks, 10 on 4 and 3 on 5. About 8 lines
   //   over the five functions.
   (void)numel, (void)world_size;
   return 0;

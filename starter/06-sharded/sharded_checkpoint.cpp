@@ -20,11 +20,12 @@ std::string shard_file(const std::string& dir, int rank, int world_size) {
 void save_sharded(const std::string& dir, const Communicator& comm, const std::vector<Unit>& units,
                   const gtl::optim::AdamW& optimizer) {
   // TODO(lab06) step 6a: save and load, over save_sharded and load_sharded. Spec: save writes
-  //   shard_file(dir, rank, N), a gtl::io::CheckpointFile holding exactly the entries sharded.h
-  //   lists (their names are pinned by the tests); load reads it back into the units' shards and
-  //   the optimizer so that the run continues bit for bit, and a file cut for another N or rank
-  //   throws gtl::Error naming both (GTL_CHECK). Decide how the loaded numbers reach the tensors
-  //   the model and AdamW already hold. About 23 lines over the two functions.
+  //   shard_file(dir, rank, N), a gtl::io::CheckpointFile with the entries of sharded.h section
+  //   6; load reads it back into the units' shards and the optimizer so that the run continues
+  //   bit for bit, and a file cut for another N or rank throws gtl::Error naming both
+  //   (GTL_CHECK). Decide which of the optimizer's numbers a resume needs, and how the loaded
+  //   numbers reach the tensors the model and AdamW already hold. About 23 lines over the two
+  //   functions.
   (void)dir, (void)comm, (void)units, (void)optimizer;
   // END TODO(lab06)
 }

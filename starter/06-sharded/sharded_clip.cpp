@@ -14,19 +14,20 @@ namespace lab06 {
 using gtl::dist::ReduceOp;
 
 void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler) {
-  // TODO(lab06) step 7a: afterwards every rank's found-inf flag says "overflow" exactly when
-  //   some rank's did (an undefined flag counts as a float32 [1] zero; nothing when the scaler
-  //   is disabled). Which reduction keeps the flag a flag? About 6 lines.
+  // TODO(lab06) step 7: one skip decision and one clip for all ranks, over agree_found_inf and
+  //   clip_sharded_grad_norm_. Spec (sharded.h section 7): afterwards every rank's found-inf flag
+  //   says "overflow" exactly when some rank's did (an undefined flag counts as a float32 [1]
+  //   zero; nothing when the scaler is disabled); clip_sharded_grad_norm_ returns the L2 norm of
+  //   ALL ranks' shards together, the same bits on every rank, and scales this shard with
+  //   gtl::optim::scale_by_clip_coef_ by it. A rank with no parameters still takes part in both.
+  //   About 16 lines over the two functions.
   (void)comm, (void)scaler;
   // END TODO(lab06)
 }
 
 float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& shard_params,
                               float max_norm) {
-  // TODO(lab06) step 7b: return the L2 norm of ALL ranks' shards together, the same bits on
-  //   every rank, and scale this shard with gtl::optim::scale_by_clip_coef_ by it. Hint: which
-  //   per-shard quantity adds up across shards? (gtl::ops::global_l2_norm returns a norm.) A rank
-  //   with no parameters still takes part. About 10 lines.
+  // TODO(lab06) step 7 (clip): the spec is in agree_found_inf.
   (void)comm, (void)shard_params, (void)max_norm;
   return 0.f;
   // END TODO(lab06)

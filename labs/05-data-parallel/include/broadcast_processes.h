@@ -1,4 +1,4 @@
-// TODO 2b's broadcast across real processes (provided, pristine): the file each rank of
+// TODO 2's broadcast across real processes (provided, pristine): the file each rank of
 // lab05_broadcast_processes writes (src/broadcast_processes_main.cpp), shared by the program, its
 // test (BroadcastProcesses.*, mpi_launch_test.cpp) and the lab's judge.
 //

@@ -80,8 +80,8 @@ gtl::Device rank_device(const Communicator& comm);
 // The single-process reference of a run on `world_size` ranks (see the header comment).
 TrainResult train_single_process(int world_size, const TrainConfig& config);
 
-// The sync the core would do: one all-reduce (Avg) of the flat gradient. TODO 7's program and
-// the tests of TODOs that are not about the sync itself use it.
+// The sync the core would do: one all-reduce (Avg) of the flat gradient. The tests of TODOs that
+// are not about the sync itself use it.
 SyncFactory core_flat_sync();
 
 // Result files of the real-process run (TODO 7): written by rank 0, floats as exact hex.

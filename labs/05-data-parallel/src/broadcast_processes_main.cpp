@@ -1,4 +1,4 @@
-// lab05_broadcast_processes (provided, pristine): the student's broadcast_parameters (TODO 2b) on
+// lab05_broadcast_processes (provided, pristine): the student's broadcast_parameters (TODO 2) on
 // the launcher's processes (see broadcast_processes.h).
 //
 //   mpirun -np 3 lab05_broadcast_processes --seed BASE --out PREFIX

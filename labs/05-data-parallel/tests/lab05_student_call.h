@@ -4,7 +4,7 @@
 // the student's code reached it (a direct call, a function pointer, a helper in another file).
 //
 // The lists are the rubric's `forbidden:` entries that make sense at run time: the core's
-// collectives for the ring (TODO 1) and its loader for the sampler (TODO 2a). The DDP TODOs call
+// collectives for the ring (TODO 1) and its loader for the sampler (TODO 2). The DDP TODOs call
 // the communicator's all_reduce themselves, so its ring implementation runs there by design: for
 // them the rubric's name scan and the traffic checks (which collective, how many bytes) stand.
 // A scope ends at the end of the enclosing block; a rank that calls a core collective after its
@@ -25,9 +25,9 @@ inline StudentCall todo1() {
       {"gtl::dist::Communicator::all_reduce", "gtl::dist::Communicator::reduce_scatter",
        "gtl::dist::Communicator::all_gather", "gtl::dist::RingCommunicator::do_"});
 }
-// TODO 2a, shard_indices: the core's DataLoader shards an epoch the same way.
-inline StudentCall todo2a() {
-  return StudentCall("shard_indices (TODO 2a, distributed_sampler.cpp)", {"gtl::data::DataLoader"});
+// TODO 2, shard_indices: the core's DataLoader shards an epoch the same way.
+inline StudentCall todo2() {
+  return StudentCall("shard_indices (TODO 2, distributed_sampler.cpp)", {"gtl::data::DataLoader"});
 }
 
 }  // namespace lab05_student_call

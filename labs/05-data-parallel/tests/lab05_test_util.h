@@ -78,7 +78,7 @@ inline std::string ring_traffic_problem(const gtl::dist::Communicator& comm, int
   return s.str();
 }
 
-// TODO 2b on this rank after broadcast_parameters of `param_bytes` bytes of parameters from
+// TODO 2 on this rank after broadcast_parameters of `param_bytes` bytes of parameters from
 // `root`: a broadcast of S bytes delivers S bytes to every rank but the root and none to the root
 // (docs/distributed.md, "broadcast"), however the parameters are grouped (one broadcast each, or
 // one of a flat copy); every collective runs over the whole world.

@@ -1,6 +1,6 @@
 // TODO 7: the DDP run as two and as three real processes under mpirun (MPI backend, CPU) gives bit
 // for bit the in-process result. TODO 1: the ring across three real processes (RingProcesses.*).
-// TODO 2b: the broadcast of the initial weights across three real processes (BroadcastProcesses.*).
+// TODO 2: the broadcast of the initial weights across three real processes (BroadcastProcesses.*).
 // TODOs 5, 4, 3 and 6: the training synced by your BucketedDdp, flat_ddp_sync, naive_ddp_sync and
 // NoSyncAccumulator on three real processes (BucketedProcesses.*, FlatProcesses.*,
 // NaiveProcesses.*, NoSyncProcesses.*).
@@ -170,7 +170,7 @@ TEST(RingProcesses, ThreeProcessesHoldTheExactSumAndMoveEveryChunk) {
   }
 }
 
-// TODO 2b across real processes. In-process ranks are threads: a broadcast could broadcast a
+// TODO 2 across real processes. In-process ranks are threads: a broadcast could broadcast a
 // scratch copy of every parameter (the expected calls and bytes) and copy the root's values from
 // a global, passing BroadcastParameters.*. Three processes share no memory, and each starts from
 // other weights (the model seed base + rank; TODO 7's training cannot show a missing broadcast,

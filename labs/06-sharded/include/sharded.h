@@ -41,12 +41,11 @@ using gtl::optim::ParamRef;
 // ---- 1. Shard arithmetic (shard_math.cpp) -------------------------------------------------------
 // A flat buffer of `numel` real elements is padded with zeros to the smallest multiple of
 // world_size, so that it cuts into world_size equal shards: rank r owns elements
-// [shard_offset(r), shard_offset(r) + shard_size). The padding sits at the tail only, so the
-// last ranks' shards may hold fewer real elements (or none: numel < world_size).
+// [shard_offset(r), shard_offset(r) + shard_size). The padding sits at the tail only.
 int64_t padded_numel(int64_t numel, int world_size);
 int64_t shard_size(int64_t numel, int world_size);
 int64_t shard_offset(int64_t numel, int world_size, int rank);
-// How many elements of rank `rank`'s shard are real (not padding): 0 .. shard_size.
+// How many elements of rank `rank`'s shard are real (not padding).
 int64_t shard_real_numel(int64_t numel, int world_size, int rank);
 // The rank whose shard holds element i of the padded buffer (0 <= i < padded_numel).
 int shard_owner(int64_t i, int64_t numel, int world_size);
@@ -111,9 +110,10 @@ class Fsdp {
   // The optimizer's parameters: every unit's shard_param() (real elements only), unit order.
   std::vector<ParamRef> shard_params() const;
 
-  // TODO 4. Called around unit u's forward and backward. What u must hold at each moment is the
-  // handout's TODO 4; after its backward the unit's optimizer gradient is the AVERAGE over ranks
-  // (as DDP's). Every rank issues the same collectives in the same (unit) order.
+  // TODO 4. Called around unit u's forward and backward. What a rank may hold at each hook is
+  // stated in the handout's TODO 4 (and in fsdp.cpp); after its backward the unit's optimizer
+  // gradient is the AVERAGE over ranks (as DDP's). Every rank issues the same collectives in the
+  // same (unit) order.
   void before_forward(int64_t u);
   void after_forward(int64_t u);
   void before_backward(int64_t u);
@@ -124,10 +124,9 @@ class Fsdp {
 
   // TODO 5. Starts unit u's all-gather asynchronously and returns without waiting for it; the
   // gather's Work is in_flight(u) until gather(u) waits for it. Does nothing when u is out of
-  // range or its values are already present or in flight. With prefetch 1 the unit that computes
-  // next is gathered while u computes, within a pass: forward prefetches only forward units,
-  // backward only backward units (the last unit's forward still releases it, and its backward
-  // gathers it again, as TODO 4 does). Where the hooks call it is TODO 5's question.
+  // range or its values are already present or in flight. Where the hooks call it (prefetch 1)
+  // is TODO 5's question; the last unit's forward still releases it, and its backward gathers it
+  // again, as TODO 4 does.
   void prefetch(int64_t u);
   // Unit u's prefetch in flight, if any: the Work gather(u) waits for (TODO 5's own checks wait
   // on it too, so they do not need gather, TODO 4).
@@ -148,12 +147,12 @@ class Fsdp {
 
 // ---- 6. Sharded checkpoint (sharded_checkpoint.cpp) ---------------------------------------------
 // Each rank saves only what it owns, in its own file shard_file(dir, rank, N), a
-// gtl::io::CheckpointFile written atomically: no rank ever holds the whole model. Its entries
-// (numbers as put_int scalars, tensors as tensors):
+// gtl::io::CheckpointFile written atomically: no rank ever holds the whole model. The entries the
+// tests read by name (numbers as put_int scalars, tensors as tensors):
 //   "world_size", "rank"            the layout the shards were cut for
 //   "unit<u>.values"                 unit u's shard_values() (its padding included)
-//   "optim.<name>"                   every tensor of optimizer.state() (this rank's m and v)
-//   "optim.step_count"               AdamW's step count
+// and, under names that start with "optim." (yours to choose), whatever of the optimizer a resume
+// needs to continue bit for bit: tensors as tensors, numbers as put_int or put_double scalars.
 std::string shard_file(const std::string& dir, int rank,
                        int world_size);  // "<dir>/shard-1-of-4.ckpt"
 void save_sharded(const std::string& dir, const Communicator& comm, const std::vector<Unit>& units,

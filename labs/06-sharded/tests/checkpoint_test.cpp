@@ -48,8 +48,23 @@ std::vector<float> initial_weights() {
   return w;
 }
 
-// Records, per rank, each unit's saved value shard (a digest), the elements of the saved optimizer
-// state and the step count.
+// The float elements of a shard file's tensors under "optim." (its scalar entries are not tensors:
+// get throws on them).
+int64_t optimizer_elements(const gtl::io::CheckpointFile& ckpt) {
+  int64_t elements = 0;
+  for (const std::string& name : ckpt.names()) {
+    if (name.rfind("optim.", 0) != 0) continue;
+    try {
+      elements += ckpt.get(name).numel();
+    } catch (const gtl::Error&) {
+      continue;  // a scalar entry
+    }
+  }
+  return elements;
+}
+
+// Records, per rank, each unit's saved value shard (a digest) and the elements of the saved
+// optimizer state (the tensors under "optim.").
 void record_shard_files(gtl::judge::Outputs& out, const std::string& dir, int n, int64_t units) {
   for (int r = 0; r < n; ++r) {
     if (!std::filesystem::exists(shard_file(dir, r, n))) return;  // the test says which is missing
@@ -61,12 +76,7 @@ void record_shard_files(gtl::judge::Outputs& out, const std::string& dir, int n,
       out.record(v.size());
       out.record_digest(v.data(), v.size());
     }
-    int64_t optim = 0;
-    for (const std::string& name : ckpt.names())
-      if (name.rfind("optim.", 0) == 0 && name != "optim.step_count")
-        optim += ckpt.get(name).numel();
-    out.record(optim);
-    out.record(ckpt.has("optim.step_count") ? ckpt.get_int("optim.step_count") : int64_t{-1});
+    out.record(optimizer_elements(ckpt));
   }
 }
 
@@ -102,13 +112,11 @@ TEST(ShardedCheckpoint, EachRankSavesExactlyItsShardsAndOptimizerState) {
     const std::string path = shard_file(dir, r, n);
     ASSERT_TRUE(std::filesystem::exists(path)) << "rank " << r << " must write " << path;
     const gtl::io::CheckpointFile ckpt = gtl::io::CheckpointFile::load(path);
-    int64_t values = 0, optim = 0, expected_values = 0, expected_optim = 0;
+    int64_t values = 0, expected_values = 0, expected_optim = 0;
     for (const std::string& name : ckpt.names()) {
       if (name.rfind("unit", 0) == 0) values += ckpt.get(name).numel();
-      if (name.rfind("optim.", 0) == 0 && name != "optim.step_count") {
-        optim += ckpt.get(name).numel();
-      }
     }
+    const int64_t optim = optimizer_elements(ckpt);
     for (int64_t numel : numels) {
       const gtl::nn::ShardLayout layout(numel, n);
       expected_values += layout.shard_size();
@@ -118,9 +126,9 @@ TEST(ShardedCheckpoint, EachRankSavesExactlyItsShardsAndOptimizerState) {
         << "rank " << r << ": the unit entries must be this rank's value shards (padding "
         << "included), not the full weights: a sharded checkpoint never gathers the model";
     EXPECT_EQ(optim, expected_optim)
-        << "rank " << r << ": m and v of this rank's real shard elements, every tensor of "
-        << "optimizer.state()";
-    EXPECT_EQ(ckpt.get_int("optim.step_count"), 2) << "rank " << r << ": AdamW's step count";
+        << "rank " << r << ": the float elements of the tensors under \"optim.\": expected "
+        << "m and v of this rank's real shard elements (every tensor of optimizer.state()), and "
+        << "nothing of any other rank's";
   }
   record_shard_files(out, dir, n, static_cast<int64_t>(numels.size()));
   std::filesystem::remove_all(dir);
@@ -275,7 +283,6 @@ TEST(ShardedCheckpoint, EachRankSavesExactlyItsShardsAndOptimizerStateOnASeededR
           << lab06_cases::describe(c) << ", rank " << r << ": " << name
           << " must be the rank's value shard";
     }
-    EXPECT_EQ(ckpt.get_int("optim.step_count"), 2) << lab06_cases::describe(c) << ", rank " << r;
   }
   std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,6 @@
 // TODO 6 on its own: save_sharded, load_sharded and consolidate checked on units the test builds
 // itself (make_units of the lab model and of a seeded one, every shard filled with a known value
-// per element, an AdamW whose m, v and step count the test sets), so no training and no Fsdp
+// per element, an AdamW whose whole state the test sets), so no training and no Fsdp
 // (TODO 4) runs. The values encode (unit, element of the unit's flat buffer) above a base drawn
 // from the seed (lab06_cases.h), so a chunk read from the wrong rank, the wrong unit or the wrong
 // offset shows in the first element that differs. Each test records what the student's functions

@@ -144,8 +144,8 @@ inline std::vector<std::string> timeline_of(const FsdpStep& step) {
 // The order checks' rules, for a prefetch distance `distance` (0: just in time; 1: one unit ahead),
 // checked on rank 0's lines (timeline_of) of one forward and backward. Each pass (forward, then
 // backward) computes its units in the model's order (forward 0 .. U-1, backward U-1 .. 0), and:
-//   G1  each unit is gathered once per pass, before it computes, the gathers issued in the order
-//       the pass computes its units (a collective names its unit by its size, 4 x padded);
+//   G1  each unit is gathered once per pass, before it computes (a collective names its unit by
+//       its size, 4 x padded);
 //   G2  when a unit is about to compute, the next `distance` units of its pass have been issued,
 //       and none further: a gather runs at most `distance` units ahead, and never across the
 //       forward/backward boundary (the backward pass gathers its units again);

@@ -45,7 +45,7 @@ TEST(Fsdp, TrainsBitForBitLikeDdpOnOneToFiveRanks) {
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(bitwise_diff(zero[r].weights, ddp[r].weights), "")
           << "N " << n << ", rank " << r << ": FSDP's weights after 3 steps differ from DDP's. "
-          << "Revisit the contract of steps 4c and 4d (handout, TODO 4): the values a unit's "
+          << "Revisit the contract of the hooks (handout, TODO 4): the values a unit's "
              "forward and backward read, what its backward writes into, and what the optimizer's "
              "gradient must hold once the backward is done";
       EXPECT_EQ(bitwise_diff(zero[r].losses, ddp[r].losses), "") << "N " << n << ", rank " << r;
@@ -87,7 +87,7 @@ TEST(Fsdp, HoldsOnlyTheComputingUnitsFullBuffers) {
       step.seen.front().with_values.size() == std::size_t(units) ||
               step.seen.front().with_grads.size() == std::size_t(units)
           ? " (every unit holds them at the very first hook, before any unit computed: revisit "
-            "what a unit may hold between uses, from construction on, step 4a)"
+            "what a unit may hold between uses, from construction on, TODO 4)"
           : "";
   for (const testing::Seen& s : step.seen) {
     const bool before = s.hook.rfind("before", 0) == 0;
@@ -114,7 +114,7 @@ TEST(Fsdp, CollectivesFollowTheUnits) {
       << "N 2, the lab model, prefetch 0: rank 0's gathers, reduce-scatters and unit "
       << "computations, in order: " << ::testing::PrintToString(got)
       << ". Which hook issued a collective too early, too late or not at all? Revisit what unit u "
-      << "holds at each of its four hooks (steps 4c and 4d)";
+      << "holds at each of its four hooks (TODO 4)";
 }
 
 TEST(Fsdp, MovesOneAndAHalfTimesWhatDdpMoves) {
