@@ -55,6 +55,21 @@ TEST(NoSync, GradModeOfEachMicroBatch) {
   }
 }
 
+// What a backward with GradMode acc.mode(m) does to the flat gradient: micro-batch m's gradient
+// on this rank (micro_grad) overwrites it or is added to it.
+void backward_of(const NoSyncAccumulator& acc, const gtl::nn::ParameterBuffer& buffer, int rank,
+                 int64_t m) {
+  const int64_t n = buffer.grads().numel();
+  std::vector<float> g(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) g[std::size_t(i)] = micro_grad(rank, m, i);
+  const Tensor gm = Tensor::from_vector(g, {n});
+  if (acc.mode(m) == gtl::nn::GradMode::Overwrite) {
+    Tensor(buffer.grads()).copy_(gm);
+  } else {
+    gtl::ops::add_(buffer.grads(), gm);
+  }
+}
+
 TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
   const int world = 3;
   const int64_t k = 4, steps = 2;
@@ -71,15 +86,7 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
                                      std::to_string(comm.rank()));
         for (int64_t step = 0; step < steps; ++step) {
           for (int64_t m = 0; m < k; ++m) {
-            std::vector<float> g(static_cast<std::size_t>(n));
-            for (int64_t i = 0; i < n; ++i) g[i] = micro_grad(comm.rank(), m, i);
-            const Tensor gm = Tensor::from_vector(g, {n});
-            // What a backward with GradMode acc.mode(m) does to the flat gradient.
-            if (acc.mode(m) == gtl::nn::GradMode::Overwrite) {
-              Tensor(buffer.grads()).copy_(gm);
-            } else {
-              gtl::ops::add_(buffer.grads(), gm);
-            }
+            backward_of(acc, buffer, comm.rank(), m);
             const int64_t before = comm.counters("all_reduce").calls;
             acc.after_backward(m);
             const int64_t calls = comm.counters("all_reduce").calls - before;
@@ -139,14 +146,7 @@ TEST(NoSync, TheGradientIsWhatTheAllReduceReturned) {
         for (float& x : expected) x /= kWorld;
         for (int64_t step = 0; step < steps; ++step) {
           for (int64_t m = 0; m < k; ++m) {
-            std::vector<float> g(static_cast<std::size_t>(n));
-            for (int64_t i = 0; i < n; ++i) g[i] = micro_grad(comm.rank(), m, i);
-            const Tensor gm = Tensor::from_vector(g, {n});
-            if (acc.mode(m) == gtl::nn::GradMode::Overwrite) {
-              Tensor(buffer.grads()).copy_(gm);
-            } else {
-              gtl::ops::add_(buffer.grads(), gm);
-            }
+            backward_of(acc, buffer, comm.rank(), m);
             acc.after_backward(m);
           }
           EXPECT_EQ(testing::bitwise_diff(buffer.grads().to_vector(), expected), "")
