@@ -21,9 +21,9 @@ BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, i
   //   starts when its rank is free and what it waits for has ended, and lasts chunk_forward_time
   //   or chunk_backward_time. Throw gtl::Error when the orders cannot run. The report is
   //   simulate_bubbles's, per rank.
-  //   Yours to decide: which virtual stage an action runs on, what each action waits for in the
-  //   v p deep pipeline (the first and the last virtual stage included), and how to keep the end
-  //   times when one rank runs several stages. About 50 lines.
+  //   Yours to decide: what each action waits for in the v p deep pipeline (the first and the
+  //   last virtual stage included), and how to keep the end times when one rank runs several
+  //   stages. About 50 lines.
   return {};
   // END TODO(lab07)
 }

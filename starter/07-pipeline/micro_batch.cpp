@@ -17,8 +17,8 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
   //   [0, batch), sizes differing by at most one, the larger first. micro_batch_weight: the
   //   dloss of mb's backward, such that the gradients accumulated over the micro-batches of ANY
   //   split (sizes may differ) are the gradient of the whole batch's mean loss.
-  //   Yours to decide: how many micro-batches get an extra row, and the weight (write the batch's
-  //   mean loss in terms of the micro-batches' mean losses). About 9 lines in all.
+  //   Yours to decide: how many micro-batches get an extra row, and the weight. About 9 lines in
+  //   all.
   return {};
 }
 

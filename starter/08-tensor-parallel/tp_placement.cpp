@@ -31,14 +31,15 @@ TpStepFigures tp_step_figures(const std::vector<std::vector<TraceEvent>>& traces
   //   critical path is.
   //   About 24 lines.
   (void)k, (void)model, (void)placement;
+  // END TODO(lab08)
   return f;
 }
 
 int largest_tp_size(const std::map<int, std::vector<std::vector<TraceEvent>>>& traces_by_size,
                     const gtl::dist::CostModel& model, TpPlacement placement, double max_fraction) {
   int best = 0;
-  // largest_tp_size, the largest qualifying size (spec: tensor_parallel.h), using the function
-  // above. About 5 lines.
+  // TODO(lab08) step 6 (largest size): the largest qualifying size (spec: tensor_parallel.h).
+  //   About 5 lines.
   (void)traces_by_size, (void)model, (void)placement, (void)max_fraction;
   // END TODO(lab08)
   return best;
