@@ -4,12 +4,12 @@
 // every rank must call the same collectives in the same order (a collective is a rendezvous).
 //
 // clang-format off
-//   all_reduce(t, op)            every rank ends with op(t_0, ..., t_{N-1})      (DDP grads)
-//   reduce_scatter(in, out, op)  rank r ends with chunk r of op(in_0, ...)       (FSDP grads)
-//   all_gather(in, out)          every rank ends with [in_0, ..., in_{N-1}]      (FSDP params)
-//   broadcast(t, root)           every rank ends with t_root                     (init weights)
+//   all_reduce(t, op)            every rank ends with op(t_0, ..., t_{N-1})
+//   reduce_scatter(in, out, op)  rank r ends with chunk r of op(in_0, ...)
+//   all_gather(in, out)          every rank ends with [in_0, ..., in_{N-1}]
+//   broadcast(t, root)           every rank ends with t_root
 //   barrier()                    nobody leaves before everybody arrived
-//   send(t, dst), recv(t, src)   point to point                                  (pipelines)
+//   send(t, dst), recv(t, src)   point to point
 //   send_recv(a, dst, b, src)    both at once: the deadlock-free pipeline/ring step
 //   isend, irecv                 non-blocking point to point, completed by Work::wait()
 // clang-format on

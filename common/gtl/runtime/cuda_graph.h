@@ -1,12 +1,9 @@
 // CUDA graphs: record the GPU work of a step once, then replay it with one launch.
 //
 //   CudaGraph graph;
-//   step(static_x, static_y);                            // warm-up, eagerly (see below)
-//   graph.capture([&] { step(static_x, static_y); });    // records the step's work; runs none
-//   for (batch : data) {
-//     static_x.copy_(batch.x);  static_y.copy_(batch.y);  // new inputs, in the same buffers
-//     graph.replay();                                     // the whole step: one launch
-//   }
+//   work();                              // warm-up, eagerly (see below)
+//   graph.capture([&] { work(); });      // records work()'s GPU work; runs none of it
+//   graph.replay();                      // all of that work again: one launch
 //
 // Why: every kernel launch costs the host a few microseconds. A step of hundreds of small kernels
 // keeps the GPU waiting between them (launch-bound); a graph hands the GPU the whole step at once,
