@@ -33,8 +33,7 @@ struct InputPipeline::State {
   // stream, copies with copy_async_ on that stream and records an Event in PipelineBatch::ready.
   // What you decide: where the bound of D is enforced, how next() finds batch g among batches that
   // finished in any order, when a staging buffer may be loaded again, and how an error and the
-  // destructor reach a thread that waits. Hint: one mutex and one condition variable are enough;
-  // count batches, not queue entries. About 90 lines in all four regions.
+  // destructor reach a thread that waits. About 90 lines in all four regions.
   // END TODO(lab09)
 };
 

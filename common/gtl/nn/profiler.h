@@ -41,7 +41,7 @@ namespace gtl::nn {
 // One call of one leaf layer.
 struct ProfiledCall {
   std::string path;             // the layer's path in the model ("1.fc1"; "model" for the root)
-  std::string kind;             // "Linear", "ReLU", ...
+  std::string kind;             // Module::kind(): "linear", "relu", ...
   std::string pass;             // "forward", "backward" or "recompute"
   Shape input_shape;            // of the forward's input (also for the backward of that forward)
   double host_start_us;         // since the profiler was made

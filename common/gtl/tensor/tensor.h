@@ -165,8 +165,9 @@ class Tensor {
   Tensor clone() const;
   // Copies src into this tensor (same shape and dtype, any devices). Synchronous.
   void copy_(const Tensor& src);
-  // Enqueues the copy on `stream` and returns at once. Truly asynchronous only between the GPU
-  // and pinned host memory; from pageable memory the driver stages it and the host waits.
+  // Enqueues the copy on `stream` and returns at once: between two device tensors, and between
+  // the GPU and pinned host memory. From or to pageable host memory the driver stages it and the
+  // host waits.
   void copy_async_(const Tensor& src, const Stream& stream);
   void fill_(double value);
   void zero_() { fill_(0.0); }
