@@ -45,8 +45,8 @@ bool runs_in_half(lab03::Op op) {
 }
 
 // TODO 7's reference: the capstone's CPU row at `o`, measured as the handout's "Expected figures"
-// defines its peak (the training thread's own: the state building the trainer left plus the
-// steps' own peak, the loader's batches left out).
+// defines its peak (the training thread's own: the bytes building the trainer left allocated plus
+// the steps' own peak, the loader's batches left out).
 struct CapstoneReplay {
   int64_t peak = 0;
   float accuracy = 0.f, loss = 0.f;

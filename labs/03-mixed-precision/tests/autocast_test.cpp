@@ -83,9 +83,10 @@ TEST(Autocast, MatmulsInHalfTheFloat32IslandsStayFloat32) {
       EXPECT_EQ(got, core.dtype) << "TODO 2a: under " << policy.name() << ", your autocast_dtype("
                                  << lab03::op_name(op) << ") is " << got
                                  << ", which is not the dtype " << core.what
-                                 << " computes its result in: revisit the two questions of the "
+                                 << " computes its result in: revisit the questions of the "
                                     "handout's \"Tensor cores\" (what the op spends "
-                                    "its time on, what 8 or 11 bits would do to its result)";
+                                    "its time on, what 8 or 11 bits would do to its result, "
+                                    "and for an op neither claims, what a cast would buy)";
     }
   }
 }
