@@ -72,9 +72,8 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
 // (nn::weight_as), and otherwise cast the float32 weight at every use (forward AND backward).
 class HalfWeightCache {
  public:
-  // Gives every weight matrix and filter of `model` (what the core's Linear and Conv2d multiply
-  // with) a `dtype` compute copy (fp16 or bf16, CPU), made here once, and fills it. Biases and
-  // LayerNorm stay float32.
+  // Gives each parameter of `model` that a layer reads through nn::weight_as a `dtype` compute
+  // copy (fp16 or bf16, CPU), made here once, and fills it; every other parameter gets none.
   HalfWeightCache(gtl::nn::Module& model, DType dtype);  // TODO 2c
   // compute = round(value) for every copy, in place (no allocation): once per step, after the
   // optimizer changed the float32 values.

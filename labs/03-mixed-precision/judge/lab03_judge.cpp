@@ -144,7 +144,7 @@ std::string weight_copy() {
   int64_t bytes = 0;
   for (std::size_t k = 0; k < params.size(); ++k)
     if (multiplied[k]) bytes += 2 * params[k].value.numel();
-  Recorded every("HalfWeightCache.EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32");
+  Recorded every("HalfWeightCache.EachParameterALayerReadsThroughWeightAsGetsOneCopy");
   gtl::judge::expect_equal(every.next<int64_t>("bytes()"), bytes, "HalfWeightCache::bytes()");
   expect_copies(every, *model, multiplied, gtl::float_to_bfloat16_bits, "the bf16 copy");
   Recorded refreshed("HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating");

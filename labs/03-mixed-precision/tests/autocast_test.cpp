@@ -138,13 +138,13 @@ TEST(ActivationMemory, HalfPrecisionSavesAtMostTheDerivedShareOfFloat32) {
   }
 }
 
-TEST(HalfWeightCache, EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32) {
+TEST(HalfWeightCache, EachParameterALayerReadsThroughWeightAsGetsOneCopy) {
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
   const lab03::HalfWeightCache cache(*model, DType::BFloat16);
   int64_t expected_bytes = 0;
   gtl::judge::Outputs recorded(
-      "HalfWeightCache.EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32");
+      "HalfWeightCache.EachParameterALayerReadsThroughWeightAsGetsOneCopy");
   recorded.record(cache.bytes());
   const std::vector<bool> multiplied = lab03_cases::read_through_compute_copy(config);
   const std::vector<ParamRef> params = model->parameters();
