@@ -8,9 +8,9 @@
 // Why the training thread only: the trainer's data loader prepares batches on a background
 // thread, charged to the allocator that was current when the loader was built. How many
 // prefetched batches are alive at the peak moment depends on thread timing, so a peak that
-// includes them differs from run to run. On the CPU the row's peak is the state building the
-// trainer left (weights, gradients, AdamW state) plus the steps' own peak (activations and the
-// transients of backward), the same on every run and every machine for a fixed
+// includes them differs from run to run. On the CPU the row's peak is the bytes building the
+// trainer left allocated (weights, gradients, AdamW state) plus the steps' own peak (activations
+// and the transients of backward), the same on every run and every machine for a fixed
 // GTL_BLAS_THREADS; how to measure it is step 7's question. A GPU row reads the device
 // allocator's peak over the steps (reset after the build), which includes the batches the loader
 // copies to the device.

@@ -8,9 +8,9 @@
 // Why the training thread only: the trainer's data loader prepares batches on a background
 // thread, charged to the allocator that was current when the loader was built. How many
 // prefetched batches are alive at the peak moment depends on thread timing, so a peak that
-// includes them differs from run to run. On the CPU the row's peak is the state building the
-// trainer left (weights, gradients, AdamW state) plus the steps' own peak (activations and the
-// transients of backward), the same on every run and every machine for a fixed
+// includes them differs from run to run. On the CPU the row's peak is the bytes building the
+// trainer left allocated (weights, gradients, AdamW state) plus the steps' own peak (activations
+// and the transients of backward), the same on every run and every machine for a fixed
 // GTL_BLAS_THREADS; how to measure it is step 7's question. A GPU row reads the device
 // allocator's peak over the steps (reset after the build), which includes the batches the loader
 // copies to the device.
@@ -55,9 +55,9 @@ CapstoneRow run_capstone_row(const std::string& name, gtl::Device device,
   // gtl::train::Trainer (model, device, PrecisionPolicy::parse(precision), batch size) on
   // load_data(options).train for options.steps steps, then fill every other field of CapstoneRow
   // (gtl/train/trainer.h: what a step and an evaluation on options.eval_samples test samples
-  // return). On the CPU, peak_bytes = the bytes building the trainer allocated + the peak of what
-  // the steps allocate on this thread, exact on every run (the test leaves a 64 MiB peak in the
-  // default allocator just before it calls you); on a GPU, the device allocator's peak over the
+  // return). On the CPU, peak_bytes = the bytes building the trainer left allocated + the peak of
+  // what the steps allocate on this thread, exact on every run (the test leaves a 64 MiB peak in
+  // the default allocator just before it calls you); on a GPU, the device allocator's peak over the
   // steps (gtl::current_allocator(device)).
   // Decide how to measure that CPU peak when the data loader allocates its batches on a
   // background thread, from the allocator current when it was built (gtl/memory/allocator.h).

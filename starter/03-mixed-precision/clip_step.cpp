@@ -28,12 +28,12 @@ StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& par
   // TODO 5, second part (AmpStep.*): the optimizer steps exactly when every unscaled gradient is
   // finite, and it steps on gradients clipped to a global norm of at most max_norm in TRUE units
   // (max_norm <= 0: no clipping). out.stepped says whether it stepped; out.grad_norm is the norm
-  // clipping measured, 0 when nothing was clipped. After a skipped step the weights are unchanged
-  // and every finite gradient holds its unscaled value. The scaler unscales once and updates once
-  // per step, overflow or not.
-  // Decide the order of the calls, and when clipping runs at all. Ask: what would clipping
-  // compare with max_norm if it ran before unscaling? What does its coefficient do to the finite
-  // gradients when one gradient is inf, or NaN? About 5 lines.
+  // clipping measured (whether or not it scaled anything), 0 when clipping did not run. After a
+  // skipped step the weights are unchanged and every finite gradient holds its unscaled value. The
+  // scaler unscales once and updates once per step, overflow or not. Decide the order of the calls,
+  // and when clipping runs at all. Ask: what would clipping compare with max_norm if it ran before
+  // unscaling? What does its coefficient do to the finite gradients when one gradient is inf, or
+  // NaN? About 5 lines.
   (void)scaler;
   (void)params;
   (void)optimizer;

@@ -10,24 +10,14 @@
 
 namespace lab03 {
 
-namespace {
-// One element of a half tensor (fp16 or bf16) as float, and a float rounded into one.
-[[maybe_unused]] float load_half(const Tensor& t, int64_t i) {
-  const uint16_t b = static_cast<const uint16_t*>(t.data_ptr())[i];
-  return t.dtype() == DType::Float16 ? gtl::half_bits_to_float(b) : gtl::bfloat16_bits_to_float(b);
-}
-[[maybe_unused]] void store_half(const Tensor& t, int64_t i, float v) {
-  static_cast<uint16_t*>(t.data_ptr())[i] =
-      t.dtype() == DType::Float16 ? gtl::half(v).bits : gtl::bfloat16(v).bits;
-}
-}  // namespace
-
 // TODO(lab03) step 4: MasterWeights: the masters, the gradients widened, the model refreshed.
 // Spec (MasterWeights.*): the header's contract for the three calls, checked bit for bit for fp16
-// and bf16, step after step, against float32 training. The helpers load_half and store_half above
-// read and write one element of an fp16 or bf16 tensor. Decide what each master owns and what it
-// may share with its model parameter, what each call reads and writes, and what rounding each
-// direction needs. About 20 lines.
+// and bf16, step after step, against float32 training. The conversions are yours to write: the
+// elements of an fp16 or bf16 tensor are uint16_t patterns, and gtl/tensor/half.h has
+// gtl::half(float) and gtl::bfloat16(float) (their member `bits`), half_bits_to_float and
+// bfloat16_bits_to_float. Decide what each master owns and what it may share with its model
+// parameter, what each call reads and writes, and what rounding each direction needs. About 30
+// lines.
 MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
   for (const ParamRef& p : model_) {
     GTL_CHECK(

@@ -34,8 +34,7 @@ MemoryEstimate estimate_step_memory(const ModelConfig& config, int64_t batch,
   //   weights, gradients, compute_copy, optimizer_state: per element of the FLAT buffer, where
   //     each parameter tensor's slot is rounded up to 64 elements (which are float32, which
   //     half? what does AdamW step?); batch as in TODO 1;
-  //   activations: op by op, which tensors each op saves and in which dtype (a Linear casts its
-  //     input to half, LayerNorm to float32; the residual stream is float32);
+  //   activations: op by op, which tensors each op saves and in which dtype (the handout's list);
   //   peak: persistent + batch + the largest of backward's moments (the handout lists the four):
   //     at each, which tensors are alive, in which dtype?
   // Self-contained: do not call TODO 1's functions. About 30 lines.

@@ -57,7 +57,8 @@ enum class Op {
 };
 const char* op_name(Op op);  // "matmul", ...
 
-// The dtype `op` computes in under `policy` (torch.autocast's lists, as the core's layers do).
+// The dtype `op` computes in under `policy` (torch.autocast's lists, as the core's layers do),
+// where an op that takes an activation is handed what a matmul under `policy` produced.
 DType autocast_dtype(Op op, const gtl::nn::PrecisionPolicy& policy);  // TODO 2a
 
 // Exactly the bytes one training step of the MLP `config` saves for backward (the model's Context
@@ -71,9 +72,8 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
 // (nn::weight_as), and otherwise cast the float32 weight at every use (forward AND backward).
 class HalfWeightCache {
  public:
-  // Gives every weight matrix and filter of `model` (what the core's Linear and Conv2d multiply
-  // with) a `dtype` compute copy (fp16 or bf16, CPU), made here once, and fills it. Biases and
-  // LayerNorm stay float32.
+  // Gives each parameter of `model` that a layer reads through nn::weight_as a `dtype` compute
+  // copy (fp16 or bf16, CPU), made here once, and fills it; every other parameter gets none.
   HalfWeightCache(gtl::nn::Module& model, DType dtype);  // TODO 2c
   // compute = round(value) for every copy, in place (no allocation): once per step, after the
   // optimizer changed the float32 values.
@@ -165,7 +165,8 @@ float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm); 
 
 struct StepOutcome {
   bool stepped = false;   // false: an inf/NaN gradient, the optimizer step was skipped
-  float grad_norm = 0.f;  // the global norm clipping measured, in true units (0: not clipped)
+  float grad_norm = 0.f;  // the global norm clipping measured, in true units, whether or not it
+                          // scaled anything (0: clipping did not run)
 };
 // The end of an AMP step, after backward of loss * scaler.scale(): the optimizer steps exactly
 // when every unscaled gradient is finite, on gradients whose global norm is at most `max_norm` in
@@ -202,7 +203,7 @@ struct CapstoneRow {
   double seconds_per_epoch = 0;  // mean step time x batches per epoch
   double speedup_vs_cpu = 0;     // CPU row's seconds_per_epoch / this row's (CPU row: 1)
   int64_t peak_bytes = 0;        // the training thread's peak over the steps (see capstone.cpp)
-  float accuracy = 0;            // test accuracy after the last step (eval_samples)
+  float accuracy = 0;            // test accuracy after the last step, a fraction in [0, 1]
   float final_loss = 0;          // training loss of the last step
   int64_t skipped_steps = 0;     // steps skipped on fp16 overflow
 };

@@ -83,9 +83,10 @@ TEST(Autocast, MatmulsInHalfTheFloat32IslandsStayFloat32) {
       EXPECT_EQ(got, core.dtype) << "TODO 2a: under " << policy.name() << ", your autocast_dtype("
                                  << lab03::op_name(op) << ") is " << got
                                  << ", which is not the dtype " << core.what
-                                 << " computes its result in: revisit the two questions of the "
+                                 << " computes its result in: revisit the questions of the "
                                     "handout's \"Tensor cores\" (what the op spends "
-                                    "its time on, what 8 or 11 bits would do to its result)";
+                                    "its time on, what 8 or 11 bits would do to its result, "
+                                    "and for an op neither claims, what a cast would buy)";
     }
   }
 }
@@ -137,13 +138,13 @@ TEST(ActivationMemory, HalfPrecisionSavesAtMostTheDerivedShareOfFloat32) {
   }
 }
 
-TEST(HalfWeightCache, EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32) {
+TEST(HalfWeightCache, EachParameterALayerReadsThroughWeightAsGetsOneCopy) {
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
   const lab03::HalfWeightCache cache(*model, DType::BFloat16);
   int64_t expected_bytes = 0;
   gtl::judge::Outputs recorded(
-      "HalfWeightCache.EveryMatrixGetsOneHalfCopyBiasesAndNormsStayFloat32");
+      "HalfWeightCache.EachParameterALayerReadsThroughWeightAsGetsOneCopy");
   recorded.record(cache.bytes());
   const std::vector<bool> multiplied = lab03_cases::read_through_compute_copy(config);
   const std::vector<ParamRef> params = model->parameters();

@@ -33,19 +33,28 @@ struct Rig {
   }
 };
 
+// The true gradients (3, 0) and (0, 4) clipped to `max_norm` by the core's clip_grad_norm_.
+std::vector<std::vector<float>> core_clipped(float max_norm) {
+  Rig rig;
+  rig.backward(1.f);
+  gtl::optim::clip_grad_norm_({rig.a, rig.b}, max_norm);
+  return {rig.a.grad.to_vector(), rig.b.grad.to_vector()};
+}
+
 TEST(ClipByGlobalNorm, ScalesEveryGradientByOneCoefficient) {
   Rig rig;
   rig.backward(1.f);
   const float norm = lab03_student_call::clip_by_global_norm({rig.a, rig.b}, 1.f);
   EXPECT_EQ(norm, 5.f) << "TODO 5a: gradients (3, 0) and (0, 4): expected the global norm 5, got "
                        << norm;
-  const float coef = 1.f / (5.f + 1e-6f);
-  EXPECT_EQ(rig.a.grad.to_vector()[0], 3.f * coef)
+  const auto want = core_clipped(1.f);
+  EXPECT_EQ(rig.a.grad.to_vector(), want[0])
       << "TODO 5a: max_norm 1: the gradient 3 clipped is " << rig.a.grad.to_vector()[0]
-      << ", expected " << 3.f * coef << " (clip_grad_norm_'s coefficient: the header's contract)";
-  EXPECT_EQ(rig.b.grad.to_vector()[1], 4.f * coef)
+      << ", the core's clip_grad_norm_ makes it " << want[0][0]
+      << " (one coefficient for every gradient, as the header's contract computes it)";
+  EXPECT_EQ(rig.b.grad.to_vector(), want[1])
       << "TODO 5a: max_norm 1: the gradient 4 clipped is " << rig.b.grad.to_vector()[1]
-      << ", expected " << 4.f * coef;
+      << ", the core's clip_grad_norm_ makes it " << want[1][1];
 }
 
 // Gradients and a max norm drawn from the grading seed, against the core's clip_grad_norm_; the
@@ -100,13 +109,27 @@ TEST(AmpStep, ClipsAScaledStepToMaxNorm) {
   EXPECT_EQ(out.grad_norm, 5.f) << "TODO 5b: scale 1024, true gradients (3, 0) and (0, 4): "
                                    "expected grad_norm 5, got "
                                 << out.grad_norm;
-  const float coef = 1.f / (5.f + 1e-6f);
-  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f * coef)
-      << "TODO 5b: the update differs from one of the unscaled gradients clipped to norm 1 "
-         "(SGD lr 1): revisit the order of the step's three operations";
-  EXPECT_EQ(rig.b.value.to_vector()[1], -4.f * coef);
+  const auto want = core_clipped(1.f);
+  EXPECT_EQ(rig.a.value.to_vector()[0], -want[0][0])
+      << "TODO 5b: the update is " << rig.a.value.to_vector()[0] << ", not minus the unscaled "
+      << "gradient clipped to norm 1 (SGD lr 1), " << -want[0][0]
+      << ": revisit the order of the step's three operations";
+  EXPECT_EQ(rig.b.value.to_vector()[1], -want[1][1]);
   EXPECT_EQ(scaler.unscales, 1) << "TODO 5b: unscale exactly once per step";
   EXPECT_EQ(scaler.updates, 1) << "TODO 5b: update the scale once per step";
+}
+
+TEST(AmpStep, ReportsTheNormClippingMeasuredBelowMaxNorm) {
+  Rig rig;
+  CoreScaler scaler(8.f);
+  rig.backward(scaler.scale());
+  const lab03::StepOutcome out =
+      lab03_student_call::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 10.f);
+  EXPECT_TRUE(out.stepped);
+  EXPECT_EQ(out.grad_norm, 5.f) << "TODO 5b: scale 8, true gradients (3, 0) and (0, 4), max_norm "
+                                   "10: clipping ran and measured 5 (it scaled nothing), got "
+                                << out.grad_norm;
+  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f) << "TODO 5b: unscaled, and below max_norm";
 }
 
 TEST(AmpStep, NoClippingWhenMaxNormIsZero) {

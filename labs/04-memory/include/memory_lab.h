@@ -213,7 +213,8 @@ class MemoryTimeline {
   //  "peak": {"bytes": ..., "event": ..., "by_category": {"weights": ..., ...}}}
   nlohmann::json to_json() const;                            // TODO 3
   static MemoryTimeline from_json(const nlohmann::json& j);  // TODO 3: replays the events
-  // A few lines for people: the peak, and per category its bytes at the peak and its own peak.
+  // A few lines for people: the peak in bytes, and per category a line that starts
+  // "<category>: <its bytes at the peak>" (the handout's sample) and gives its own peak.
   std::string summary() const;  // TODO 3
 
  private:

@@ -125,11 +125,6 @@ inline UnevenSplit seeded_uneven_split(const std::string& test) {
 }
 
 // ---- TODO 5b: the segment-length policy ---------------------------------------------------------
-// The textbook cost of segments of k for L blocks (the handout, "Activation checkpointing"): the
-// test's oracle for TODO 5b, which asks you to derive it.
-inline int64_t checkpoint_cost(int64_t blocks, int64_t k) {
-  return (blocks + k - 1) / k + k;
-}
 // `count` block counts for `test`, 1 to 100,000, drawn from the grading seed.
 inline std::vector<int64_t> seeded_block_counts(const std::string& test, int count) {
   std::mt19937_64 g = gtl::test_seed::generator(test);

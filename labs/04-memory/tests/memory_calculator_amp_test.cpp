@@ -108,9 +108,8 @@ TEST(MemoryCalculatorAmp, ActivationBytesAreExactInHalfAndFloat32) {
         EXPECT_EQ(predicted, m.activations)
             << where(policy, config, batch) << "predicted " << predicted << " bytes held "
             << "between forward and backward, measured " << m.activations
-            << ". Per op: the Linears save their input cast to half (the first one a half COPY "
-               "of the images), GELU its half input; LayerNorm saves a float32 input and float32 "
-               "stats, and the residual stream is float32 (handout, 'Under mixed precision')";
+            << ". Revisit what each op saves and in which dtype autocast runs it (handout, "
+               "'Under mixed precision')";
       }
     }
   }
