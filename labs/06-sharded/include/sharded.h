@@ -198,7 +198,7 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
 
 // ---- 8. bf16 compute copies under FSDP (fsdp_mixed_precision.cpp) -------------------------------
 // FSDP's all-gathers are its largest traffic (TODO 4 counts them). Under mixed precision a unit
-// computes on a bf16 COMPUTE copy of its weights (round to nearest even, as Tensor::to rounds):
+// computes on a bf16 COMPUTE copy of its weights (fp32 rounded to nearest even):
 // the goal is half the bytes on the wire and half the memory of a gathered unit. What persists
 // stays fp32: the value shards (the master weights AdamW updates), the gradient shards, m and v.
 // Gradients are reduce-scattered in fp32 (PyTorch FSDP's MixedPrecision(param_dtype=bf16,
