@@ -5,6 +5,7 @@
 //   lab05_ddp_train --out r.txt                                    # one process, no launcher
 //
 // The same training code as the in-process ranks: only where the communicator comes from changes.
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -27,7 +28,16 @@ int ddp_main(int argc, char** argv) {
   std::unique_ptr<Communicator> comm = gtl::dist::init_from_environment();
   if (comm->backend() != "nccl") comm->set_deterministic(true);  // NCCL cannot promise it
   TrainConfig config;
-  config.device = rank_device(*comm);  // NCCL: this rank's GPU; MPI, in-process: the CPU
+  if (comm->backend() == "nccl") {  // this rank's own GPU, numbered by the launcher per node
+    int local = 0;
+    for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+      if (const char* v = std::getenv(name)) {
+        local = std::atoi(v);
+        break;
+      }
+    }
+    config.device = gtl::Device::cuda(local);
+  }  // MPI, in-process: the CPU (TrainConfig's default)
   const TrainResult result = train_lab_model(*comm, config, core_flat_sync());
   if (comm->rank() == 0) write_result(out, result, comm->backend(), comm->world_size());
   std::cout << "rank " << comm->rank() << "/" << comm->world_size() << " (" << comm->backend()

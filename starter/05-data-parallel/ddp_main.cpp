@@ -5,6 +5,7 @@
 //   lab05_ddp_train --out r.txt                                    # one process, no launcher
 //
 // The same training code as the in-process ranks: only where the communicator comes from changes.
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -25,8 +26,8 @@ int ddp_main(int argc, char** argv) {
   // TODO(lab05) step 7: the lab's training run (the default TrainConfig) as this process's rank.
   //   Spec: under `mpirun -np 2` and `-np 3` rank 0's result file (write_result, ddp_training.h)
   //   equals the in-process run on as many ranks (tests/mpi_launch_test.cpp) bit for bit; under
-  //   NCCL each rank trains on its own GPU; with no launcher the program trains as a world of
-  //   one. Return 0 on success. About 10 lines.
+  //   NCCL each rank trains on its own GPU (the handout's "Real processes"); with no launcher the
+  //   program trains as a world of one. Return 0 on success. About 18 lines.
   std::cerr << "lab05_ddp_train: TODO 7 is not done (ddp_main.cpp)\n";
   (void)out;
   return 1;

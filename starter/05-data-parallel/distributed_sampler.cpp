@@ -21,7 +21,8 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
   //   ceil(size/W)*W positions; rank r takes positions r, r+W, r+2W, ...
   //   Yours to decide: how to turn (seed, epoch) into one shuffle that every rank reproduces on
   //   its own, and that changes when either of the two changes. The tests try many (seed, epoch)
-  //   pairs. Hint: which two pairs would `seed + epoch` mix up? About 12 lines.
+  //   pairs. Hint: which two pairs would `seed + epoch` mix up? About 13 lines over this function
+  //   and broadcast_parameters below.
   return {};
   // END TODO(lab05)
 }
@@ -29,8 +30,8 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
 void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& params, int root) {
   // TODO(lab05) step 2: every parameter value from `root`.
   //   Spec (data_parallel.h): every rank ends with the root's values bit for bit; the checks count
-  //   the bytes each rank receives: exactly what that takes, no more, through the communicator's
-  //   broadcast. Yours to decide: what must travel. About 1 line.
+  //   the bytes each rank receives under the communicator's broadcast: exactly what that takes, no
+  //   more. Yours to decide: what must travel.
   (void)comm, (void)params, (void)root;
   // END TODO(lab05)
 }

@@ -11,8 +11,7 @@ void flat_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params) {
   //   Spec (data_parallel.h): one all-reduce per call, carrying exactly the gradients' bytes (all
   //   of them, in the order of `params`, nothing else), and no other collective; whether or not
   //   the gradients lie in one buffer, on the CPU or a GPU (the grads' device). Yours to decide:
-  //   the one tensor the call reduces, and how every gradient gets into it and its average back
-  //   out. About 12 lines.
+  //   the one tensor the call reduces. About 12 lines.
   (void)comm, (void)params;
   // END TODO(lab05)
 }

@@ -84,7 +84,8 @@ void Fsdp::prefetch(int64_t u) {
   // TODO(lab06) step 5: start unit u's all-gather and return without waiting for it; its Work
   //   in pending_[u] (in_flight(u)) for gather(u). Nothing at all when u is out of range or its
   //   values are present or in flight. Where the hooks call it, and before or after gather(u),
-  //   is yours to decide (the handout's TODO 5). About 6 lines here, 1 in each of two hooks.
+  //   is yours to decide (the handout's TODO 5). About 6 lines here, and 1 in each of two hooks,
+  //   written inside step 4's regions of those hooks.
   (void)u;
   // END TODO(lab06)
 }

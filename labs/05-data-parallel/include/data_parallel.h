@@ -46,12 +46,12 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor);
 // The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in order. The epoch's
 // order is a permutation of 0..dataset_size-1 that depends only on (seed, epoch): the same on
 // every rank, different from one epoch to the next and from any other (seed, epoch) pair's (a
-// run with seed 8 must not replay seed 7's epochs one epoch late). Uneven sizes are PADDED: the permutation is
-// extended by repeating its first indices up to P = ceil(dataset_size / world_size) * world_size
-// positions, and rank r takes positions r, r + world_size, r + 2 world_size, ... (P / world_size
-// indices). So every rank has the same number of samples (a rank that ran out early would leave
-// the others waiting in the all-reduce), the shards of one epoch are disjoint positions, and with
-// world_size 1 the result is the epoch's permutation itself.
+// run with seed 8 must not replay seed 7's epochs one epoch late). Uneven sizes are PADDED: the
+// permutation is extended by repeating its first indices up to P = ceil(dataset_size / world_size)
+// * world_size positions, and rank r takes positions r, r + world_size, r + 2 world_size, ... (P /
+// world_size indices). So every rank has the same number of samples (a rank that ran out early
+// would leave the others waiting in the all-reduce), the shards of one epoch are disjoint
+// positions, and with world_size 1 the result is the epoch's permutation itself.
 std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_size, uint64_t seed,
                                    int64_t epoch);
 
@@ -60,7 +60,9 @@ void broadcast_parameters(Communicator& comm, const std::vector<ParamRef>& param
 
 // ---- 3. Naive DDP (naive_ddp.cpp) -------------------------------------------------------------
 // After backward: every gradient becomes the AVERAGE over ranks of that gradient, one
-// all-reduce per parameter, in the order of `params`.
+// all-reduce per parameter, in the order of `params`, carrying that gradient's own bytes.
+// Gradients are float32 (the bits of the communicator's average) or float16 (finite wherever the
+// average is representable, even where the sum over ranks is not).
 void naive_ddp_sync(Communicator& comm, const std::vector<ParamRef>& params);
 
 // ---- 4. Flat DDP (flat_ddp.cpp) ---------------------------------------------------------------
@@ -115,9 +117,9 @@ class BucketedDdp {
 
 // ---- 6. Gradient accumulation without sync (no_sync.cpp) ---------------------------------------
 // k micro-batches per optimizer step; the caller runs micro-batch i's backward with mode(i) and
-// then calls after_backward(i), for i = 0 .. k-1, and never calls zero_grad. After
-// after_backward(k-1) the flat gradient holds the average over ranks of the sum over this step's
-// micro-batches (scale each micro-batch's loss by 1/k for the mean), and no gradient of an
+// then calls after_backward(i), for i = 0 .. k-1, and never calls zero_grad. Once the step's last
+// after_backward has returned, the flat gradient holds the average over ranks of the sum over this
+// step's micro-batches (scale each micro-batch's loss by 1/k for the mean), and no gradient of an
 // earlier step is in it. At most ONE all-reduce per optimizer step.
 class NoSyncAccumulator {
  public:

@@ -73,10 +73,6 @@ using SyncFactory = std::function<std::function<void()>(Communicator&, gtl::nn::
 TrainResult train_lab_model(Communicator& comm, const TrainConfig& config,
                             const SyncFactory& make_sync);
 
-// The device a rank of this communicator trains on: its own GPU under NCCL (LOCAL_RANK,
-// OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID, as the core's launcher picks it), else the CPU.
-gtl::Device rank_device(const Communicator& comm);
-
 // The single-process reference of a run on `world_size` ranks (see the header comment).
 TrainResult train_single_process(int world_size, const TrainConfig& config);
 

@@ -1,9 +1,7 @@
 // Lab 05's training harness: see ddp_training.h.
 #include "ddp_training.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <memory>
 #include <sstream>
 
@@ -111,14 +109,6 @@ TrainResult train_lab_model(Communicator& comm, const TrainConfig& config,
   }
   result.weights = buffer.values().to(Device::cpu()).to_vector();
   return result;
-}
-
-Device rank_device(const Communicator& comm) {
-  if (comm.backend() != "nccl") return Device::cpu();
-  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
-    if (const char* v = std::getenv(name)) return Device::cuda(std::atoi(v));
-  }
-  return Device::cuda(comm.rank() % std::max(1, gtl::cuda_device_count()));
 }
 
 TrainResult train_single_process(int world_size, const TrainConfig& config) {

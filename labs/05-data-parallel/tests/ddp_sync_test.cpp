@@ -108,6 +108,67 @@ TEST(NaiveDdp, EachGradientIsWhatItsAllReduceReturned) {
       "naive DDP");
 }
 
+// float16 gradients (a loss-scaled mixed-precision model keeps them large on purpose) whose
+// average over 4 ranks is representable while their sum is not: rank r's element i of gradient t
+// is 2048 * (8 + (i + t + r) % 8), from 16384 to 30720, so every sum of the four ranks' passes
+// float16's largest value, 65504. The average is a multiple of 512 in [16384, 30720], exact in
+// float16, and so is every partial sum of the gradients first divided by 2 or by 4. Shapes from
+// the grading seed.
+float half_grad(int rank, std::size_t t, int64_t i) {
+  return 2048.0f * static_cast<float>(8 + (i + static_cast<int64_t>(t) + rank) % 8);
+}
+
+TEST(NaiveDdp, Float16GradientsAverageWithoutOverflow) {
+  constexpr int kWorld = 4;
+  std::mt19937_64 g = gtl::test_seed::generator("NaiveDdp.Float16");
+  std::vector<gtl::Shape> shapes;
+  for (int t = 0; t < 3; ++t) {
+    shapes.push_back(t == 1
+                         ? gtl::Shape{gtl::test_seed::draw(g, 1, 6), gtl::test_seed::draw(g, 1, 9)}
+                         : gtl::Shape{gtl::test_seed::draw(g, 1, 40)});
+  }
+  gtl::dist::run_ranks(
+      kWorld,
+      [&](Communicator& comm) {
+        std::vector<ParamRef> params;
+        for (std::size_t t = 0; t < shapes.size(); ++t) {
+          const int64_t n = gtl::shape_numel(shapes[t]);
+          std::vector<float> grad(static_cast<std::size_t>(n));
+          for (int64_t i = 0; i < n; ++i) grad[std::size_t(i)] = half_grad(comm.rank(), t, i);
+          std::string name = "h";
+          name += std::to_string(t);
+          params.push_back(ParamRef{Tensor::zeros(shapes[t], gtl::DType::Float16),
+                                    Tensor::from_vector(grad, shapes[t], gtl::DType::Float16),
+                                    Tensor(), name});
+        }
+        naive_ddp_sync(comm, params);
+        const auto reduces = comm.trace()->events("all_reduce");
+        ASSERT_EQ(reduces.size(), params.size()) << "naive DDP: one all-reduce per parameter ("
+                                                 << params.size() << "), got " << reduces.size();
+        for (std::size_t t = 0; t < params.size(); ++t) {
+          EXPECT_EQ(reduces[t].bytes, int64_t(params[t].grad.nbytes()))
+              << "float16 gradient " << t << ": its all-reduce must carry its own "
+              << params[t].grad.nbytes() << " bytes, got " << reduces[t].bytes
+              << ": a float16 gradient travels as float16 (half of float32's bytes is the point "
+              << "of keeping it in float16)";
+          const int64_t n = params[t].grad.numel();
+          std::vector<float> expected(static_cast<std::size_t>(n), 0.0f);
+          for (int64_t i = 0; i < n; ++i) {
+            for (int r = 0; r < kWorld; ++r) expected[std::size_t(i)] += half_grad(r, t, i);
+            expected[std::size_t(i)] /= kWorld;
+          }
+          EXPECT_EQ(testing::bitwise_diff(params[t].grad.to_vector(), expected), "")
+              << "rank " << comm.rank() << ", float16 gradient " << t << " ("
+              << gtl::test_seed::describe() << "): expected the average over the " << kWorld
+              << " ranks (every element between 16384 and 30720, exact in float16), while the sum "
+              << "over ranks passes float16's 65504. An inf means a value on its way passed "
+              << "65504: an average over ranks is a sum and a division, so revisit at which "
+              << "point the float16 values can leave float16's range";
+        }
+      },
+      testing::fast());
+}
+
 TEST(FlatDdp, TrainsLikeOneProcessOnTheFullBatch) {
   testing::expect_equivalent_to_single_process(flat(), "flat DDP",
                                                "FlatDdp.TrainsLikeOneProcessOnTheFullBatch");

@@ -94,14 +94,15 @@ inline std::string broadcast_traffic_problem(const gtl::dist::Communicator& comm
     s << at << "expected to receive " << expected << " bytes in all ("
       << (comm.rank() == root ? "the root receives nothing"
                               : "every parameter's bytes, once, from the root")
-      << "), got " << all.bytes_received << " bytes in " << all.calls << " calls. Revisit the "
-      << "broadcast: the weights must travel through the communicator (comm.broadcast of every "
-      << "parameter), not through memory another rank can read";
+      << "), got " << all.bytes_received << " bytes in " << all.calls << " calls. Revisit what "
+      << "must travel, and that it travels through the communicator, not through memory another "
+      << "rank can read";
     return s.str();
   }
   if (comm.world_size() > 1 && comm.counters("broadcast").bytes_received != expected) {
     s << at << "expected all " << expected << " received bytes under broadcast, got "
-      << comm.counters("broadcast").bytes_received << ": use comm.broadcast from the root";
+      << comm.counters("broadcast").bytes_received << ": the spec's collective is the "
+      << "communicator's broadcast";
     return s.str();
   }
   if (comm.trace()) {

@@ -60,16 +60,16 @@ void expect_matches(const std::string& command, const std::string& out, int worl
   gtl::judge::Outputs recorded(test);
   recorded.record_digest(file.result.weights.data(), file.result.weights.size());
   recorded.record_digest(file.result.losses.data(), file.result.losses.size());
-  EXPECT_EQ(file.backend, backend) << "the program must take its communicator from the "
-                                   << "launcher's environment (init_from_environment)";
+  EXPECT_EQ(file.backend, backend) << "the program must take its communicator from what the "
+                                   << "launcher left in its environment (the core's launch.h)";
   EXPECT_EQ(file.world_size, world) << "world size of `" << command << "`";
   const TrainResult expected = in_process(world);
   EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected.weights), "")
       << "`" << command << "`: the final weights must equal the in-process run of the same "
-      << "training on " << world << " ranks bit for bit (deterministic reductions on both"
-      << (world > 2 ? "; with 3 or more ranks a sum in another order than rank order gives other "
-                      "bits, which 2 ranks cannot show: revisit which backends must sum "
-                      "deterministically)"
+      << "training on " << world << " ranks bit for bit (the in-process run sums in rank order"
+      << (world > 2 ? "; with 3 or more ranks a float sum in another order gives other bits, "
+                      "which 2 ranks cannot show: revisit in what order your processes' "
+                      "communicator sums)"
                     : ")");
   EXPECT_EQ(testing::bitwise_diff(file.result.losses, expected.losses), "")
       << "rank 0's losses must equal the in-process rank 0's";

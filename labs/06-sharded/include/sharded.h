@@ -13,9 +13,12 @@
 //
 // The core's FlatParameter (gtl/nn/flat_parameter.h) holds the parameters of a model or unit in
 // one flat buffer padded to a multiple of N, with a persistent shard per rank and full buffers
-// you release and materialise. Each TODO's file must not use the core symbols that would answer
-// it (TODO 1: gtl::nn::ShardLayout; the full list per TODO is in the handout): the grader reads
-// the symbols of each student FILE and scores the TODO 0 when the file uses one.
+// you release and materialise. This lab's backward writes gradients with GradMode::Overwrite
+// (flat_parameter.h speaks of Accumulate, which would add to the zeros a materialised gradient
+// starts with): either way the padding, which no backward writes, stays zero. Each TODO's file must
+// not use the core symbols that would answer it (TODO 1: gtl::nn::ShardLayout; the full list per
+// TODO is in the handout): the grader reads the symbols of each student FILE and scores the TODO 0
+// when the file uses one.
 #pragma once
 
 #include <cstdint>
@@ -175,6 +178,17 @@ void consolidate(const std::string& dir, int world_size, const gtl::nn::ModelCon
 // whose unscale_ saw no parameter, which counts as a float32 [1] zero on the CPU, where this lab's
 // scaler runs) is set (set_found_inf_flag) so that every rank's says "overflow" exactly when some
 // rank's did. No-op when the scaler is disabled. Every rank calls it.
+//
+// The two calls of gtl::optim::LossScaler it uses, whose contract is copied here (in
+// loss_scaler.h the comment above found_inf_flag gives this TODO's answer: leave it closed):
+// clang-format off
+//   const Tensor& found_inf_flag() const     the flag unscale_ wrote: float32 [1] on the gradients'
+//                                            device, 1 when it saw an inf or NaN, else 0; undefined
+//                                            before unscale_ or when unscale_ saw no parameter
+//   void set_found_inf_flag(const Tensor&)   replaces it, only between unscale_ and step(): a
+//                                            defined float32 tensor of one element; step() skips
+//                                            the update when it is not 0
+// clang-format on
 void agree_found_inf(Communicator& comm, gtl::optim::LossScaler& scaler);
 // Clips this rank's shard gradients (shard_params may be empty) by the GLOBAL norm (the L2 norm
 // of all ranks' shards together, what one process clipping the whole gradient computes), with
@@ -184,7 +198,7 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
 
 // ---- 8. bf16 compute copies under FSDP (fsdp_mixed_precision.cpp) -------------------------------
 // FSDP's all-gathers are its largest traffic (TODO 4 counts them). Under mixed precision a unit
-// computes on a bf16 COMPUTE copy of its weights (round to nearest even, as Tensor::to rounds):
+// computes on a bf16 COMPUTE copy of its weights (fp32 rounded to nearest even):
 // the goal is half the bytes on the wire and half the memory of a gathered unit. What persists
 // stays fp32: the value shards (the master weights AdamW updates), the gradient shards, m and v.
 // Gradients are reduce-scattered in fp32 (PyTorch FSDP's MixedPrecision(param_dtype=bf16,

@@ -141,21 +141,12 @@ inline std::vector<std::string> timeline_of(const FsdpStep& step) {
   return out;
 }
 
-// The order checks' rules, for a prefetch distance `distance` (0: just in time; 1: one unit ahead),
-// checked on rank 0's lines (timeline_of) of one forward and backward. Each pass (forward, then
-// backward) computes its units in the model's order (forward 0 .. U-1, backward U-1 .. 0), and:
-//   G1  each unit is gathered once per pass, before it computes (a collective names its unit by
-//       its size, 4 x padded);
-//   G2  when a unit is about to compute, the next `distance` units of its pass have been issued,
-//       and none further: a gather runs at most `distance` units ahead, and never across the
-//       forward/backward boundary (the backward pass gathers its units again);
-//   G3  a gather issued ahead of the unit that computes next is asynchronous (a prefetch); the
-//       gather of the unit that computes next is synchronous (nothing had issued it);
-//   R   each unit's gradient is reduce-scattered exactly once, synchronously, as the first
-//       collective after its backward: none in the forward pass, none twice.
-// Returns "" when every line keeps them, else the first line that breaks one: the rule, what it
-// required there and what came. Sizes are all a line shows, so two units of one size (the residual
-// blocks) are told apart by their place only.
+// The order checks' rules for a prefetch distance `distance` (0: just in time; 1: one unit ahead),
+// checked on rank 0's lines (timeline_of) of one forward and backward: three about the gathers
+// (G1 to G3) and one about the reduce-scatters (R). The handout's TODOs 4 and 5 ask what they say;
+// a failing check states the rule it broke. Returns "" when every line keeps them, else the first
+// line that breaks one: the rule, what it required there and what came. Sizes are all a line
+// shows, so two units of one size (the residual blocks) are told apart by their place only.
 inline std::string order_problem(const FsdpStep& step, int distance) {
   const std::vector<std::string> lines = timeline_of(step);
   const int64_t units = static_cast<int64_t>(step.padded.size());
