@@ -19,25 +19,46 @@
 
 namespace gtl::nn {
 
-// What begin() saw, for end() to take differences against.
+namespace {
+constexpr size_t kNone = static_cast<size_t>(-1);  // no record, no timing pair
+}  // namespace
+
+// What begin() saw, for end() to take differences against, and what the call's direct children
+// took (a container's own figures are its bracket's less its children's).
 struct Profiler::Open {
-  size_t call;  // index into calls_
+  Module* module = nullptr;
+  const char* pass = "";
+  size_t call = kNone;  // a leaf's record in calls_ (made at begin)
+  size_t pair = kNone;  // its timing events (GPU)
+  double host_start_us = 0;
   std::chrono::steady_clock::time_point host_start;
-  int64_t allocated;
+  int64_t allocated = 0;
   LaunchCounts launches;
   HostSyncCounts syncs;
+  double children_host_us = 0;
+  int64_t children_allocated = 0;
+  LaunchCounts children_launches;
+  HostSyncCounts children_syncs;
+  std::vector<size_t> children_pairs;
 };
 
-// Timing events of every call (GPU only): an origin recorded when the profiler was made, then a
-// (start, end) pair per call, in calls_' order.
+// Timing events (GPU only): an origin recorded when the profiler was made, then a (start, end)
+// pair per call of any module, in the order the calls began. A recorded call's device time is its
+// pair's span less its children's spans (leaves have none).
 struct Profiler::DeviceTiming {
   Event origin{true};
   std::vector<Event> starts, ends;
+  size_t last_end = 0;  // the end event recorded last: once it completes, every event has
 };
 
 namespace {
 double micros(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
+}
+
+bool does_work(const ComputeCost& cost, const LaunchCounts& launches) {
+  return cost.flops > 0 || cost.bytes > 0 || launches.kernels > 0 || launches.library > 0 ||
+         launches.graphs > 0;
 }
 }  // namespace
 
@@ -48,63 +69,103 @@ Profiler::Profiler(Module& model, Device device)
     timing_->origin.record(current_stream());
   }
   Hooks h;
-  h.before_forward = [this](Module& m) {
-    if (m.is_leaf()) begin(m, in_recomputation() ? "recompute" : "forward");
-  };
-  h.after_forward = [this](Module& m) {
-    if (m.is_leaf()) end();
-  };
-  h.before_backward = [this](Module& m) {
-    if (m.is_leaf()) begin(m, "backward");
-  };
-  h.after_backward = [this](Module& m) {
-    if (m.is_leaf()) end();
-  };
+  h.before_forward = [this](Module& m) { begin(m, in_recomputation() ? "recompute" : "forward"); };
+  h.after_forward = [this](Module&) { end(); };
+  h.before_backward = [this](Module& m) { begin(m, "backward"); };
+  h.after_backward = [this](Module&) { end(); };
   hooks_ = model.add_hooks(std::move(h));
 }
 
 Profiler::~Profiler() = default;
 
-void Profiler::begin(Module& m, const char* pass) {
-  if (finished_) return;
+ProfiledCall Profiler::record_of(Module& m, const char* pass, double host_start_us) const {
   ProfiledCall c;
   c.path = m.path().empty() ? "model" : m.path();
   c.kind = m.kind();
   c.pass = pass;
   c.input_shape = m.last_input_shape();
-  const std::string pass_name = pass;
-  c.cost = pass_name == "backward" ? m.backward_cost(c.input_shape) : m.forward_cost(c.input_shape);
-  c.host_start_us = micros(std::chrono::steady_clock::now() - origin_);
+  c.cost = std::string(pass) == "backward" ? m.backward_cost(c.input_shape)
+                                           : m.forward_cost(c.input_shape);
+  c.host_start_us = host_start_us;
   c.host_us = 0;
+  return c;
+}
+
+void Profiler::begin(Module& m, const char* pass) {
+  if (finished_) return;
 #ifdef GTL_HAVE_NVTX
-  nvtxRangePushA((c.path + " " + pass_name).c_str());
+  nvtxRangePushA(((m.path().empty() ? std::string("model") : m.path()) + " " + pass).c_str());
 #endif
-  calls_.push_back(std::move(c));
-  if (timing_) {
-    timing_->starts.emplace_back(true);
-    timing_->starts.back().record(current_stream());
+  Open o;
+  o.module = &m;
+  o.pass = pass;
+  o.host_start_us = micros(std::chrono::steady_clock::now() - origin_);
+  if (m.is_leaf()) {
+    o.call = calls_.size();
+    calls_.push_back(record_of(m, pass, o.host_start_us));
+    call_pairs_.push_back({});
   }
-  open_.push_back({calls_.size() - 1, std::chrono::steady_clock::now(),
-                   current_allocator(device_)->stats().allocated_bytes, launch_counts(),
-                   host_sync_counts()});
+  if (timing_) {
+    o.pair = timing_->starts.size();
+    timing_->starts.emplace_back(true);
+    timing_->ends.emplace_back(true);
+    timing_->starts.back().record(current_stream());
+    if (o.call != kNone) call_pairs_.back() = {o.pair};
+  }
+  o.host_start = std::chrono::steady_clock::now();
+  o.allocated = current_allocator(device_)->stats().allocated_bytes;
+  o.launches = launch_counts();
+  o.syncs = host_sync_counts();
+  open_.push_back(std::move(o));
 }
 
 void Profiler::end() {
   if (finished_ || open_.empty()) return;
-  const Open o = open_.back();
+  Open o = std::move(open_.back());
   open_.pop_back();
-  ProfiledCall& c = calls_[o.call];
-  c.host_us = micros(std::chrono::steady_clock::now() - o.host_start);
-  c.allocated_bytes = current_allocator(device_)->stats().allocated_bytes - o.allocated;
-  c.launches = launch_counts() - o.launches;
-  c.syncs = host_sync_counts() - o.syncs;
+  const double host_us = micros(std::chrono::steady_clock::now() - o.host_start);
+  const int64_t allocated = current_allocator(device_)->stats().allocated_bytes - o.allocated;
+  const LaunchCounts launches = launch_counts() - o.launches;
+  const HostSyncCounts syncs = host_sync_counts() - o.syncs;
   if (timing_) {
-    timing_->ends.emplace_back(true);
-    timing_->ends.back().record(current_stream());
+    timing_->ends[o.pair].record(current_stream());
+    timing_->last_end = o.pair;
   }
 #ifdef GTL_HAVE_NVTX
   nvtxRangePop();
 #endif
+  if (o.call != kNone) {
+    ProfiledCall& c = calls_[o.call];
+    c.host_us = host_us;
+    c.allocated_bytes = allocated;
+    c.launches = launches;
+    c.syncs = syncs;
+  } else {
+    // A container: recorded only when it does work of its own (ResidualMLP's residual add, say),
+    // with its bracket's figures less its children's.
+    ProfiledCall c = record_of(*o.module, o.pass, o.host_start_us);
+    c.host_us = host_us - o.children_host_us;
+    c.allocated_bytes = allocated - o.children_allocated;
+    c.launches = launches - o.children_launches;
+    c.syncs = syncs - o.children_syncs;
+    if (does_work(c.cost, c.launches)) {
+      calls_.push_back(std::move(c));
+      std::vector<size_t> pairs;
+      if (timing_) {
+        pairs.push_back(o.pair);
+        pairs.insert(pairs.end(), o.children_pairs.begin(), o.children_pairs.end());
+      }
+      call_pairs_.push_back(std::move(pairs));
+    }
+  }
+  if (!open_.empty()) {
+    Open& parent = open_.back();
+    parent.children_host_us += host_us;
+    parent.children_allocated += allocated;
+    parent.children_launches += launches;
+    parent.children_syncs += syncs;
+    if (timing_) parent.children_pairs.push_back(o.pair);
+  }
 }
 
 void Profiler::finish() {
@@ -115,19 +176,28 @@ void Profiler::finish() {
                                                 << " layer call(s) still running (finish after "
                                                    "the step, not inside it)");
   if (!timing_ || timing_->ends.empty()) return;
-  timing_->ends.back().synchronize();  // the one wait: every earlier event is then complete
+  timing_->ends[timing_->last_end].synchronize();  // the one wait: every event is then complete
+  const auto span_us = [&](size_t pair) {
+    return 1e3 * Event::elapsed_ms(timing_->starts[pair], timing_->ends[pair]);
+  };
   for (size_t i = 0; i < calls_.size(); ++i) {
-    calls_[i].device_start_us = 1e3 * Event::elapsed_ms(timing_->origin, timing_->starts[i]);
-    calls_[i].device_us = 1e3 * Event::elapsed_ms(timing_->starts[i], timing_->ends[i]);
+    const std::vector<size_t>& pairs = call_pairs_[i];  // its own, then its children's
+    if (pairs.empty()) continue;
+    calls_[i].device_start_us = 1e3 * Event::elapsed_ms(timing_->origin, timing_->starts[pairs[0]]);
+    double us = span_us(pairs[0]);
+    for (size_t k = 1; k < pairs.size(); ++k) us -= span_us(pairs[k]);
+    calls_[i].device_us = us;
   }
 }
 
 void Profiler::clear() {
   GTL_CHECK(open_.empty(), "Profiler::clear: a layer call is still running");
   calls_.clear();
+  call_pairs_.clear();
   if (timing_) {
     timing_->starts.clear();
     timing_->ends.clear();
+    timing_->last_end = 0;
   }
 }
 

@@ -8,7 +8,9 @@
 //
 // Why hooks: a step is a sequence of layer passes, and the hooks bracket each one (module.h), so
 // every call of every layer is seen without touching the model's code. For each call of a leaf
-// layer (a container's time is its children's) the profiler records:
+// layer, and of a container that does work of its own besides its children's (ResidualMLP's
+// residual add: its cost model prices it, or it launches), the profiler records (a container's
+// figures are its bracket's less its children's, so every launch of a step is in one record):
 // clang-format off
 //   host time      steady clock from the hook before to the hook after. On a GPU this is the
 //                  time to LAUNCH the layer's kernels, not to run them: the launches are
@@ -38,7 +40,8 @@
 
 namespace gtl::nn {
 
-// One call of one leaf layer.
+// One call of one leaf layer, or a container's own work in one call (recorded when it ends, after
+// its children).
 struct ProfiledCall {
   std::string path;             // the layer's path in the model ("1.fc1"; "model" for the root)
   std::string kind;             // Module::kind(): "linear", "relu", ...
@@ -72,7 +75,7 @@ struct ProfileRow {
 
 class Profiler {
  public:
-  // Installs its hooks on `model` (every leaf). `device` is where the model's tensors live: its
+  // Installs its hooks on `model` (every module). `device` is where the model's tensors live: its
   // allocator is read, and on a GPU its events time each call.
   Profiler(Module& model, Device device);
   ~Profiler();
@@ -99,11 +102,13 @@ class Profiler {
   struct Open;  // a call between its two hooks
   void begin(Module& m, const char* pass);
   void end();
+  ProfiledCall record_of(Module& m, const char* pass, double host_start_us) const;
 
   Device device_;
   std::chrono::steady_clock::time_point origin_;
   std::vector<ProfiledCall> calls_;
-  std::vector<Open> open_;  // calls whose end hook has not fired yet
+  std::vector<std::vector<size_t>> call_pairs_;  // per call: its timing pair, then its children's
+  std::vector<Open> open_;                       // calls whose end hook has not fired yet
   struct DeviceTiming;
   std::unique_ptr<DeviceTiming> timing_;  // GPU events, resolved by finish()
   bool finished_ = false;

@@ -8,8 +8,10 @@
 #include "gtl/nn/linear.h"
 #include "gtl/nn/parameter_buffer.h"
 #include "gtl/nn/profiler.h"
+#include "gtl/nn/residual_mlp.h"
 #include "gtl/nn/sequential.h"
 #include "gtl/runtime/host_sync.h"
+#include "gtl/runtime/launch_count.h"
 #include "gtl_test.h"
 
 namespace gtl::nn {
@@ -43,6 +45,37 @@ TEST(ProfilerGpu, DeviceTimesNeedOneSyncAtFinish) {
   EXPECT_GE(linear.launches.library, 1) << "a Linear forward is a cuBLAS GEMM";
   EXPECT_GE(profiler.calls()[1].launches.kernels, 1) << "a ReLU is a kernel";
   EXPECT_GE(profiler.summary()[0].device_us, 0);
+}
+
+// With a container that launches work of its own (ResidualMLP's residual add), the records'
+// launches add up to the step's: every launch is in exactly one record, the add's in the block's.
+TEST(ProfilerGpu, EveryLaunchIsInOneRecord) {
+  GTL_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  Generator gen(9);
+  Sequential model;
+  model.add(std::make_unique<Linear>(12, 16, gen));
+  model.add(std::make_unique<ResidualMLP>(16, gen));
+  ParameterBuffer buffer(model, gpu);
+  const Tensor x = Tensor::normal({5, 12}, gen).to(gpu);
+  const Tensor dy = Tensor::ones({5, 16}).to(gpu);
+  Profiler profiler(model, gpu);
+  const LaunchCounts before = launch_counts();
+  Context ctx;
+  const Tensor y = model.forward(x, ctx);
+  model.backward(ctx, dy);
+  const LaunchCounts step = launch_counts() - before;
+  profiler.finish();
+  LaunchCounts recorded;
+  const std::string block = model.children()[1]->path();
+  for (const ProfiledCall& c : profiler.calls()) {
+    recorded += c.launches;
+    EXPECT_GE(c.device_us, 0) << c.path << " " << c.pass;
+    if (c.path == block) {
+      EXPECT_GE(c.launches.kernels, 1) << c.pass << ": the residual add is a kernel of its own";
+    }
+  }
+  EXPECT_EQ(recorded, step) << "the records' launches are the step's, each once";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "gtl/nn/activation.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/profiler.h"
+#include "gtl/nn/residual_mlp.h"
 #include "gtl/nn/sequential.h"
 
 namespace gtl::nn {
@@ -90,6 +92,53 @@ TEST(Profiler, AllocatedBytesAddUpToTheAllocators) {
   // calls left allocated is what the forward holds (saved activations and the output).
   EXPECT_EQ(recorded, after_forward - before);
   EXPECT_GT(recorded, 0);
+}
+
+// A container with work of its own (ResidualMLP: its residual add) is recorded with that work
+// alone, after its children; a container with none (Sequential) is not recorded at all.
+TEST(Profiler, AContainersOwnWorkIsRecordedWithoutItsChildren) {
+  Generator gen(6);
+  Sequential model;
+  model.add(std::make_unique<Linear>(12, 16, gen));
+  model.add(std::make_unique<ResidualMLP>(16, gen));
+  const Tensor x = Tensor::normal({5, 12}, gen);
+  Profiler profiler(model, Device::cpu());
+  const int64_t before = current_allocator(Device::cpu())->stats().allocated_bytes;
+  Context ctx;
+  const Tensor y = model.forward(x, ctx);
+  const int64_t after_forward = current_allocator(Device::cpu())->stats().allocated_bytes;
+  model.backward(ctx, Tensor::ones(y.shape()));
+  profiler.finish();
+  const Module& block = *model.children()[1];
+  std::vector<std::string> order;
+  int64_t forward_allocated = 0;
+  for (const ProfiledCall& c : profiler.calls()) {
+    order.push_back(c.path + " " + c.pass);
+    if (c.pass == "forward") forward_allocated += c.allocated_bytes;
+    if (c.path == block.path()) {
+      const ComputeCost own = c.pass == "forward" ? block.forward_cost(c.input_shape)
+                                                  : block.backward_cost(c.input_shape);
+      EXPECT_EQ(c.kind, block.kind());
+      EXPECT_EQ(c.cost.flops, own.flops) << c.pass << ": the add's own cost, not its children's";
+      EXPECT_EQ(c.cost.bytes, own.bytes) << c.pass;
+      EXPECT_GT(c.cost.flops, 0) << c.pass;
+    }
+  }
+  const std::string b = block.path();
+  const auto at = [&](const std::string& call) {
+    return std::find(order.begin(), order.end(), call) - order.begin();
+  };
+  EXPECT_GT(at(b + " forward"), at(b + ".fc2 forward")) << "recorded when it ends";
+  EXPECT_GT(at(b + " backward"), at(b + ".ln backward")) << "recorded when it ends";
+  int block_calls = 0, model_calls = 0;
+  for (const std::string& o : order) {
+    block_calls += o == b + " forward" || o == b + " backward";
+    model_calls += o.rfind("model ", 0) == 0;
+  }
+  EXPECT_EQ(block_calls, 2) << "one record of the block's own work per pass";
+  EXPECT_EQ(model_calls, 0) << "a Sequential does nothing of its own: no record";
+  // Every byte the forward left allocated is in exactly one record, the add's output included.
+  EXPECT_EQ(forward_allocated, after_forward - before);
 }
 
 TEST(Profiler, SummaryAddsUpCallsOfAKindAndPass) {
