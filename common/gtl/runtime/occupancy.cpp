@@ -1,4 +1,18 @@
 // The occupancy calculator (occupancy.h).
+//
+// An SM runs a block only when all of the block's warps, registers and shared memory fit beside
+// the blocks already there. Four limits, each a whole number of blocks:
+//   warps       max_threads_per_sm / 32 warp slots, ceil(threads / 32) per block;
+//   blocks      max_blocks_per_sm, however small the blocks;
+//   registers   each warp gets registers_per_thread * 32 rounded up to register_unit (256); the
+//               register file is split into sub_partitions (4) and a warp lives in one, so the
+//               SM holds sub_partitions * floor(registers_per_sm / sub_partitions / per warp)
+//               warps; a block whose warps (rounded up to a multiple of sub_partitions) need
+//               more than max_registers_per_block cannot launch at all;
+//   shared      each block takes its bytes plus reserved_shared_per_block, rounded up to
+//               shared_unit, out of shared_per_sm; above max_shared_per_block it cannot launch.
+// The SM holds the smallest of the four (0: the kernel cannot launch with these resources).
+// occupancy = resident warps / the SM's warp slots.
 #include "gtl/runtime/occupancy.h"
 
 #include <algorithm>

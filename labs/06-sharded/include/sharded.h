@@ -128,8 +128,7 @@ class Fsdp {
   // TODO 5. Starts unit u's all-gather asynchronously and returns without waiting for it; the
   // gather's Work is in_flight(u) until gather(u) waits for it. Does nothing when u is out of
   // range or its values are already present or in flight. Where the hooks call it (prefetch 1)
-  // is TODO 5's question; the last unit's forward still releases it, and its backward gathers it
-  // again, as TODO 4 does.
+  // is TODO 5's question.
   void prefetch(int64_t u);
   // Unit u's prefetch in flight, if any: the Work gather(u) waits for (TODO 5's own checks wait
   // on it too, so they do not need gather, TODO 4).

@@ -125,7 +125,8 @@ std::string format_table(const std::vector<OpRow>& rows);
 // A Chrome trace (chrome://tracing, ui.perfetto.dev): {"traceEvents": [...]}, one complete event
 // ("ph": "X", "pid": 0, "tid": 0, "ts" and "dur" in microseconds of host time) per step, named
 // "step <n>" (n from 1), and one per op named "<path> <pass>" with "args" holding its "flops",
-// "bytes", "allocated_bytes" and "launches"; every op's event lies inside its step's.
+// "bytes", "allocated_bytes" and "launches", the ops' events in the order of `ops`; every op's
+// event lies inside its step's.
 std::string chrome_trace(const std::vector<OpRecord>& ops, const std::vector<StepSpan>& steps);
 
 }  // namespace lab09
