@@ -12,9 +12,9 @@ namespace lab03 {
 
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
   // TODO(lab03) step 5a
-  // TODO 5, first part (ClipByGlobalNorm.*): the header's contract, equal to the core's clipping
-  // to float rounding; gradients whose norm is already within max_norm come back untouched, bit
-  // for bit; gradients of 1e20 have a finite norm. About 14 lines.
+  // TODO 5, first part (ClipByGlobalNorm.*): the header's contract, the core's clipping bit for
+  // bit; gradients whose norm is already within max_norm come back untouched; gradients of 1e20
+  // have a finite norm. About 14 lines.
   (void)params;
   (void)max_norm;
   throw gtl::Error("TODO(lab03) step 5a: clip_by_global_norm is not implemented");
@@ -31,9 +31,7 @@ StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& par
   // clipping measured (whether or not it scaled anything), 0 when clipping did not run. After a
   // skipped step the weights are unchanged and every finite gradient holds its unscaled value. The
   // scaler unscales once and updates once per step, overflow or not. Decide the order of the calls,
-  // and when clipping runs at all. Ask: what would clipping compare with max_norm if it ran before
-  // unscaling? What does its coefficient do to the finite gradients when one gradient is inf, or
-  // NaN? About 5 lines.
+  // and when clipping runs at all. About 5 lines.
   (void)scaler;
   (void)params;
   (void)optimizer;

@@ -159,8 +159,9 @@ class MasterWeights {
 
 // ---- 5. Clipping in an AMP step (clip_step.cpp) ------------------------------------------------
 // Clips float32 gradients by their global L2 norm, as torch.nn.utils.clip_grad_norm_ does (its
-// 1e-6 guards the division by the norm): the direction kept, the norm brought to max_norm when it
-// was above. Returns the norm before clipping, as float (finite whenever the true norm fits one).
+// 1e-6 guards the division by the norm; the coefficient and the products in float32 arithmetic):
+// the direction kept, the norm brought to max_norm when it was above. Returns the norm before
+// clipping, as float (finite whenever the true norm fits one).
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm);  // TODO 5 (5a)
 
 struct StepOutcome {

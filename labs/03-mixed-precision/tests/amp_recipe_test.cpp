@@ -43,8 +43,6 @@ TEST(AmpRecipe, EachPrecisionHasItsRecipe) {
   EXPECT_FALSE(fp32.loss_scaling || fp32.master_weights)
       << "TODO 6: float32 is the reference the other recipes are measured against: it keeps "
          "every gradient and every update by definition";
-  // bf16 has float32's exponent range and fewer mantissa bits than fp16: whatever range forces
-  // on fp16 it cannot force on bf16, and whatever precision forces on fp16 it forces on bf16.
   EXPECT_FALSE(bf16.loss_scaling && !fp16.loss_scaling)
       << "TODO 6: bf16 scales the loss and fp16 does not, but bf16's 8 exponent bits reach "
          "every value fp16's 5 do: revisit the format table and \"Why gradients underflow\"";
