@@ -6,8 +6,9 @@
 //   shard arithmetic   padded sizes, offsets, real elements and owners from ceil(numel / N)
 //   training           every rank's weights and losses bit for bit the harness's DDP run (the
 //                      core's all-reduce), which each ZeRO stage must equal in deterministic mode;
-//                      the real-process runs and the resumed and consolidated checkpoints too;
-//                      the GPU run's losses within GEMM rounding of them
+//                      the real-process runs (ZeRO-1, ZeRO-2, ZeRO-3) and the resumed and
+//                      consolidated checkpoints too; the GPU run's losses within GEMM rounding of
+//                      them
 //   memory             persistent bytes from the ZeRO formulas over the units' sizes; the peaks
 //                      against the shards, the units' full buffers and DDP's activations, which
 //                      the judge measures with its own DDP run
@@ -637,11 +638,8 @@ std::string prefetch_overlap_timeline() {
          show(hidden) + " of the gathers";
 }
 
-std::string fsdp_real_processes() {
-  for (auto [world, backend, test] :
-       {std::tuple{1, "in-process",
-                   "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank"},
-        {2, "mpi", "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks"}}) {
+std::string real_processes(std::initializer_list<std::tuple<int, const char*, const char*>> runs) {
+  for (auto [world, backend, test] : runs) {
     Recorded r(test);
     expect_equal(r.next<std::string>("the backend"), std::string(backend),
                  r.test() + ": the backend");
@@ -650,7 +648,23 @@ std::string fsdp_real_processes() {
     r.expect_digest(want.weights, "the final weights on " + std::to_string(world) + " processes");
     r.expect_digest(want.losses, "rank 0's losses on " + std::to_string(world) + " processes");
   }
-  return "both runs equal in-process DDP bit for bit";
+  return runs.size() == 1 ? "the run equals in-process DDP bit for bit"
+                          : "both runs equal in-process DDP bit for bit";
+}
+
+std::string fsdp_real_processes() {
+  return real_processes(
+      {{1, "in-process", "RealProcesses.OneProcessWithoutALauncherMatchesOneInProcessRank"},
+       {2, "mpi", "RealProcesses.MpirunTwoProcessesMatchTwoInProcessRanks"}});
+}
+
+// ZeRO-1 and ZeRO-2 as two processes (lab06_fsdp_train --stage 1 or 2): the same record.
+std::string zero1_processes() {
+  return real_processes({{2, "mpi", "Zero1Processes.MpirunTwoProcessesMatchTwoInProcessRanks"}});
+}
+
+std::string zero2_processes() {
+  return real_processes({{2, "mpi", "Zero2Processes.MpirunTwoProcessesMatchTwoInProcessRanks"}});
 }
 
 // The GPU check: two ranks sharing one GPU. Each rank's losses within GEMM rounding of DDP's on
@@ -1040,6 +1054,8 @@ int main(int argc, char** argv) {
                           {"prefetch-order", prefetch_order},
                           {"prefetch-memory", prefetch_memory},
                           {"prefetch-overlap-timeline", prefetch_overlap_timeline},
+                          {"zero1-processes", zero1_processes},
+                          {"zero2-processes", zero2_processes},
                           {"fsdp-real-processes", fsdp_real_processes},
                           {"fsdp-gpu", fsdp_gpu},
                           {"checkpoint-shards", checkpoint_shards},
