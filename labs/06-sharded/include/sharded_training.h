@@ -100,8 +100,8 @@ TrainResult train(Communicator& comm, Stage stage, const TrainConfig& config);
 int64_t expected_persistent_bytes(Stage stage, const std::vector<int64_t>& numels, int world_size,
                                   int rank);
 
-// Result files of the real-process run (lab06_fsdp_train, ZeRO-3 with prefetch 1): written by rank
-// 0, floats as exact hex.
+// Result files of the real-process runs (lab06_fsdp_train: ZeRO-3 with prefetch 1, or ZeRO-1 or
+// ZeRO-2 with --stage): written by rank 0, floats as exact hex.
 void write_result(const std::string& path, const TrainResult& result, const std::string& backend,
                   int world_size);
 struct ResultFile {
