@@ -101,7 +101,8 @@ int64_t expected_persistent_bytes(Stage stage, const std::vector<int64_t>& numel
                                   int rank);
 
 // Result files of the real-process runs (lab06_fsdp_train: ZeRO-3 with prefetch 1, or ZeRO-1 or
-// ZeRO-2 with --stage): written by rank 0, floats as exact hex.
+// ZeRO-2 with --stage; --stage bf16 writes the gathered bf16 copies, widened, as the weights):
+// written by rank 0, floats as exact hex.
 void write_result(const std::string& path, const TrainResult& result, const std::string& backend,
                   int world_size);
 struct ResultFile {

@@ -663,6 +663,23 @@ std::string zero1_processes() {
   return real_processes({{2, "mpi", "Zero1Processes.MpirunTwoProcessesMatchTwoInProcessRanks"}});
 }
 
+// TODO 8 as two processes (lab06_fsdp_train --stage bf16): rank 0's copies, every unit's fp32
+// values (make_units') rounded to bf16 by the core.
+std::string bf16_processes() {
+  Recorded r("Bf16Processes.MpirunTwoProcessesGatherEveryUnitsRoundedValues");
+  expect_equal(r.next<std::string>("the backend"), std::string("mpi"), r.test() + ": the backend");
+  expect_equal(r.next<int>("the world size"), 2, r.test() + ": the world size");
+  auto model = gtl::nn::make_model(lab06::lab_model());
+  std::vector<float> want;
+  for (const auto& flat : flats(*model, 2, 0)) {
+    const std::vector<float> v =
+        flat->values().to(gtl::DType::BFloat16).to(gtl::DType::Float32).to_vector();
+    want.insert(want.end(), v.begin(), v.end());
+  }
+  r.expect_digest(want, "rank 0's bf16 copies of every unit on 2 processes");
+  return "rank 0's copies are the units' values rounded to bf16, bit for bit";
+}
+
 std::string zero2_processes() {
   return real_processes({{2, "mpi", "Zero2Processes.MpirunTwoProcessesMatchTwoInProcessRanks"}});
 }
@@ -1067,5 +1084,6 @@ int main(int argc, char** argv) {
                           {"checkpoint-units-layout", checkpoint_units_layout},
                           {"checkpoint-units-roundtrip", checkpoint_units_roundtrip},
                           {"checkpoint-units-consolidate", checkpoint_units_consolidate},
-                          {"fsdp-bf16", fsdp_bf16}});
+                          {"fsdp-bf16", fsdp_bf16},
+                          {"bf16-processes", bf16_processes}});
 }

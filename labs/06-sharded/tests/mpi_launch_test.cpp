@@ -1,12 +1,13 @@
 // TODO 4 and 5 as real processes: the ZeRO-3 run (prefetch 1) under `mpirun -np 2` on the CPU
 // (MPI backend) gives bit for bit the in-process DDP result; TODOs 2 and 3 the same with the ZeRO-1
 // and ZeRO-2 runs (Zero1Processes.*, Zero2Processes.*: lab06_fsdp_train --stage 1 or 2), where
-// in-process ranks could not tell a chunk received from one read in another rank's memory. TODO
+// in-process ranks could not tell a chunk received from one read in another rank's memory, and
+// TODO 8's bf16 gather of every unit (Bf16Processes.*, --stage bf16). TODO
 // 7 as real processes (ClipProcesses.*): three ranks clip by the whole gradient's norm and agree
 // on an overflow (clip_processes.h says why threads cannot show it). The tests start the programs
 // themselves, so they run under the grader like any other test; the mpirun cases are skipped,
 // with the reason, in a build without OpenMPI. Each launch ends within kJobTimeoutS + 10 s
-// (launched_job.h), the five together within the program's CTest timeout (CMakeLists.txt).
+// (launched_job.h), the six together within the program's CTest timeout (CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -97,6 +98,51 @@ TEST(Zero2Processes, MpirunTwoProcessesMatchTwoInProcessRanks) {
   expect_matches(
       gtl::testing::mpirun(mpiexec, 2) + " " + LAB06_FSDP_TRAIN + " --stage 2 --out " + out, out, 2,
       "mpi", "ZeRO-2 (TODO 3: before_backward, after_backward and step)");
+}
+
+// TODO 8: your gather_bf16_values under `mpirun -np 2` (lab06_fsdp_train --stage bf16): rank 0's
+// copy of every unit (its shards only before the gather) is the unit's fp32 values rounded to bf16
+// by the core, bit for bit (bf16 widens to fp32 exactly), the other rank's half included.
+TEST(Bf16Processes, MpirunTwoProcessesGatherEveryUnitsRoundedValues) {
+  const std::string mpiexec = LAB06_MPIEXEC;
+  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
+  const int world = 2;
+  const std::string out = temp_path();
+  const std::string command =
+      gtl::testing::mpirun(mpiexec, world) + " " + LAB06_FSDP_TRAIN + " --stage bf16 --out " + out;
+  std::remove(out.c_str());
+  const gtl::testing::Launched job = gtl::testing::launch(command);
+  ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
+  std::ifstream probe(out);
+  ASSERT_TRUE(probe.good()) << "`" << command << "` wrote no result file " << out;
+  const ResultFile file = read_result(out);
+  std::remove(out.c_str());
+  gtl::judge::Outputs recorded("Bf16Processes.MpirunTwoProcessesGatherEveryUnitsRoundedValues");
+  recorded.record(file.backend);
+  recorded.record(file.world_size);
+  recorded.record_digest(file.result.weights.data(), file.result.weights.size());
+  EXPECT_EQ(file.backend, "mpi") << "the communicator of `" << command << "`";
+  EXPECT_EQ(file.world_size, world) << "world size of `" << command << "`";
+  // The reference: rank 0's units as make_units builds them (full fp32 values), rounded by the
+  // core.
+  std::vector<float> expected;
+  gtl::dist::run_ranks(
+      world,
+      [&](Communicator& comm) {
+        if (comm.rank() != 0) return;
+        auto model = gtl::nn::make_model(lab_model());
+        for (const Unit& u : make_units(*model, comm)) {
+          const std::vector<float> v =
+              u.flat->values().to(gtl::DType::BFloat16).to(gtl::DType::Float32).to_vector();
+          expected.insert(expected.end(), v.begin(), v.end());
+        }
+      },
+      testing::fast());
+  EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected), "")
+      << "`" << command << "`: TODO 8, gather_bf16_values: rank 0's compute copies of every unit "
+      << "(widened to fp32, padded units in order) must be the fp32 full values rounded to bf16, "
+      << "bit for bit. Processes share no memory: the other rank's half can only come through the "
+         "all-gather of the bf16 shards (revisit the handout's TODO 8)";
 }
 
 TEST(ClipProcesses, ThreeProcessesClipByTheWholeNormAndAgreeOnOverflow) {
