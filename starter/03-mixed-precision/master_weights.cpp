@@ -18,7 +18,7 @@ namespace lab03 {
 // tensor are uint16_t patterns, and gtl/tensor/half.h has gtl::half(float) and
 // gtl::bfloat16(float) (their member `bits`), half_bits_to_float and bfloat16_bits_to_float.
 // Decide, per parameter, what its master must own and what it can share with the model, what
-// each call then reads and writes, and what rounding each direction needs. About 35 lines.
+// each call then reads and writes, and what rounding each direction needs. About 40 lines.
 MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
   for (const ParamRef& p : model_) {
     GTL_CHECK((p.value.dtype() == DType::Float16 || p.value.dtype() == DType::BFloat16 ||
