@@ -6,6 +6,8 @@
 // shrinks those activations, but not the float32 islands: the saving is less than 2x.
 #include <cstring>
 
+#include "gtl/nn/conv2d.h"
+#include "gtl/nn/linear.h"
 #include "gtl/tensor/half.h"
 #include "mixed_precision.h"
 
@@ -70,11 +72,24 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
 HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(dtype) {
   GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
             "HalfWeightCache: expected float16 or bfloat16, got " << dtype);
-  for (ParamRef* p : model.parameter_slots()) {
-    if (p->value.dim() < 2) continue;
-    GTL_CHECK(!p->value.is_cuda(), "HalfWeightCache: CPU parameters only");
-    p->compute = Tensor::empty(p->value.shape(), dtype_, p->value.device());
-    slots_.push_back(p);
+  // A Linear multiplies its weight in half (it adds its bias in float32); a Conv2d hands both its
+  // weight and its bias to the half convolution. Other layers read no parameter in half.
+  std::vector<gtl::nn::Module*> todo = {&model};
+  while (!todo.empty()) {
+    gtl::nn::Module* m = todo.back();
+    todo.pop_back();
+    for (const auto& child : m->children()) todo.push_back(child.get());
+    std::vector<ParamRef*> read = m->parameter_slots();
+    if (dynamic_cast<gtl::nn::Linear*>(m) != nullptr) {
+      read.resize(1);
+    } else if (dynamic_cast<gtl::nn::Conv2d*>(m) == nullptr) {
+      continue;
+    }
+    for (ParamRef* p : read) {
+      GTL_CHECK(!p->value.is_cuda(), "HalfWeightCache: CPU parameters only");
+      p->compute = Tensor::empty(p->value.shape(), dtype_, p->value.device());
+      slots_.push_back(p);
+    }
   }
   refresh();
 }

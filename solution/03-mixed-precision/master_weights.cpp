@@ -25,12 +25,18 @@ void store_half(const Tensor& t, int64_t i, float v) {
 
 MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::move(model_params)) {
   for (const ParamRef& p : model_) {
-    GTL_CHECK(
-        (p.value.dtype() == DType::Float16 || p.value.dtype() == DType::BFloat16) &&
-            p.grad.dtype() == p.value.dtype() && !p.value.is_cuda(),
-        "MasterWeights: expected fp16 or bf16 CPU values and gradients, got " << p.value.str(0));
+    GTL_CHECK((p.value.dtype() == DType::Float16 || p.value.dtype() == DType::BFloat16 ||
+               p.value.dtype() == DType::Float32) &&
+                  p.grad.dtype() == p.value.dtype() && !p.value.is_cuda(),
+              "MasterWeights: expected fp16, bf16 or float32 CPU values and gradients of one "
+              "dtype, got "
+                  << p.value.str(0) << " and " << p.grad.str(0));
   }
   for (const ParamRef& p : model_) {
+    if (p.value.dtype() == DType::Float32) {  // its own master: the optimizer steps it in place
+      masters_.push_back(p);
+      continue;
+    }
     Tensor value = Tensor::empty(p.value.shape());
     for (int64_t i = 0; i < value.numel(); ++i) value.data<float>()[i] = load_half(p.value, i);
     masters_.push_back(ParamRef{value, Tensor::zeros(p.value.shape()), Tensor(), p.name});
@@ -39,6 +45,7 @@ MasterWeights::MasterWeights(std::vector<ParamRef> model_params) : model_(std::m
 
 void MasterWeights::grads_to_master() const {
   for (std::size_t k = 0; k < model_.size(); ++k) {
+    if (model_[k].grad.dtype() == DType::Float32) continue;
     float* g = masters_[k].grad.data<float>();
     for (int64_t i = 0; i < masters_[k].grad.numel(); ++i) g[i] = load_half(model_[k].grad, i);
   }
@@ -46,6 +53,7 @@ void MasterWeights::grads_to_master() const {
 
 void MasterWeights::refresh_model() const {
   for (std::size_t k = 0; k < model_.size(); ++k) {
+    if (model_[k].value.dtype() == DType::Float32) continue;
     const float* v = masters_[k].value.data<float>();
     for (int64_t i = 0; i < masters_[k].value.numel(); ++i) store_half(model_[k].value, i, v[i]);
   }

@@ -6,6 +6,8 @@
 // shrinks those activations, but not the float32 islands: the saving is less than 2x.
 #include <cstring>
 
+#include "gtl/nn/conv2d.h"
+#include "gtl/nn/linear.h"
 #include "gtl/tensor/half.h"
 #include "mixed_precision.h"
 
@@ -67,9 +69,10 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
 // computes, and refresh() allocates nothing (the tests count allocations). The API you need
 // without opening half.h (it holds the answer to 1a/1b): gtl::half(float) and
 // gtl::bfloat16(float) round like the GPU, and their uint16_t member `bits` is the stored value;
-// allowed here. Decide how to recognise the parameters a Linear or Conv2d multiplies with from a
-// ParamRef alone, where a copy must live for those layers to read it (nn::weight_as,
-// gtl/nn/precision.h), and what the cache keeps between calls. About 20 lines.
+// allowed here. The tests build the lab MLP and a CNN (gtl/nn/models.h). Decide which parameters
+// each of the core's layers reads through nn::weight_as (the layers' sources say), how to find
+// them in a model built from those layers, where a copy must live for the layer to read it, and
+// what the cache keeps between calls. About 35 lines.
 HalfWeightCache::HalfWeightCache(gtl::nn::Module& model, DType dtype) : dtype_(dtype) {
   GTL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16,
             "HalfWeightCache: expected float16 or bfloat16, got " << dtype);

@@ -72,8 +72,9 @@ int64_t saved_activation_bytes(const gtl::nn::ModelConfig& config, int64_t batch
 // (nn::weight_as), and otherwise cast the float32 weight at every use (forward AND backward).
 class HalfWeightCache {
  public:
-  // Gives each parameter of `model` that a layer reads through nn::weight_as a `dtype` compute
-  // copy (fp16 or bf16, CPU), made here once, and fills it; every other parameter gets none.
+  // Gives each parameter of `model` (any model built from the core's layers) that a layer reads
+  // through nn::weight_as a `dtype` compute copy (fp16 or bf16, CPU), made here once, and fills
+  // it; every other parameter gets none.
   HalfWeightCache(gtl::nn::Module& model, DType dtype);  // TODO 2c
   // compute = round(value) for every copy, in place (no allocation): once per step, after the
   // optimizer changed the float32 values.
@@ -143,14 +144,17 @@ class DynamicLossScaler final : public GradScaler {
 // scaler and clipping work on masters(), the forward and backward on the model's own tensors.
 class MasterWeights {
  public:
-  // `model_params`: what the model computes with, value and grad in fp16 or bf16 (CPU).
+  // `model_params`: what the model computes with (CPU), value and grad of one dtype each: fp16 or
+  // bf16, or float32 (a half model keeps some parameters, often norms and biases, in float32).
   explicit MasterWeights(std::vector<ParamRef> model_params);  // TODO 4
-  // One float32 master per model parameter, same name and shape.
+  // One float32 master per model parameter, same name, shape and order. Building them allocates
+  // only the float32 storage the model's own tensors cannot provide (the tests count the bytes).
   const std::vector<ParamRef>& masters() const { return masters_; }
   const std::vector<ParamRef>& model_params() const { return model_; }
-  // Called after each backward, before the scaler, clipping and the optimizer see the gradients.
+  // Called after each backward (which writes the model's gradients), before the scaler, clipping
+  // and the optimizer see the gradients.
   void grads_to_master() const;  // TODO 4
-  // Called after each optimizer step, before the next forward.
+  // Called after each optimizer step (which writes the masters' values), before the next forward.
   void refresh_model() const;  // TODO 4
 
  private:

@@ -86,14 +86,39 @@ std::string bf16_rounding() {
   return "every bf16 rounding of the sweep exact";
 }
 
+// TODO 1c's reference: of the non-zero finite values, how many the core's rounding (the GPU's,
+// bit for bit) turns into a zero of either sign.
+lab03::UnderflowReport expected_underflow(const std::vector<float>& values) {
+  lab03::UnderflowReport r;
+  for (float x : values) {
+    if (x == 0.f || !std::isfinite(x)) continue;
+    ++r.nonzero;
+    r.fp16_zeros += static_cast<float>(gtl::half(x)) == 0.f;
+    r.bf16_zeros += static_cast<float>(gtl::bfloat16(x)) == 0.f;
+  }
+  return r;
+}
+
+void expect_counts(const char* test, const std::vector<float>& values) {
+  Recorded r(test);
+  const lab03::UnderflowReport want = expected_underflow(values);
+  const std::string of = std::string(" of ") + test;
+  gtl::judge::expect_equal(r.next<int64_t>("nonzero"), want.nonzero,
+                           "the non-zero finite count" + of);
+  gtl::judge::expect_equal(r.next<int64_t>("fp16_zeros"), want.fp16_zeros,
+                           "the values that round to a zero in fp16" + of);
+  gtl::judge::expect_equal(r.next<int64_t>("bf16_zeros"), want.bf16_zeros,
+                           "the values that round to a zero in bf16" + of);
+}
+
 std::string underflow() {
-  Recorded r("Underflow.SeededValuesMatchTheGpuRounding");
-  const lab03::UnderflowReport want =
-      lab03_cases::expected_underflow(lab03_cases::seeded_underflow_values());
-  gtl::judge::expect_equal(r.next<int64_t>("nonzero"), want.nonzero, "the non-zero count");
-  gtl::judge::expect_equal(r.next<int64_t>("fp16_zeros"), want.fp16_zeros, "the fp16 underflows");
-  gtl::judge::expect_equal(r.next<int64_t>("bf16_zeros"), want.bf16_zeros, "the bf16 underflows");
-  return "the seeded counts exact";
+  expect_counts("Underflow.CountsOnARealGradientMatchTheGpuRounding",
+                lab03_cases::lab_model_gradient().to_vector());
+  expect_counts("Underflow.ScaledValuesShowWhatTheLossScalerRescues",
+                lab03_cases::scaler_rescue_values());
+  expect_counts("Underflow.SeededValuesMatchTheGpuRounding",
+                lab03_cases::seeded_underflow_values());
+  return "every count exact";
 }
 
 std::string autocast() {
@@ -137,16 +162,21 @@ void expect_copies(Recorded& r, gtl::nn::Module& model, const std::vector<bool>&
 }
 
 std::string weight_copy() {
+  Recorded every("HalfWeightCache.EachParameterALayerReadsThroughWeightAsGetsOneCopy");
+  for (const gtl::nn::ModelConfig& c : lab03_cases::cache_configs()) {
+    auto m = gtl::nn::make_model(c);
+    const std::vector<bool> read = lab03_cases::read_through_compute_copy(c);
+    const std::vector<gtl::optim::ParamRef> params = m->parameters();
+    int64_t bytes = 0;
+    for (std::size_t k = 0; k < params.size(); ++k)
+      if (read[k]) bytes += 2 * params[k].value.numel();
+    gtl::judge::expect_equal(every.next<int64_t>("bytes()"), bytes,
+                             "HalfWeightCache::bytes() on the " + c.kind);
+    expect_copies(every, *m, read, gtl::float_to_bfloat16_bits, "the " + c.kind + "'s bf16 copy");
+  }
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
   const std::vector<bool> multiplied = lab03_cases::read_through_compute_copy(config);
-  const std::vector<gtl::optim::ParamRef> params = model->parameters();
-  int64_t bytes = 0;
-  for (std::size_t k = 0; k < params.size(); ++k)
-    if (multiplied[k]) bytes += 2 * params[k].value.numel();
-  Recorded every("HalfWeightCache.EachParameterALayerReadsThroughWeightAsGetsOneCopy");
-  gtl::judge::expect_equal(every.next<int64_t>("bytes()"), bytes, "HalfWeightCache::bytes()");
-  expect_copies(every, *model, multiplied, gtl::float_to_bfloat16_bits, "the bf16 copy");
   Recorded refreshed("HalfWeightCache.RefreshRewritesInPlaceWithoutAllocating");
   for (int step = 1; step <= 2; ++step) {
     lab03_cases::write_seeded_values(*model, step);
@@ -177,15 +207,17 @@ std::string master_weights() {
       [](const gtl::optim::MasterWeights& m) -> const std::vector<gtl::optim::ParamRef>& {
         return m.params();
       });
-  const char* what[] = {"the masters", "the master gradients", "the model after refresh_model"};
-  for (std::size_t k = 0; k < 3; ++k) {
+  const char* what[] = {"the masters", "the master gradients",
+                        "the master gradients after a second backward",
+                        "the model after refresh_model"};
+  for (std::size_t k = 0; k < 4; ++k) {
     const std::vector<float> got = r.sequence<float>(what[k], want[k].size());
     for (std::size_t i = 0; i < got.size(); ++i)
       if (gtl::float_bits(got[i]) != gtl::float_bits(want[k][i]))
         throw Rejection(std::string(what[k]) + "[" + std::to_string(i) + "] is " +
                         gtl::judge::show(got[i]) + ", the core's " + gtl::judge::show(want[k][i]));
   }
-  return "masters, gradients and refresh exact";
+  return "masters, gradients of two backwards and refresh exact";
 }
 
 std::string amp_step_clipping() {

@@ -80,13 +80,11 @@ TEST(Autocast, MatmulsInHalfTheFloat32IslandsStayFloat32) {
       const DType got = lab03::autocast_dtype(op, policy);
       recorded.record(static_cast<int>(got));
       const Observed core = core_dtype(op, policy);
-      EXPECT_EQ(got, core.dtype) << "TODO 2a: under " << policy.name() << ", your autocast_dtype("
-                                 << lab03::op_name(op) << ") is " << got
-                                 << ", which is not the dtype " << core.what
-                                 << " computes its result in: revisit the questions of the "
-                                    "handout's \"Tensor cores\" (what the op spends "
-                                    "its time on, what 8 or 11 bits would do to its result, "
-                                    "and for an op neither claims, what a cast would buy)";
+      EXPECT_EQ(got, core.dtype) << "TODO 2a: autocast_dtype(" << lab03::op_name(op) << ", "
+                                 << policy.name() << "): expected " << core.dtype << " (what "
+                                 << core.what << " computes its result in), got " << got
+                                 << ". Concept: autocast's op classes, the handout's \"Tensor "
+                                    "cores\".";
     }
   }
 }
@@ -139,38 +137,42 @@ TEST(ActivationMemory, HalfPrecisionSavesAtMostTheDerivedShareOfFloat32) {
 }
 
 TEST(HalfWeightCache, EachParameterALayerReadsThroughWeightAsGetsOneCopy) {
-  gtl::nn::ModelConfig config;
-  auto model = gtl::nn::make_model(config);
-  const lab03::HalfWeightCache cache(*model, DType::BFloat16);
-  int64_t expected_bytes = 0;
   gtl::judge::Outputs recorded(
       "HalfWeightCache.EachParameterALayerReadsThroughWeightAsGetsOneCopy");
-  recorded.record(cache.bytes());
-  const std::vector<bool> multiplied = lab03_cases::read_through_compute_copy(config);
-  const std::vector<ParamRef> params = model->parameters();
-  ASSERT_EQ(params.size(), multiplied.size());
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    const ParamRef& p = params[k];
-    if (multiplied[k]) {
-      ASSERT_TRUE(p.compute.defined() && p.compute.dtype() == DType::BFloat16)
-          << "TODO 2c: a Linear multiplies with '" << p.name
-          << "' and reads its compute copy: it needs a bfloat16 one";
-      expected_bytes += p.value.numel() * 2;
-      const std::vector<float> v = p.value.to_vector();
-      const uint16_t* h = static_cast<const uint16_t*>(p.compute.data_ptr());
-      recorded.record_digest(h, static_cast<std::size_t>(p.value.numel()));
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        ASSERT_EQ(h[i], gtl::float_to_bfloat16_bits(v[i]))
-            << "TODO 2c: '" << p.name << "'[" << i << "]: the copy must be round(value)";
+  for (const gtl::nn::ModelConfig& config : lab03_cases::cache_configs()) {
+    auto model = gtl::nn::make_model(config);
+    const lab03::HalfWeightCache cache(*model, DType::BFloat16);
+    recorded.record(cache.bytes());
+    int64_t expected_bytes = 0;
+    const std::vector<bool> multiplied = lab03_cases::read_through_compute_copy(config);
+    const std::vector<ParamRef> params = model->parameters();
+    ASSERT_EQ(params.size(), multiplied.size());
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      const ParamRef& p = params[k];
+      if (multiplied[k]) {
+        ASSERT_TRUE(p.compute.defined() && p.compute.dtype() == DType::BFloat16)
+            << "TODO 2c: the " << config.kind << "'s layer reads '" << p.name << "' ("
+            << gtl::shape_str(p.value.shape())
+            << ") through nn::weight_as: it needs a bfloat16 copy, it has "
+            << (p.compute.defined() ? gtl::dtype_name(p.compute.dtype()) : "none");
+        expected_bytes += p.value.numel() * 2;
+        const std::vector<float> v = p.value.to_vector();
+        const uint16_t* h = static_cast<const uint16_t*>(p.compute.data_ptr());
+        recorded.record_digest(h, static_cast<std::size_t>(p.value.numel()));
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          ASSERT_EQ(h[i], gtl::float_to_bfloat16_bits(v[i]))
+              << "TODO 2c: '" << p.name << "'[" << i << "]: the copy must be round(value)";
+        }
+      } else {
+        EXPECT_FALSE(p.compute.defined())
+            << "TODO 2c: no layer of the " << config.kind << " reads '" << p.name << "' ("
+            << gtl::shape_str(p.value.shape())
+            << ") through nn::weight_as: a copy of it costs bytes and is never read";
       }
-    } else {
-      EXPECT_FALSE(p.compute.defined())
-          << "TODO 2c: no layer multiplies with '" << p.name << "' in half: it stays float32, "
-          << "with no compute copy";
     }
+    EXPECT_EQ(cache.bytes(), expected_bytes)
+        << "TODO 2c: " << config.kind << ": 2 bytes per element of the parameters with a copy";
   }
-  EXPECT_EQ(cache.bytes(), expected_bytes)
-      << "TODO 2c: 2 bytes per element of the parameters that have a copy";
 }
 
 TEST(HalfWeightCache, RefreshRewritesInPlaceWithoutAllocating) {
@@ -215,33 +217,35 @@ int64_t step_allocations(gtl::nn::Module& model, const Batch& b) {
 }
 
 TEST(HalfWeightCache, AStepMakesNoWeightCastAndComputesWhatTheCoreCopyComputes) {
-  gtl::nn::ModelConfig config;
   const Batch b = digits(32);
-  auto plain = gtl::nn::make_model(config);
-  int64_t matrices = 0;
-  for (bool read : lab03_cases::read_through_compute_copy(config)) matrices += read;
-  const int64_t per_use = step_allocations(*plain, b);
-  auto cached = gtl::nn::make_model(config);
-  const lab03::HalfWeightCache cache(*cached, DType::BFloat16);
-  const int64_t once = step_allocations(*cached, b);
-  EXPECT_EQ(per_use - once, 2 * matrices)
-      << "TODO 2c: without a copy every Linear casts its weight in forward AND backward ("
-      << 2 * matrices << " casts per step); with the copy the step must make none. Saved "
-      << per_use - once << " allocations.";
-  // The same step as the core's reference compute copy (ParameterBuffer), bit for bit.
-  auto reference = gtl::nn::make_model(config);
-  gtl::nn::ParameterBuffer buffer(*reference, gtl::Device::cpu());
-  buffer.enable_compute_copy(DType::BFloat16);
-  gtl::nn::PrecisionScope scope(PrecisionPolicy::bf16());
-  gtl::nn::Context c1, c2;
-  const std::vector<float> want = reference->forward(b.images, c1).to(DType::Float32).to_vector();
-  const std::vector<float> got = cached->forward(b.images, c2).to(DType::Float32).to_vector();
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(gtl::float_bits(got[i]), gtl::float_bits(want[i]))
-        << "TODO 2c: logit " << i
-        << " differs from the core's compute copy: the copy must be "
-           "round-to-nearest-even of the float32 weights";
+  for (const gtl::nn::ModelConfig& config : lab03_cases::cache_configs()) {
+    // The core's reference compute copy (ParameterBuffer) gives every parameter one: its step
+    // casts no weight, and yours must not either.
+    auto plain = gtl::nn::make_model(config);
+    const int64_t per_use = step_allocations(*plain, b);
+    auto reference = gtl::nn::make_model(config);
+    gtl::nn::ParameterBuffer buffer(*reference, gtl::Device::cpu());
+    buffer.enable_compute_copy(DType::BFloat16);
+    const int64_t none = step_allocations(*reference, b);
+    auto cached = gtl::nn::make_model(config);
+    const lab03::HalfWeightCache cache(*cached, DType::BFloat16);
+    const int64_t once = step_allocations(*cached, b);
+    EXPECT_EQ(once, none) << "TODO 2c: " << config.kind << ": a bf16 forward + backward without "
+                          << "copies makes " << per_use << " allocations, with a copy of every "
+                          << "parameter " << none << ", with your cache " << once
+                          << ": each extra one is a weight cast at a use";
+    // The same step as the core's compute copy, bit for bit.
+    gtl::nn::PrecisionScope scope(PrecisionPolicy::bf16());
+    gtl::nn::Context c1, c2;
+    const std::vector<float> want = reference->forward(b.images, c1).to(DType::Float32).to_vector();
+    const std::vector<float> got = cached->forward(b.images, c2).to(DType::Float32).to_vector();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(gtl::float_bits(got[i]), gtl::float_bits(want[i]))
+          << "TODO 2c: " << config.kind << ": logit " << i
+          << " differs from the core's compute copy: the copy must be round-to-nearest-even of "
+             "the float32 weights";
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 #include "gtl/data/synthetic_digits.h"
 #include "gtl/memory/allocator.h"
 #include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/models.h"
 #include "gtl/optim/loss_scaler.h"
 #include "gtl/optim/sgd.h"
 #include "gtl/tensor/half.h"
@@ -56,18 +57,34 @@ inline std::vector<float> seeded_underflow_values() {
   v[g() % v.size()] = INFINITY;
   return v;
 }
-// The report the GPU's rounding gives for `values`, measured with the core's rounding (which
-// matches the GPU's bit for bit): each examined value is converted and read back.
-inline lab03::UnderflowReport expected_underflow(const std::vector<float>& values) {
-  lab03::UnderflowReport r;
-  for (float x : values) {
-    const float a = std::fabs(x);
-    if (!(a > 0.f && a <= FLT_MAX)) continue;  // zeros, infinities and NaN are not examined
-    ++r.nonzero;
-    r.fp16_zeros += static_cast<float>(gtl::half(x)) == 0.f;
-    r.bf16_zeros += static_cast<float>(gtl::bfloat16(x)) == 0.f;
-  }
-  return r;
+// The flat float32 gradient of the lab model (MLP, hidden 64, 2 blocks) on 64 digits, loss scale 1.
+inline Tensor lab_model_gradient() {
+  gtl::nn::ModelConfig config;
+  auto model = gtl::nn::make_model(config);
+  gtl::data::SyntheticDigits data(64);
+  Tensor images = Tensor::empty({64, 1, 28, 28}), labels = Tensor::empty({64}, DType::Int64);
+  std::vector<int64_t> idx(64);
+  for (int64_t i = 0; i < 64; ++i) idx[static_cast<std::size_t>(i)] = i;
+  data.gather(idx, images.data<float>(), labels.data<int64_t>());
+  gtl::nn::Context ctx, loss_ctx;
+  const gtl::nn::CrossEntropyLoss head;
+  head.forward(model->forward(images, ctx), labels, loss_ctx);
+  model->backward(ctx, head.backward(loss_ctx, 1.f));
+  std::vector<float> flat;
+  for (const auto& p : model->parameters())
+    for (float g : p.grad.to_vector()) flat.push_back(g);
+  return Tensor::from_vector(flat, {static_cast<int64_t>(flat.size())});
+}
+// 1e-9 .. 1e-2 log-spaced, a zero, a negative value and +-2^-25, the boundary of the handout's
+// table (Underflow.ScaledValuesShowWhatTheLossScalerRescues).
+inline std::vector<float> scaler_rescue_values() {
+  std::vector<float> v;
+  for (int i = 0; i < 700; ++i) v.push_back(std::pow(10.f, -9.f + 0.01f * static_cast<float>(i)));
+  v.push_back(0.f);
+  v.push_back(-3e-9f);
+  v.push_back(0x1p-25f);
+  v.push_back(-0x1p-25f);
+  return v;
 }
 
 // ---- TODO 2: autocast, activation bytes, the weight copy ---------------------------------------
@@ -167,6 +184,13 @@ inline std::vector<gtl::nn::ModelConfig> activation_configs() {
   }
   return configs;
 }
+// The models HalfWeightCache is built on: the lab MLP and a small CNN (channels 8, 28 x 28 digits).
+inline std::vector<gtl::nn::ModelConfig> cache_configs() {
+  gtl::nn::ModelConfig mlp, cnn;
+  cnn.kind = "cnn";
+  cnn.hidden = 8;
+  return {mlp, cnn};
+}
 // What an optimizer step leaves in the parameters before the copies are refreshed: a distinct
 // value in every element, drawn from the grading seed; `step` 1, 2, ... gives each step its own.
 inline void write_seeded_values(gtl::nn::Module& model, int step) {
@@ -248,12 +272,14 @@ inline std::vector<ScriptStep> run_scaler_script(lab03::GradScaler& scaler,
 }
 
 // ---- TODO 4: master weights --------------------------------------------------------------------
-// Two half parameters (fp16, bf16) with values and gradients drawn from the seed.
-inline std::vector<ParamRef> seeded_half_params() {
+// Three parameters (fp16, bf16, float32) with values and gradients drawn from the seed.
+inline std::vector<ParamRef> seeded_model_params() {
   std::mt19937_64 g = gtl::test_seed::generator("MasterWeights.SeededValues");
   std::uniform_real_distribution<float> value(-8.f, 8.f), grad(-1e-3f, 1e-3f);
   std::vector<ParamRef> params;
-  for (auto [dtype, n, name] : {std::tuple{DType::Float16, 37, "a"}, {DType::BFloat16, 19, "b"}}) {
+  for (auto [dtype, n, name] : {std::tuple{DType::Float16, 37, "a"},
+                                {DType::BFloat16, 19, "b"},
+                                {DType::Float32, 11, "c"}}) {
     std::vector<float> v(static_cast<std::size_t>(n)), d(static_cast<std::size_t>(n));
     for (auto& x : v) x = value(g);
     for (auto& x : d) x = grad(g);
@@ -261,6 +287,16 @@ inline std::vector<ParamRef> seeded_half_params() {
                               Tensor::from_vector(d, {n}).to(dtype), Tensor(), name});
   }
   return params;
+}
+// A second backward: new seeded gradients written into the model's own gradient tensors.
+inline void write_seeded_model_grads(const std::vector<ParamRef>& model) {
+  std::mt19937_64 g = gtl::test_seed::generator("MasterWeights.SecondBackward");
+  std::uniform_real_distribution<float> grad(-1e-2f, 1e-2f);
+  for (const ParamRef& p : model) {
+    std::vector<float> d(static_cast<std::size_t>(p.grad.numel()));
+    for (auto& x : d) x = grad(g);
+    Tensor(p.grad).copy_(Tensor::from_vector(d, p.grad.shape()).to(p.grad.dtype()));
+  }
 }
 // The seeded "optimizer step" applied to the masters before refresh_model: master += delta.
 inline std::vector<float> seeded_master_deltas(std::size_t n) {
@@ -277,18 +313,32 @@ inline std::vector<float> flat(const std::vector<Tensor>& tensors) {
     for (float x : t.to(DType::Float32).to_vector()) out.push_back(x);
   return out;
 }
-// The scenario for MasterWeights (yours: masters(), the core's: params()): the masters built,
-// the gradients widened, then the masters moved by the seeded deltas and the model refreshed.
-// Returns {master values, master grads, model values after refresh}.
+inline std::vector<float> flat_values(const std::vector<ParamRef>& params) {
+  std::vector<Tensor> t;
+  for (const ParamRef& p : params) t.push_back(p.value);
+  return flat(t);
+}
+inline std::vector<float> flat_grads(const std::vector<ParamRef>& params) {
+  std::vector<Tensor> t;
+  for (const ParamRef& p : params) t.push_back(p.grad);
+  return flat(t);
+}
+// The scenario for MasterWeights (yours: masters(), the core's: params()), two steps: the masters
+// built, the gradients widened; a second backward's gradients widened; the masters moved by the
+// seeded deltas and the model refreshed. Returns {master values, master grads after the first
+// and after the second backward, model values after refresh}.
 template <typename Masters, typename Get>
 std::vector<std::vector<float>> master_weights_scenario(Get masters_of) {
-  const std::vector<ParamRef> model = seeded_half_params();
+  const std::vector<ParamRef> model = seeded_model_params();
   const Masters mw(model);
   const std::vector<ParamRef>& masters = masters_of(mw);
   std::vector<std::vector<float>> out;
-  out.push_back(flat({masters[0].value, masters[1].value}));
+  out.push_back(flat_values(masters));
   mw.grads_to_master();
-  out.push_back(flat({masters[0].grad, masters[1].grad}));
+  out.push_back(flat_grads(masters));
+  write_seeded_model_grads(model);
+  mw.grads_to_master();
+  out.push_back(flat_grads(masters));
   const std::vector<float> deltas = seeded_master_deltas(out[0].size());
   std::size_t at = 0;
   for (const ParamRef& m : masters) {
@@ -296,7 +346,7 @@ std::vector<std::vector<float>> master_weights_scenario(Get masters_of) {
     for (int64_t i = 0; i < m.value.numel(); ++i) v[i] += deltas[at++];
   }
   mw.refresh_model();
-  out.push_back(flat({model[0].value, model[1].value}));
+  out.push_back(flat_values(model));
   return out;
 }
 

@@ -27,29 +27,55 @@ float first(const Tensor& t) {
   return t.to(DType::Float32).to_vector()[0];
 }
 
-TEST(MasterWeights, MastersAreFloat32CopiesOfTheHalfWeights) {
+TEST(MasterWeights, MastersAreFloat32CopiesOfTheModelWeights) {
   const auto call = lab03_student_call::todo4();  // no core master weights inside
   const lab03::MasterWeights mw({half_param(DType::Float16, 4, 0.1f, 0.f, "a"),
+                                 half_param(DType::Float32, 3, 0.1f, 0.f, "c"),
                                  half_param(DType::BFloat16, 2, 3.f, 0.f, "b")});
-  ASSERT_EQ(mw.masters().size(), 2u) << "TODO 4: one master per parameter";
-  for (std::size_t k = 0; k < 2; ++k) {
+  ASSERT_EQ(mw.masters().size(), 3u) << "TODO 4: one master per parameter";
+  for (std::size_t k = 0; k < 3; ++k) {
     const ParamRef& m = mw.masters()[k];
     const ParamRef& p = mw.model_params()[k];
     ASSERT_TRUE(m.value.defined() && m.value.dtype() == DType::Float32 && m.grad.defined() &&
                 m.grad.dtype() == DType::Float32)
-        << "TODO 4: master value and grad are float32";
+        << "TODO 4: master '" << p.name << "': value and grad are float32";
     EXPECT_EQ(m.value.shape(), p.value.shape());
     EXPECT_EQ(m.name, p.name) << "TODO 4: masters keep the names (checkpoints use them)";
     EXPECT_EQ(m.value.to_vector(), p.value.to(DType::Float32).to_vector())
-        << "TODO 4: the master starts as the exact widening of the half weight";
-    EXPECT_FALSE(m.value.data_ptr() == p.value.data_ptr())
-        << "TODO 4: the master's value and the half weight have the same data pointer: a master "
-           "must keep what rounding to the model's dtype drops";
+        << "TODO 4: master '" << p.name << "' starts as the exact widening of the model's value";
+    if (p.value.dtype() != DType::Float32) {
+      EXPECT_FALSE(m.value.data_ptr() == p.value.data_ptr())
+          << "TODO 4: the master's value and the half weight have the same data pointer: a "
+             "master must keep what rounding to the model's dtype drops";
+    }
   }
 }
 
-// Half values and gradients drawn from the grading seed, against the core's master weights on the
-// same scenario; what yours gave goes to the judge.
+// The bytes a set of masters leaves allocated while it lives.
+template <typename Masters>
+int64_t bytes_held(const std::vector<ParamRef>& model) {
+  auto allocator = gtl::current_allocator(gtl::Device::cpu());
+  const int64_t before = allocator->stats().allocated_bytes;
+  const Masters masters(model);
+  return allocator->stats().allocated_bytes - before;
+}
+
+TEST(MasterWeights, BuildingAllocatesWhatTheCoreAllocates) {
+  const std::vector<ParamRef> model = lab03_cases::seeded_model_params();
+  const int64_t got = [&] {
+    const auto call = lab03_student_call::todo4();  // yours inside, the core's below
+    return bytes_held<lab03::MasterWeights>(model);
+  }();
+  const int64_t want = bytes_held<gtl::optim::MasterWeights>(model);
+  EXPECT_EQ(got, want)
+      << "TODO 4: masters for an fp16 parameter of 37 elements, a bf16 one of 19 and a float32 "
+         "one of 11 hold "
+      << got << " bytes, the core's " << want
+      << ". Revisit what a master must own, and what it can share with the model's own tensors.";
+}
+
+// Values and gradients drawn from the grading seed, two backwards, against the core's master
+// weights on the same scenario; what yours gave goes to the judge.
 TEST(MasterWeights, SeededValuesWidenAndRoundBackLikeTheCore) {
   const auto got = [] {
     const auto call = lab03_student_call::todo4();  // yours inside, the core's below
@@ -63,10 +89,11 @@ TEST(MasterWeights, SeededValuesWidenAndRoundBackLikeTheCore) {
   gtl::judge::Outputs recorded("MasterWeights.SeededValuesWidenAndRoundBackLikeTheCore");
   for (const auto& v : got) recorded.record_all(v);
   const char* what[] = {
-      "TODO 4: the masters (exact widening of the half values)",
+      "TODO 4: the masters of an fp16, a bf16 and a float32 parameter (exact widening)",
       "TODO 4: the master gradients (exact widening)",
+      "TODO 4: the master gradients after a second backward wrote new model gradients",
       "TODO 4: the model after refresh_model (round-to-nearest-even of the masters)"};
-  for (std::size_t k = 0; k < 3; ++k)
+  for (std::size_t k = 0; k < 4; ++k)
     EXPECT_EQ(got[k], want[k]) << what[k] << " (" << gtl::test_seed::describe() << ")";
 }
 
@@ -132,21 +159,20 @@ TEST(MasterWeights, Bf16WeightsFollowTheirMasters) {
 TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
   // The lab model with its weight matrices stored in bf16 (value and gradient: Linear computes
   // with them as they are and writes bf16 weight gradients); biases and LayerNorm stay float32.
-  // AdamW steps your float32 masters; the model is refreshed after every step.
+  // Every parameter goes to your MasterWeights, AdamW steps its masters(); the model is refreshed
+  // after every step.
   gtl::nn::ModelConfig config;
   auto model = gtl::nn::make_model(config);
-  std::vector<ParamRef> half, float32;
+  std::vector<ParamRef> params;
   const std::vector<bool> matrices = lab03_cases::read_through_compute_copy(config);
   const std::vector<ParamRef*> slots = model->parameter_slots();
   for (std::size_t k = 0; k < slots.size(); ++k) {
     ParamRef* slot = slots[k];
-    if (!matrices[k]) {
-      float32.push_back(*slot);
-      continue;
+    if (matrices[k]) {
+      slot->value = slot->value.to(DType::BFloat16);
+      slot->grad = Tensor::zeros(slot->value.shape(), DType::BFloat16);
     }
-    slot->value = slot->value.to(DType::BFloat16);
-    slot->grad = Tensor::zeros(slot->value.shape(), DType::BFloat16);
-    half.push_back(*slot);
+    params.push_back(*slot);
   }
   // Your master weights inside TODO 4's scope; the backward between them stays outside (the
   // core's Module::backward widens half gradients with the core's convert_into itself).
@@ -154,13 +180,12 @@ TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
     const auto call = lab03_student_call::todo4();
     return f();
   };
-  const lab03::MasterWeights mw = in_todo4([&] { return lab03::MasterWeights(half); });
-  std::vector<ParamRef> params = mw.masters();
-  params.insert(params.end(), float32.begin(), float32.end());
+  const lab03::MasterWeights mw = in_todo4([&] { return lab03::MasterWeights(params); });
+  const std::vector<ParamRef>& masters = mw.masters();
   gtl::optim::AdamWOptions ao;
   ao.lr = 2e-3f;
   ao.weight_decay = 0.f;
-  gtl::optim::AdamW adamw(params, ao);
+  gtl::optim::AdamW adamw(masters, ao);
   gtl::data::DataLoaderOptions lo;
   lo.batch_size = 64;
   gtl::data::DataLoader loader(std::make_shared<gtl::data::SyntheticDigits>(64 * 40), lo);
@@ -178,7 +203,7 @@ TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
         head.forward(model->forward(batch->images, ctx), batch->labels, loss_ctx).item();
     model->backward(ctx, head.backward(loss_ctx, 1.f));
     in_todo4([&] { mw.grads_to_master(); });
-    gtl::optim::clip_grad_norm_(params, 1.f);
+    gtl::optim::clip_grad_norm_(masters, 1.f);
     adamw.step();
     in_todo4([&] { mw.refresh_model(); });
     ASSERT_LE(std::fabs(loss - fp32[step].loss), tolerance)
@@ -187,9 +212,16 @@ TEST(MasterWeights, TrainTheLabModelWhoseMatricesAreBf16) {
         << "): this loop calls grads_to_master after backward and refresh_model after AdamW; "
            "revisit what each hands over (every element, exactly widened or rounded to nearest)";
   }
-  EXPECT_EQ(half[0].value.to(DType::Float32).to_vector()[0],
-            static_cast<float>(gtl::bfloat16(mw.masters()[0].value.to_vector()[0])))
-      << "TODO 4: after training, model weight = round_bf16(master)";
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const float model_weight = params[k].value.to(DType::Float32).to_vector()[0];
+    const float master = masters[k].value.to_vector()[0];
+    const float want = params[k].value.dtype() == DType::BFloat16
+                           ? static_cast<float>(gtl::bfloat16(master))
+                           : master;
+    EXPECT_EQ(model_weight, want) << "TODO 4: after training, '" << params[k].name << "' ("
+                                  << params[k].value.dtype() << ") reads " << model_weight
+                                  << ", its master " << master;
+  }
 }
 
 }  // namespace
