@@ -59,8 +59,10 @@ void Fsdp::gather(int64_t u) {
 }
 
 void Fsdp::before_forward(int64_t u) {
-  // SOLUTION(lab06) step 4: gather u, then let u + 1's gather run during u's forward
+  // SOLUTION(lab06) step 4: u's full values
   gather(u);
+  // END SOLUTION(lab06)
+  // SOLUTION(lab06) step 5: u + 1's gather runs during u's forward
   if (prefetch_ > 0) prefetch(u + 1);
   // END SOLUTION(lab06)
 }
@@ -69,12 +71,16 @@ void Fsdp::after_forward(int64_t u) {
   // SOLUTION(lab06) step 4 (forward done): free the full values
   units_[static_cast<std::size_t>(u)].flat->release_values();
   // END SOLUTION(lab06)
+  // SOLUTION(lab06) step 5: none: u's forward is over, nothing is left for a gather to overlap
+  // END SOLUTION(lab06)
 }
 
 void Fsdp::before_backward(int64_t u) {
-  // SOLUTION(lab06) step 4: gather again, a zeroed full gradient, prefetch u - 1
+  // SOLUTION(lab06) step 4: gather again, a zeroed full gradient
   gather(u);
   units_[static_cast<std::size_t>(u)].flat->materialize_grads();
+  // END SOLUTION(lab06)
+  // SOLUTION(lab06) step 5: u - 1 computes next in backward: its gather runs during u's backward
   if (prefetch_ > 0) prefetch(u - 1);
   // END SOLUTION(lab06)
 }
@@ -85,6 +91,8 @@ void Fsdp::after_backward(int64_t u) {
   flat.release_values();
   comm_.reduce_scatter(flat.grads(), flat.shard_grads(), ReduceOp::Avg);
   flat.release_grads();
+  // END SOLUTION(lab06)
+  // SOLUTION(lab06) step 5: none: u's backward is over
   // END SOLUTION(lab06)
 }
 

@@ -59,11 +59,17 @@ void Fsdp::before_forward(int64_t u) {
   // TODO(lab06) step 4 (forward starts): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
+  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  //   call, if it needs one; in a hook that needs none, replace this comment with why.
+  // END TODO(lab06)
 }
 
 void Fsdp::after_forward(int64_t u) {
   // TODO(lab06) step 4 (forward done): the spec is in the constructor.
   (void)u;
+  // END TODO(lab06)
+  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  //   call, if it needs one; in a hook that needs none, replace this comment with why.
   // END TODO(lab06)
 }
 
@@ -72,20 +78,26 @@ void Fsdp::before_backward(int64_t u) {
   //   into its views of u's grads().
   (void)u;
   // END TODO(lab06)
+  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  //   call, if it needs one; in a hook that needs none, replace this comment with why.
+  // END TODO(lab06)
 }
 
 void Fsdp::after_backward(int64_t u) {
   // TODO(lab06) step 4 (backward done): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
+  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  //   call, if it needs one; in a hook that needs none, replace this comment with why.
+  // END TODO(lab06)
 }
 
 void Fsdp::prefetch(int64_t u) {
   // TODO(lab06) step 5: start unit u's all-gather and return without waiting for it; its Work
   //   in pending_[u] (in_flight(u)) for gather(u). Nothing at all when u is out of range or its
-  //   values are present or in flight. Where the hooks call it, and before or after gather(u),
-  //   is yours to decide (the handout's TODO 5). About 6 lines here, and 1 in each of two hooks,
-  //   written inside step 4's regions of those hooks.
+  //   values are present or in flight. Which hooks call it, and for which unit, is yours to
+  //   decide (the handout's TODO 5). About 6 lines here, and 1 in each hook that
+  //   calls it (the hooks' step 5 regions).
   (void)u;
   // END TODO(lab06)
 }

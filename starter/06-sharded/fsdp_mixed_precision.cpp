@@ -12,9 +12,10 @@ namespace lab06 {
 Tensor gather_bf16_values(Communicator& comm, const gtl::nn::FlatParameter& flat) {
   // TODO(lab06) step 8: the compute copy and what its gather sends, over gather_bf16_values and
   //   bf16_gather_bytes_sent. Spec (sharded.h section 8): bit for bit the fp32 full values rounded
-  //   to bf16, exactly 2 x padded_numel bytes held while it lives, half fp32's gather bytes, the
-  //   fp32 shard untouched; bf16_gather_bytes_sent equals what the communicator's all_gather
-  //   counter shows that gather sent. About 5 lines over the two functions.
+  //   to bf16, exactly 2 x padded_numel bytes held while it lives, the goal of sharded.h section 8
+  //   for the gather's bytes, the fp32 shard untouched; bf16_gather_bytes_sent equals what the
+  //   communicator's all_gather counter shows that gather sent. Decide what crosses the wire.
+  //   About 5 lines over the two functions.
   (void)comm, (void)flat;
   return Tensor();
   // END TODO(lab06)

@@ -205,9 +205,10 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
 // reduce-scatter moves only a third of a step's bytes.
 //
 // Unit `flat`'s full compute copy: bf16, [flat.padded_numel()], in a fresh tensor from the
-// current allocator, equal bit for bit to the fp32 full values rounded to bf16. One all-gather
-// sending half of fp32's bytes; while the copy lives the rank holds exactly 2 x padded_numel
-// bytes more than its persistent state; the fp32 shard is left untouched. Every rank calls it.
+// current allocator, equal bit for bit to the fp32 full values rounded to bf16. Its gather is
+// graded by the communicator's all_gather counter against fp32 FSDP's gather of the same unit
+// (the goal above); while the copy lives the rank holds exactly 2 x padded_numel bytes more than
+// its persistent state; the fp32 shard is left untouched. Every rank calls it.
 Tensor gather_bf16_values(Communicator& comm, const gtl::nn::FlatParameter& flat);
 // Bytes this rank sends in that all-gather on a ring (the communicator's all_gather counter).
 int64_t bf16_gather_bytes_sent(const gtl::nn::FlatParameter& flat);

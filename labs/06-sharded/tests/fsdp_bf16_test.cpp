@@ -98,8 +98,9 @@ void check_gathers(gtl::judge::Outputs& out, const gtl::nn::ModelConfig& config,
           << ": the gathered copy must be the full fp32 values rounded to bf16 (round to nearest "
              "even), bit for bit";
       EXPECT_EQ(2 * sent, fp32_bytes)
-          << at << ": sent " << sent << " bytes, fp32 FSDP sends " << fp32_bytes
-          << ": the gather must send half of fp32's bytes";
+          << at << ": the all-gather sent " << sent << " bytes from this rank, expected "
+          << fp32_bytes / 2 << " (fp32 FSDP's gather of this unit sends " << fp32_bytes
+          << "): revisit what crosses the wire in a bf16-compute gather";
       EXPECT_EQ(mine.reported.back(), sent)
           << at << ": bf16_gather_bytes_sent returned " << mine.reported.back()
           << ", the communicator counted " << sent

@@ -141,12 +141,11 @@ inline std::vector<std::string> timeline_of(const FsdpStep& step) {
   return out;
 }
 
-// The order checks' rules for a prefetch distance `distance` (0: just in time; 1: one unit ahead),
-// checked on rank 0's lines (timeline_of) of one forward and backward: three about the gathers
-// (G1 to G3) and one about the reduce-scatters (R). The handout's TODOs 4 and 5 ask what they say;
-// a failing check states the rule it broke. Returns "" when every line keeps them, else the first
-// line that breaks one: the rule, what it required there and what came. Sizes are all a line
-// shows, so two units of one size (the residual blocks) are told apart by their place only.
+// Checks rank 0's lines (timeline_of) of one forward and backward against the order an FSDP with
+// prefetch distance `distance` (0: just in time; 1: one unit ahead) produces. Returns "" when every
+// line fits, else the first line that does not: what was seen there and which property failed
+// (the handout's TODOs 4 and 5 ask what the order must be). Sizes are all a line shows, so two
+// units of one size (the residual blocks) are told apart by their place only.
 inline std::string order_problem(const FsdpStep& step, int distance) {
   const std::vector<std::string> lines = timeline_of(step);
   const int64_t units = static_cast<int64_t>(step.padded.size());
@@ -161,20 +160,12 @@ inline std::string order_problem(const FsdpStep& step, int distance) {
   const auto unit_text = [&](int64_t u) {
     return "unit " + std::to_string(u) + " (" + std::to_string(bytes(u)) + " B)";
   };
+  const std::string at_distance = " (prefetch distance " + std::to_string(distance) + ")";
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
-    const auto problem = [&](const std::string& rule, const std::string& required) {
-      const std::string name =
-          rule == "G1"   ? "G1 (each unit gathered once per pass, before it computes, in the "
-                           "order the pass computes them)"
-          : rule == "G2" ? "G2 (when a unit computes, the next " + std::to_string(distance) +
-                               " unit(s) of its pass are issued, none further, none across passes)"
-          : rule == "G3" ? "G3 (a gather ahead of the unit that computes next is asynchronous, "
-                           "that unit's own synchronous)"
-          : rule == "R"  ? "R (each gradient reduce-scattered once, right after its unit's "
-                           "backward)"
-                         : rule;
-      return "line " + std::to_string(i) + ", '" + line + "', breaks " + name + ": " + required;
+    const auto problem = [&](const std::string& property, const std::string& seen) {
+      return "line " + std::to_string(i) + ", '" + line + "': " + seen +
+             ". Property failed: " + property;
     };
     std::istringstream in(line);
     std::string what, size;
@@ -187,16 +178,19 @@ inline std::string order_problem(const FsdpStep& step, int distance) {
                                  : std::string("expected ") + passes[pass] + " " +
                                        std::to_string(unit_at(computed)));
       if (reduce_due >= 0)
-        return problem("R", "the reduce-scatter of " + unit_text(reduce_due) +
-                                " is due first: a gradient is reduce-scattered as soon as its "
-                                "unit's backward is done");
+        return problem("averaged gradients",
+                       unit_text(u) + " computed while the gradient of " + unit_text(reduce_due) +
+                           ", whose backward had ended, was not yet reduce-scattered");
       if (gathered <= computed)
-        return problem("G1", unit_text(u) + " computes before its gather was issued in this pass");
+        return problem("current values",
+                       unit_text(u) + " computed while its values were not yet gathered in this " +
+                           passes[pass] + " pass");
       const int64_t ahead = std::min(computed + 1 + distance, units);
       if (gathered < ahead)
-        return problem("G2", "before " + unit_text(u) + " computes, the gather of " +
-                                 unit_text(unit_at(gathered)) +
-                                 " must be issued: prefetch distance " + std::to_string(distance));
+        return problem("overlap" + at_distance,
+                       unit_text(u) + " computed while the gather of " +
+                           unit_text(unit_at(gathered)) +
+                           " had not been issued: none of that gather could overlap this compute");
       ++computed;
       if (pass == 1) reduce_due = u;
       if (computed == units) {  // the pass is done: the next one gathers its units again
@@ -210,46 +204,60 @@ inline std::string order_problem(const FsdpStep& step, int distance) {
     const int64_t got = std::stoll(size);
     if (what.rfind("reduce", 0) == 0) {
       if (reduce_due < 0)
-        return problem("R", pass == 0 ? "no gradient exists yet in the forward pass"
-                                      : "no unit's backward ended since the last reduce-scatter");
+        return problem("averaged gradients",
+                       pass == 0 ? "a reduce-scatter in the forward pass, where no gradient exists"
+                                 : "a reduce-scatter with no unit's backward ended since the last "
+                                   "one: a gradient reduced twice, or before its backward");
       if (got != bytes(reduce_due) || async)
-        return problem("R", "expected the synchronous reduce-scatter of " + unit_text(reduce_due));
+        return problem("averaged gradients",
+                       std::string("expected a synchronous reduce-scatter of ") +
+                           unit_text(reduce_due) + ", whose backward had just ended, got " +
+                           std::to_string(got) + " B" + (async ? ", asynchronous" : ""));
       reduce_due = -1;
       continue;
     }
     if (reduce_due >= 0)
-      return problem("R", "the reduce-scatter of " + unit_text(reduce_due) +
-                              " must come first, as soon as its backward is done");
+      return problem("averaged gradients", "a gather came between the backward of " +
+                                               unit_text(reduce_due) +
+                                               " and the reduce-scatter of its gradient");
     if (pass == 2 || gathered == units)
-      return problem("G1", pass == 0 ? "every unit of the forward pass was gathered already, and "
-                                       "a gather never reaches across into the backward pass"
-                                     : "every unit of the backward pass was gathered already");
+      return problem("one gather per unit and pass", std::string("every unit of the ") +
+                                                         passes[pass == 2 ? 1 : pass] +
+                                                         " pass had been gathered already: one "
+                                                         "gather more than the pass has units");
     const int64_t next = unit_at(gathered);
     if (!async && gathered > computed && got == bytes(unit_at(computed)))
-      return problem("G1", unit_text(unit_at(computed)) +
-                               ", which computes next, was issued already in this pass (a "
-                               "prefetch): it is waited for, never gathered a second time");
+      return problem("one gather per unit and pass",
+                     unit_text(unit_at(computed)) +
+                         ", gathered already in this pass ahead of its compute, was gathered a "
+                         "second time: its bytes crossed the wire twice");
     if (got != bytes(next))
-      return problem("G1", "the next unit in the pass's order to be gathered is " +
-                               unit_text(next) + ", gathered in the order the units compute");
+      return problem("the pass's order", "expected a gather of " + unit_text(next) +
+                                             ", the next unit of this pass not yet gathered, got " +
+                                             std::to_string(got) + " B");
     if (gathered > computed + distance)
-      return problem("G2", "the unit that computes next is " + unit_text(unit_at(computed)) +
-                               ": at most " + std::to_string(distance) + " unit(s) ahead");
+      return problem("memory" + at_distance,
+                     "this gather is " + std::to_string(gathered - computed) +
+                         " unit(s) ahead of " + unit_text(unit_at(computed)) +
+                         ", which computes next: every unit gathered ahead is held in memory");
     if (async != (gathered > computed))
-      return problem("G3", gathered > computed
-                               ? "a gather ahead of the unit that computes next is a prefetch, "
-                                 "asynchronous"
-                               : "the unit that computes next was not prefetched: its gather is "
-                                 "synchronous");
+      return problem("overlap" + at_distance,
+                     gathered > computed
+                         ? "the gather of " + unit_text(next) + ", ahead of " +
+                               unit_text(unit_at(computed)) +
+                               " which computes next, was synchronous: the hook that issued it "
+                               "waited for it, so nothing overlapped it"
+                         : "the gather of " + unit_text(next) +
+                               ", which computes next, was issued asynchronously only now, with "
+                               "no compute left before it to overlap");
     ++gathered;
   }
   if (pass != 2)
     return "the step ended before every unit's forward and backward (after line " +
            std::to_string(lines.size()) + ")";
   if (reduce_due >= 0)
-    return "the step ended, breaking R (each gradient reduce-scattered once, right after its "
-           "unit's backward): " +
-           unit_text(reduce_due) + "'s gradient was never reduce-scattered";
+    return "the step ended with the gradient of " + unit_text(reduce_due) +
+           " never reduce-scattered. Property failed: averaged gradients";
   return "";
 }
 

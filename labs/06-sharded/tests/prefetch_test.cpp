@@ -53,7 +53,8 @@ std::string step_hint(std::size_t k) {
 }
 
 // Each step's timeline by the order's rules at prefetch distance 1 (fsdp_step.h's order_problem),
-// recorded for the judge (step after step); a break names the step, the line and the rule.
+// recorded for the judge (step after step); a break names the step, the line, what was seen
+// and the property that failed.
 void expect_prefetch_order(const std::string& test, const std::vector<testing::FsdpStep>& steps,
                            const std::string& input) {
   gtl::judge::Outputs out(test);
@@ -63,9 +64,8 @@ void expect_prefetch_order(const std::string& test, const std::vector<testing::F
     EXPECT_EQ(testing::order_problem(steps[k], /*distance=*/1), "")
         << input << ", step " << k + 1 << " of " << steps.size() << " on one Fsdp: rank 0's "
         << "gathers, reduce-scatters and unit computations, in order: "
-        << ::testing::PrintToString(got) << ". With prefetch 1 the unit that computes next is "
-        << "gathered while u computes, and a prefetched unit is never gathered a second time"
-        << step_hint(k);
+        << ::testing::PrintToString(got) << ". Revisit which hooks call prefetch, for which unit, "
+        << "and what gather(u) does with a unit in flight (TODO 5)" << step_hint(k);
   }
 }
 

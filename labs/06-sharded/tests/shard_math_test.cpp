@@ -44,7 +44,7 @@ TEST(ShardMath, PaddedBufferIsTheSmallestMultipleOfTheWorldSize) {
                                << " must cut into N equal shards (a multiple of N)";
       EXPECT_GE(padded, numel) << "numel " << numel << ", N " << n << ": padding adds, never cuts";
       EXPECT_LT(padded - numel, n) << "numel " << numel << ", N " << n << ": padded " << padded
-                                   << " is not the SMALLEST multiple of N: round up, not by N";
+                                   << " is not the SMALLEST multiple of N that holds numel";
     }
   }
 }
@@ -63,8 +63,7 @@ TEST(ShardMath, ShardsTileThePaddedBufferInRankOrder) {
             << " end (equal shards, in rank order, no gap, no overlap)";
         end += size;
         const int64_t mine = shard_real_numel(numel, n, r);
-        EXPECT_GE(mine, 0) << at << ", rank " << r
-                           << ": a shard past the real elements holds 0 of them, not " << mine;
+        EXPECT_GE(mine, 0) << at << ", rank " << r << ": a count of real elements, got " << mine;
         EXPECT_LE(mine, size) << at << ", rank " << r << ": " << mine
                               << " real elements in a shard of " << size;
         real += mine;
