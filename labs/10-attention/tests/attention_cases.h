@@ -15,43 +15,54 @@
 
 namespace lab10_cases {
 
-// ---- shapes
-// --------------------------------------------------------------------------------------- Edge
-// lengths (one query, fewer keys than a tile, one tile exactly, a tile and one, several tiles with
-// a tail), both head dimensions, causal and not; then two lengths drawn from the seed.
-inline std::vector<lab10::AttentionShape> shapes(const std::string& test, int max_t) {
-  std::vector<lab10::AttentionShape> out;
+// ---- cases: a shape and how large the scores get
+// ------------------------------------------------- Edge lengths (one query, fewer keys than a
+// tile, one tile exactly, a tile and one, several tiles with a tail), both head dimensions, causal
+// and not; then two lengths drawn from the seed. The cases of length 67 and the second drawn one
+// take queries 24 times larger: scores near 200, whose exponential overflows float32 (past 88.7)
+// unless the row's max is subtracted first.
+struct Case {
+  lab10::AttentionShape shape;
+  float q_scale = 1.f;
+};
+inline std::vector<Case> cases(const std::string& test, int max_t) {
+  std::vector<Case> out;
   for (int d : {64, 128})
     for (bool causal : {false, true})
       for (int t : {1, 7, 32, 33, 67})
-        if (t <= max_t) out.push_back({2, t, d, causal});
+        if (t <= max_t) out.push_back({{2, t, d, causal}, t == 67 ? 24.f : 1.f});
   std::mt19937_64 g = gtl::test_seed::generator(test);
   for (int i = 0; i < 2; ++i)
-    out.push_back({int(gtl::test_seed::draw(g, 1, 3)), int(gtl::test_seed::draw(g, 2, max_t)),
-                   i == 0 ? 64 : 128, i == 1});
+    out.push_back({{int(gtl::test_seed::draw(g, 1, 3)), int(gtl::test_seed::draw(g, 2, max_t)),
+                    i == 0 ? 64 : 128, i == 1},
+                   i == 1 ? 24.f : 1.f});
   return out;
 }
 
-inline std::string describe(const lab10::AttentionShape& s) {
+inline std::string describe(const Case& c) {
+  const lab10::AttentionShape& s = c.shape;
   return "bh " + std::to_string(s.bh) + ", t " + std::to_string(s.t) + ", d " +
-         std::to_string(s.d) + (s.causal ? ", causal" : ", not causal");
+         std::to_string(s.d) + (s.causal ? ", causal" : ", not causal") +
+         (c.q_scale != 1.f ? ", large scores" : "");
 }
 
-// ---- inputs: q, k, v, dout; q and k spread so that the row max moves from tile to tile ----------
+// ---- inputs: q, k, v, dout; keys grow along the sequence, so the row max moves from tile to tile
+// -
 struct Inputs {
   std::vector<float> q, k, v, dout;
 };
-inline Inputs inputs(const lab10::AttentionShape& s) {
+inline Inputs inputs(const Case& cs) {
+  const lab10::AttentionShape& s = cs.shape;
   const size_t n = size_t(s.bh) * s.t * s.d;
   std::mt19937 rng(unsigned(s.bh * 1000003 + s.t * 131 + s.d + (s.causal ? 7 : 0)));
   std::uniform_real_distribution<float> unit(-1.f, 1.f);
   Inputs in{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n),
             std::vector<float>(n)};
-  // Keys grow along the sequence: later tiles hold larger scores for some queries, so an output
-  // accumulated under an old max must be rescaled (and the scores reach about +-8).
+  // Later keys are larger (up to 3x): a later tile holds larger scores for some queries, so an
+  // output accumulated under an earlier max must be rescaled.
   for (size_t e = 0; e < n; ++e) {
     const size_t pos = (e / s.d) % s.t;
-    in.q[e] = 2.f * unit(rng);
+    in.q[e] = 2.f * cs.q_scale * unit(rng);
     in.k[e] = unit(rng) * (1.f + 2.f * float(pos) / float(std::max(1, s.t - 1)));
     in.v[e] = unit(rng);
     in.dout[e] = unit(rng);
@@ -71,13 +82,16 @@ struct Reference {
   std::vector<double> o, lse, dq, dk, dv;                      // the exact values
   std::vector<double> o_tol, lse_tol, dq_tol, dk_tol, dv_tol;  // and their tolerances
 };
-inline Reference reference(const lab10::AttentionShape& s, const Inputs& in) {
+inline Reference reference(const Case& cs, const Inputs& in) {
+  const lab10::AttentionShape& s = cs.shape;
   const int t = s.t, d = s.d;
   const double u = std::ldexp(1.0, -24), scale = 1.0 / std::sqrt(double(d));
+  const double floor = std::ldexp(1.0, -120);
   const size_t n = size_t(s.bh) * t * d, rows = size_t(s.bh) * t;
-  auto zeros = [](size_t k) { return std::vector<double>(k, 0.0); };
-  Reference r{zeros(n), zeros(rows), zeros(n), zeros(n), zeros(n),
-              zeros(n), zeros(rows), zeros(n), zeros(n), zeros(n)};
+  auto zeros = [](size_t k, double x = 0.0) { return std::vector<double>(k, x); };
+  Reference r{zeros(n),        zeros(rows),     zeros(n),           zeros(n),
+              zeros(n),        zeros(n, floor), zeros(rows, floor), zeros(n, floor),
+              zeros(n, floor), zeros(n, floor)};
   // Per head: P, the scores' error bounds, dP and dS with their error bounds.
   std::vector<double> p(size_t(t) * t), score_err(size_t(t) * t), dp(size_t(t) * t),
       ds(size_t(t) * t), ds_err(size_t(t) * t);
@@ -108,7 +122,7 @@ inline Reference reference(const lab10::AttentionShape& s, const Inputs& in) {
       const double lse = m + std::log(sum);
       r.lse[size_t(h) * t + i] = lse;
       // lse: the worst score's error, the t-term sum of exponentials (each within 2 u), the log.
-      r.lse_tol[size_t(h) * t + i] = 2 * (worst_score_err + (t + 2) * u + u * std::fabs(lse));
+      r.lse_tol[size_t(h) * t + i] += 2 * (worst_score_err + (t + 2) * u + u * std::fabs(lse));
       for (int j = 0; j < t; ++j)
         p[size_t(i) * t + j] = sees(i, j) ? std::exp(p[size_t(i) * t + j] - m) / sum : 0.0;
       // P_ij's relative error: its own score's, the normaliser's (the worst score's and its sum's),
@@ -121,7 +135,7 @@ inline Reference reference(const lab10::AttentionShape& s, const Inputs& in) {
           magnitude += p[size_t(i) * t + j] * std::fabs(at(in.v, j, c));
         }
         r.o[base + size_t(i) * d + c] = acc;
-        r.o_tol[base + size_t(i) * d + c] = 2 * (p_rel + (t + 1) * u) * magnitude;
+        r.o_tol[base + size_t(i) * d + c] += 2 * (p_rel + (t + 1) * u) * magnitude;
       }
     }
     // Backward, given o and lse in float32: P_ij = exp(S_ij - lse_i) (relative error: the
