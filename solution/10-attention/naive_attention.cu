@@ -16,7 +16,7 @@ namespace lab10 {
 
 namespace {
 
-// TODO(lab10) step 1
+// SOLUTION(lab10) step 1
 __global__ void scores_kernel(const float* q, const float* k, float* scores, AttentionShape s,
                               float scale) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;  // key
@@ -61,14 +61,8 @@ __global__ void weighted_sum_kernel(const float* probs, const float* v, float* o
   for (int j = 0; j <= last; ++j) acc += p[j] * vh[size_t(j) * s.d + c];
   o[(size_t(h) * s.t + i) * s.d + c] = acc;
 }
-// END TODO(lab10)
-
-}  // namespace
-
-void attention_naive(const float* q, const float* k, const float* v, float* scores, float* o,
-                     AttentionShape s, cudaStream_t stream) {
-  if (s.bh == 0 || s.t == 0) return;
-  // TODO(lab10) step 1
+void launch_attention_naive(const float* q, const float* k, const float* v, float* scores, float* o,
+                            AttentionShape s, cudaStream_t stream) {
   const float scale = 1.f / std::sqrt(float(s.d));
   constexpr int kThreads = 128;
   scores_kernel<<<dim3((s.t + kThreads - 1) / kThreads, s.t, s.bh), kThreads, 0, stream>>>(
@@ -77,7 +71,15 @@ void attention_naive(const float* q, const float* k, const float* v, float* scor
   softmax_rows_kernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(scores, rows, s.t);
   weighted_sum_kernel<<<dim3((s.d + kThreads - 1) / kThreads, s.t, s.bh), kThreads, 0, stream>>>(
       scores, v, o, s);
-  // END TODO(lab10)
+}
+// END SOLUTION(lab10)
+
+}  // namespace
+
+void attention_naive(const float* q, const float* k, const float* v, float* scores, float* o,
+                     AttentionShape s, cudaStream_t stream) {
+  if (s.bh == 0 || s.t == 0) return;
+  launch_attention_naive(q, k, v, scores, o, s, stream);
 }
 
 }  // namespace lab10

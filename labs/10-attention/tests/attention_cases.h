@@ -10,10 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "attention.h"
+#include "attention_shape.h"
 #include "gtl_test_seed.h"
 
 namespace lab10_cases {
+
+// The longest sequence of the emulated tests (the emulator runs a kernel's threads one after
+// another); the GPU tests go to thousands.
+constexpr int kEmulatedMaxT = 130;
 
 // ---- cases: a shape and how large the scores get
 // ------------------------------------------------- Edge lengths (one query, fewer keys than a

@@ -23,12 +23,9 @@ using namespace lab10_cases;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Small enough for the emulator; the GPU tests go to thousands.
-constexpr int kMaxT = 130;
-
 TEST(EmulatedNaiveAttention, MatchesTheReference) {
   gtl::judge::Outputs recorded("EmulatedNaiveAttention.MatchesTheReference");
-  for (const Case& c : cases("EmulatedNaiveAttention", kMaxT)) {
+  for (const Case& c : cases("EmulatedNaiveAttention", kEmulatedMaxT)) {
     const lab10::AttentionShape& s = c.shape;
     const Inputs in = inputs(c);
     const Reference want = reference(c, in);
@@ -43,12 +40,13 @@ TEST(EmulatedNaiveAttention, MatchesTheReference) {
                            << ": NaN means a row whose every score was masked, or an output "
                            << "never written; finite but wrong at the first rows of a causal case "
                            << "means the diagonal (revisit: which keys query i may see)");
+    if (HasFailure()) return;  // the first failing case says enough
   }
 }
 
 TEST(EmulatedFlashForward, OutputAndLogSumExpMatchTheReference) {
   gtl::judge::Outputs recorded("EmulatedFlashForward.OutputAndLogSumExpMatchTheReference");
-  for (const Case& c : cases("EmulatedFlashForward", kMaxT)) {
+  for (const Case& c : cases("EmulatedFlashForward", kEmulatedMaxT)) {
     const lab10::AttentionShape& s = c.shape;
     const Inputs in = inputs(c);
     const Reference want = reference(c, in);
@@ -71,23 +69,13 @@ TEST(EmulatedFlashForward, OutputAndLogSumExpMatchTheReference) {
                            << gtl::test_seed::describe()
                            << ": lse is what backward rebuilds P from (revisit: what lse_i is, "
                            << "and when it is known)");
-  }
-}
-
-TEST(EmulatedFlashForward, RefusesOtherHeadDimensions) {
-  std::vector<float> buffer(64 * 3, 0.f);
-  for (int d : {32, 96, 63}) {
-    const lab10::AttentionShape s{1, 1, d, false};
-    EXPECT_EQ(lab10::flash_attention_forward(buffer.data(), buffer.data(), buffer.data(),
-                                             buffer.data(), buffer.data(), s, nullptr),
-              cudaErrorInvalidValue)
-        << "TODO 2: d = " << d << " must be refused with cudaErrorInvalidValue";
+    if (HasFailure()) return;  // the first failing case says enough
   }
 }
 
 TEST(EmulatedFlashBackward, GradientsMatchTheReference) {
   gtl::judge::Outputs recorded("EmulatedFlashBackward.GradientsMatchTheReference");
-  for (const Case& c : cases("EmulatedFlashBackward", kMaxT)) {
+  for (const Case& c : cases("EmulatedFlashBackward", kEmulatedMaxT)) {
     const lab10::AttentionShape& s = c.shape;
     const Inputs in = inputs(c);
     const Reference want = reference(c, in);
@@ -110,6 +98,7 @@ TEST(EmulatedFlashBackward, GradientsMatchTheReference) {
                              << ": NaN means an element never written or added into; wrong "
                              << "values mean P or dS rebuilt wrongly (revisit: softmax's "
                              << "backward, the handout's derivation)");
+    if (HasFailure()) return;  // the first failing case says enough
   }
 }
 
