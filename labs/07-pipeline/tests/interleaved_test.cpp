@@ -20,7 +20,7 @@ namespace {
 // to run while it does. The order it runs, interleaved_schedule, is the harness's.
 BubbleReport student_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                          double forward, double backward) {
-  const auto call = lab07_student_call::todo6();
+  const auto call = lab07_student_call::todo6_interleaved();
   return simulate_interleaved_bubbles(schedule, chunks, forward, backward);
 }
 

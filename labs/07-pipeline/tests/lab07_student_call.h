@@ -32,10 +32,15 @@ inline StudentCall todo5() {
                      {"lab07::pipeline_step", "lab07::sequential_step", "gtl::train::Trainer",
                       "gtl::dist::simulate_timeline"});
 }
-// TODO 6, simulate_bubbles and simulate_interleaved_bubbles (the interleaved order it runs,
-// interleaved_schedule, is the harness's): the core's cost model simulates traces, not schedules.
+// TODO 6, simulate_bubbles: the core's cost model simulates traces, not schedules.
 inline StudentCall todo6() {
-  return StudentCall("simulate_bubbles / simulate_interleaved_bubbles (TODO 6, bubble.cpp)",
+  return StudentCall("simulate_bubbles (TODO 6, bubble.cpp)",
+                     {"gtl::dist::simulate_timeline", "gtl::dist::Timeline"});
+}
+// TODO 6 too, simulate_interleaved_bubbles (the order it runs, interleaved_schedule, is the
+// harness's): the same.
+inline StudentCall todo6_interleaved() {
+  return StudentCall("simulate_interleaved_bubbles (TODO 6, bubble.cpp)",
                      {"gtl::dist::simulate_timeline", "gtl::dist::Timeline"});
 }
 
