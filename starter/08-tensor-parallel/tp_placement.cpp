@@ -30,9 +30,9 @@ TpStepFigures tp_step_figures(const std::vector<std::vector<TraceEvent>>& traces
   //   group's step, and which records set an all-reduce's cost when the ranks did not all send
   //   the same bytes. Refuse IntraNode when the group does not fit in a node (a test checks the
   //   message names k and ranks_per_node). Fill f; then largest_tp_size picks among the sizes.
-  //   Hint: draw two ranks' compute streams side by side with the all-reduces between them, one
-  //   rank slower before the first, the other slower before the second. What is the step's
-  //   critical path? About 30 lines for the step, 5 for the size.
+  //   Hint: draw two ranks' compute streams side by side, their work unequal, with the
+  //   all-reduces between them. What is the step's critical path? About 30 lines for the step,
+  //   5 for the size.
   (void)k, (void)model, (void)placement;
   return f;
 }
