@@ -16,8 +16,7 @@ Schedule one_f_one_b_schedule(int stages, int64_t m) {
   // TODO(lab07) step 4: warm-up, steady one-forward-one-backward, cool-down.
   //   Spec (pipeline.h): three phases per stage; stage s holds at most min(p - s, m)
   //   micro-batches at once, and its warm-up is the longest that bound allows.
-  //   Yours to decide: each stage's warm-up length, and which forward and which backward each
-  //   steady round runs.
+  //   Yours to decide: each stage's warm-up length, from the bound.
   //   Check yourself against the handout's picture (stages 0 and 3 of p = 4, m = 4) and
   //   the harness's GPipe (gpipe_schedule: the same work, all m held). About 12 lines.
   (void)m;

@@ -27,9 +27,8 @@ Tensor gather_sequence(const Tensor& shard, Communicator& tp) {
   // TODO(lab08) step 4a: the all-gather along the sequence.
   //   Spec: every rank returns the whole [B, T, D], T = k * T/k, each position exactly the bits
   //   its owner holds, with one collective of the group (B*T*D floats). Hint: the core's
-  //   all_gather lays the ranks' inputs end to end, rank 0's first; a rank's [B, T/k, D] is one
-  //   block of [B, T, D] only when B = 1. Where must sequence 1's positions of rank 0 go?
-  //   About 4 lines.
+  //   all_gather lays the ranks' inputs end to end, rank 0's first. Where must sequence 1's
+  //   positions of rank 0 go? About 4 lines.
   (void)shard, (void)tp;
   throw gtl::Error("TODO(lab08) step 4a: gather_sequence is not implemented");
   // END TODO(lab08)

@@ -124,7 +124,9 @@ float run_stage(Communicator& comm, const StageStep& step);
 // ---- 6. Bubbles (bubble.cpp) ------------------------------------------------------------------
 // Stage s's forward of one micro-batch takes forward_time[s], its backward backward_time[s]
 // (seconds, > 0); messages are free. Every action starts as soon as the stage has finished its
-// previous action and the action's dependency (forward i on s-1, backward i on s+1) has finished.
+// previous action and the action's dependencies have finished: forward i on s-1 for forward i;
+// backward i on s+1 and the stage's own forward i for backward i (the rules schedule_problem
+// states; an order that breaks one, "B0 F0" on a stage, cannot run).
 struct BubbleReport {
   double step_time = 0;        // when the last action of any stage ends
   std::vector<double> busy;    // per stage: seconds of work
@@ -135,7 +137,7 @@ struct BubbleReport {
 BubbleReport simulate_bubbles(const Schedule& schedule, const std::vector<double>& forward_time,
                               const std::vector<double>& backward_time);
 
-// ---- 7. Interleaved 1F1B (interleaved_schedule.cpp) -----------------------------------------
+// ---- 7. Interleaved 1F1B (its bubble: bubble.cpp, TODO 6) ---------------------------------------
 // Megatron-LM's interleaving: each of the p ranks holds v model chunks; chunk c of rank r is
 // VIRTUAL stage c * p + r, so a micro-batch crosses ranks 0, 1, ..., p-1 with chunk 0, then again
 // with chunk 1, and so on. A rank's action names the chunk it runs.
@@ -160,9 +162,9 @@ using InterleavedSchedule = std::vector<std::vector<ChunkAction>>;  // index = r
 // the rank's v m forwards and v m backwards.
 InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m);
 
-// 7. The bubble of an interleaved schedule on a clock, as simulate_bubbles: a chunk's forward
-// takes chunk_forward_time, its backward chunk_backward_time, on every rank. The v p virtual
-// stages form one pipeline and obey the dependency rules of sections 3 and 4 (above), stage for
+// TODO 6 too (bubble.cpp): the bubble of an interleaved schedule on a clock, as simulate_bubbles:
+// a chunk's forward takes chunk_forward_time, its backward chunk_backward_time, on every rank. The
+// v p virtual stages form one pipeline and obey the dependency rules of section 6, stage for
 // virtual stage; a rank is one clock, shared by its chunks. Throws gtl::Error when the orders
 // cannot run. With equal chunks the bubble is (p - 1) / (v m + p - 1): v times smaller.
 BubbleReport simulate_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,

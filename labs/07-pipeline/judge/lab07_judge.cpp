@@ -801,7 +801,7 @@ std::string bubbles() {
   return "every report is the judge's clock's";
 }
 
-// ---- TODO 7: interleaved 1F1B ------------------------------------------------------------------
+// ---- TODO 6: interleaved 1F1B ------------------------------------------------------------------
 
 using Interleaved = InterleavedSchedule;
 

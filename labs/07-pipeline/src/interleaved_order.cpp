@@ -1,4 +1,4 @@
-// Megatron-LM's interleaved 1F1B order (pipeline.h, section 7): the harness gives it, TODO 7
+// Megatron-LM's interleaved 1F1B order (pipeline.h, section 7): the harness gives it, TODO 6
 // simulates its bubble. Leave this file closed until TODO 4 is done: its three phases are 1F1B's.
 #include <algorithm>
 

@@ -155,6 +155,9 @@ TEST(Bubbles, RejectsAScheduleThatCannotRun) {
       << "stage 0 waits for B0, stage 1 first for F1: a cycle, not a timeline";
   EXPECT_THROW(student_bubbles(gpipe_schedule(2, 2), {1}, {1, 1}), gtl::Error)
       << "one forward time per stage";
+  EXPECT_THROW(student_bubbles(testing::parse({"B0 F0"}), {1}, {1}), gtl::Error)
+      << "one stage whose backward 0 comes before its own forward 0: it cannot run (the header's "
+      << "section 6 lists what a backward waits for)";
 }
 
 // ---- the simulated timeline of your executor on the reference cluster ---------------------------

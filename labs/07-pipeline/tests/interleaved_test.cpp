@@ -1,4 +1,4 @@
-// TODO 7: the bubble of interleaved 1F1B on a clock. The order is Megatron-LM's, given
+// TODO 6, interleaved: the bubble of interleaved 1F1B on a clock. The order is Megatron-LM's, given
 // (interleaved_schedule); the bubble of it is exactly (p-1)/(v m + p - 1), the formula of 1F1B
 // with v times as many micro-batches; an unpipelined order is simulated, and an order that cannot
 // run throws.
@@ -16,11 +16,11 @@
 namespace lab07 {
 namespace {
 
-// TODO 7's function inside its guard scope (lab07_student_call.h): the core's cost model refuses
+// TODO 6's function inside its guard scope (lab07_student_call.h): the core's cost model refuses
 // to run while it does. The order it runs, interleaved_schedule, is the harness's.
 BubbleReport student_interleaved_bubbles(const InterleavedSchedule& schedule, int chunks,
                                          double forward, double backward) {
-  const auto call = lab07_student_call::todo7();
+  const auto call = lab07_student_call::todo6_interleaved();
   return simulate_interleaved_bubbles(schedule, chunks, forward, backward);
 }
 
@@ -108,6 +108,11 @@ TEST(Interleaved, ABubbleOfAnOrderThatCannotRunThrows) {
   gtl::judge::Outputs recorded("Interleaved.ABubbleOfAnOrderThatCannotRunThrows");
   recorded.record(lab07_cases::throws_error([&] { student_interleaved_bubbles(bad, 2, 1, 2); }));
   EXPECT_THROW(student_interleaved_bubbles(bad, 2, 1, 2), gtl::Error);
+  // One rank, one chunk: the last virtual stage's backward 0 before its own forward 0.
+  const InterleavedSchedule backward_first = {{{Op::Backward, 0, 0}, {Op::Forward, 0, 0}}};
+  EXPECT_THROW(student_interleaved_bubbles(backward_first, 1, 1, 2), gtl::Error)
+      << "backward 0 before its own forward 0 cannot run (the header's section 6 lists what a "
+      << "backward waits for)";
 }
 
 }  // namespace

@@ -372,7 +372,7 @@ inline void record_report(gtl::judge::Outputs& out, const lab07::BubbleReport& r
   out.record_all(r.bubble);
 }
 
-// ---- TODO 7: interleaved 1F1B ------------------------------------------------------------------
+// ---- TODO 6: interleaved 1F1B ------------------------------------------------------------------
 struct InterleavedCase {
   int p = 2, v = 1;
   int64_t m = 2;

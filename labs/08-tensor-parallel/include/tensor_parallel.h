@@ -129,9 +129,9 @@ struct AttentionShard {
 AttentionShard shard_attention(const nn::CausalSelfAttention& full, int tp_rank, int tp_size);
 
 // The attention of x [B, T, D] with each rank running its own heads (src/parallel_attention.cpp,
-// built from shard_attention): f, qkv column-parallel, the heads' attention (the core's reference
-// path: batched GEMMs, causal mask, softmax), proj row-parallel, g, proj's bias. One all-reduce
-// [B*T, D] forward, one backward. Output [B, T, D].
+// built from shard_attention): the rank's share of qkv, its heads' attention (the core's reference
+// path: batched GEMMs, causal mask, softmax) and its share of proj, the group's communication
+// written inline: one all-reduce [B*T, D] forward, one backward. Output [B, T, D].
 class ParallelAttention final : public nn::Module {
  public:
   ParallelAttention(const nn::CausalSelfAttention& full, Communicator& tp);
@@ -149,8 +149,7 @@ class ParallelAttention final : public nn::Module {
 // ---- 3. Vocabulary-parallel embedding and loss (vocab_parallel.cpp) ----------------------------
 // The token table [V, D] cut by rows: rank r holds rows tp_slice(V) ("weight" [V/k, D]). Forward:
 // ids [B, T] (int64, any value in [0, V)) -> [B, T, D] float32, the full lookup on every rank,
-// each position exactly its row of the table, bit for bit (an entry of -0.0 may come back as
-// +0.0, which compares equal; the tests' tables hold none); an id outside [0, V) makes every rank
+// each position exactly its row of the table, bit for bit; an id outside [0, V) makes every rank
 // throw gtl::Error naming the id and V. Backward: dy [B, T, D], the same on every rank -> the
 // gradient of this rank's rows of the table, added in position order like
 // ops::embedding_backward; returns an undefined tensor (ids have no gradient). Saved: the ids.
@@ -189,8 +188,8 @@ class VocabParallelCrossEntropy {
 };
 
 // ---- 4. Sequence parallelism (sequence_parallel.cpp) -------------------------------------------
-// Outside the column/row pairs (LayerNorm, biases added after a sum, the residual adds) every
-// rank of the group above computes the same thing on the same [B, T, D] tensor. Sequence
+// Outside the column/row pairs (LayerNorm, the row-parallel layers' biases, the residual adds)
+// every rank of the group above computes the same thing on the same [B, T, D] tensor. Sequence
 // parallelism cuts those regions along the SEQUENCE: rank r holds positions tp_slice(T) of every
 // sequence, x_r [B, T/k, D] (all B sequences, its T/k positions of each, in order), and the
 // group's all-reduce becomes an all-gather and a reduce-scatter of the same bytes. T must be
@@ -218,8 +217,9 @@ Tensor scatter_sequence(const Tensor& partial, Communicator& tp);
 // input [B*T, D], fc1's output and GELU's output [B*T, 4D/k] each (not the LayerNorm's own output
 // shard once it is gathered, nor anything else a helper returned); the activation-memory check
 // counts every byte a rank still holds after forward (handout, TODO 4). The group's traffic:
-// forward, one all-gather and one reduce-scatter of B*T*D floats; backward, the backward of each
-// (B*T*D floats each) and one all-reduce of D floats per replicated gradient.
+// forward, the pair's two collectives (one all-gather, one reduce-scatter, each of B*T*D floats,
+// where the layer needs them); backward, the backward of each (B*T*D floats each) and one
+// all-reduce of D floats per replicated gradient.
 class SequenceParallelMLP final : public nn::Module {
  public:
   SequenceParallelMLP(const nn::ResidualMLP& full, Communicator& tp);
@@ -280,7 +280,8 @@ struct TpStepFigures {
   double comm_fraction = 0;  // comm_time / step_time (0 when step_time is 0)
 };
 // traces[r]: TP rank r's events in seq order (world ranks 0 .. k-1, k = traces.size() >= 1), only
-// module events and synchronous all-reduces over all k ranks (the harness records nothing else).
+// module events and synchronous all-reduces over all k ranks (the harness records nothing else);
+// the ranks' work may differ.
 // Throws gtl::Error naming k and ranks_per_node for IntraNode with k > model.ranks_per_node.
 TpStepFigures tp_step_figures(const std::vector<std::vector<gtl::dist::TraceEvent>>& traces,
                               const gtl::dist::CostModel& model, TpPlacement placement);

@@ -14,6 +14,7 @@
 // 8 GPUs a node: published figures, not measurements (timeline.h).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -57,8 +58,11 @@ inline SeededShape seeded_shape(const std::string& test) {
 }
 
 // One forward and backward of the TP MLP block of width `dim` (4 dim divisible by k) on k
-// in-process ranks; traces[r] is rank r's.
-inline Traces traced_tp_step(int k, int64_t rows, int64_t dim = kDim) {
+// in-process ranks; traces[r] is rank r's. `uneven`: the ranks' work differs, as when one rank
+// also computes what the others do not: rank 0 runs one more leaf pass (a GELU of the block's
+// [N, D] output) before the forward's all-reduce, rank k-1 one more (a GELU of the [N, D] input
+// gradient) before the backward's.
+inline Traces traced_tp_step(int k, int64_t rows, int64_t dim = kDim, bool uneven = false) {
   Traces traces(static_cast<std::size_t>(k));
   gtl::dist::run_ranks(k, [&](gtl::dist::Communicator& comm) {
     gtl::Generator gen(7 + static_cast<uint64_t>(comm.rank()));
@@ -68,12 +72,16 @@ inline Traces traced_tp_step(int k, int64_t rows, int64_t dim = kDim) {
     block.add(std::make_unique<gtl::nn::Linear>(4 * dim / k, dim, gen), "fc2");
     const gtl::Tensor x = gtl::Tensor::normal({rows, dim}, gen);
     const gtl::Tensor dy = gtl::Tensor::normal({rows, dim}, gen);
+    gtl::nn::GELU extra;
     comm.trace()->clear();
     gtl::nn::HookHandle traced = gtl::dist::trace_modules(block, comm.trace());
-    gtl::nn::Context ctx;
+    gtl::nn::HookHandle traced_extra = gtl::dist::trace_modules(extra, comm.trace());
+    gtl::nn::Context ctx, extra_ctx;
     const gtl::Tensor y = block.forward(x, ctx);
+    if (uneven && comm.rank() == 0) extra.forward(y, extra_ctx);
     comm.all_reduce(y);
     const gtl::Tensor dx = block.backward(ctx, dy);
+    if (uneven && comm.rank() == k - 1) extra.forward(dx, extra_ctx);
     comm.all_reduce(dx);
     traces[static_cast<std::size_t>(comm.rank())] = comm.trace()->events();
   });
@@ -87,8 +95,7 @@ inline gtl::dist::CostModel cluster(bool one_rank_per_node) {
   return m;
 }
 
-// The core simulator's figures for a traced step: rank 0's step time and communication time
-// (every rank of the group does the same, and every all-reduce is exposed).
+// The core simulator's figures for a traced step: its step time, and rank 0's communication time.
 struct Simulated {
   double step_time = 0, comm_time = 0, comm_fraction = 0;
   gtl::dist::Timeline timeline;
@@ -104,10 +111,12 @@ inline Simulated simulate(const Traces& traces, bool one_rank_per_node) {
 
 // Two sums of the same n positive terms in different orders (each term itself a few roundings
 // away from its exact value) differ by at most 2 (n + 3) u times the sum; a ratio of two such
-// figures by twice that plus one rounding. Relative bound for every figure of a trace of n
-// events (handout, TODO 6).
+// figures by twice that plus one rounding. Relative bound for every figure of traces whose
+// longest holds n events (handout, TODO 6).
 inline double relative_bound(const Traces& traces) {
-  return 4.0 * (static_cast<double>(traces[0].size()) + 4) * kU;
+  std::size_t n = 0;
+  for (const std::vector<TraceEvent>& t : traces) n = std::max(n, t.size());
+  return 4.0 * (static_cast<double>(n) + 4) * kU;
 }
 
 }  // namespace lab08_placement

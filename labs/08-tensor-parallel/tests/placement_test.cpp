@@ -1,12 +1,12 @@
 // TODO 6: where TP belongs. The traced step of the TP MLP block (lab08_placement_cases.h) on
-// k = 1, 2, 4, 8 ranks, simulated by your tp_step_figures with the group inside one node and one
-// rank per node, against the core's simulator (gtl/distributed/timeline.h) on the same traces:
-// the same model, so the figures agree to the rounding of two summation orders (handout, TODO 6).
-// Then the largest TP size under the study's bar for each placement. Your functions run inside
-// TODO 6's guard scope (lab08_student_call.h), where the core's simulate_timeline refuses to run;
-// the simulator's figures they are compared with are computed before, outside it. Set
-// LAB08_FIGURES_DIR to write the handout's Chrome traces (open them at https://ui.perfetto.dev) and
-// their pictures.
+// k = 1, 2, 4, 8 ranks whose work differs, simulated by your tp_step_figures with the group inside
+// one node and one rank per node, against the core's simulator (gtl/distributed/timeline.h) on
+// the same traces: the same model, so the figures agree to the rounding of two summation orders
+// (handout, TODO 6). Then the largest TP size under the study's bar for each placement. Your
+// functions run inside TODO 6's guard scope (lab08_student_call.h), where the core's
+// simulate_timeline refuses to run; the simulator's figures they are compared with are computed
+// before, outside it. Set LAB08_FIGURES_DIR to write the handout's Chrome traces (open them at
+// https://ui.perfetto.dev) and their pictures.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -51,7 +51,7 @@ TEST(TpPlacement, StepFiguresAreTheSimulatorsAtSeededShapes) {
   const pc::SeededShape shape = pc::seeded_shape(test);
   gtl::judge::Outputs out(test);
   for (int k : {1, 2, 4, 8}) {
-    const pc::Traces traces = pc::traced_tp_step(k, shape.rows, shape.dim);
+    const pc::Traces traces = pc::traced_tp_step(k, shape.rows, shape.dim, /*uneven=*/true);
     const double bound = pc::relative_bound(traces);
     for (TpPlacement p : {TpPlacement::IntraNode, TpPlacement::InterNode}) {
       const bool across = p == TpPlacement::InterNode;

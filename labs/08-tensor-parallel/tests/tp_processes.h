@@ -7,7 +7,7 @@
 // ranks' partial products from a global (ParallelLinear.OneAllReduce* cannot see it); the
 // vocabulary-parallel loss likewise its three all-reduces of N floats and the other ranks' row
 // maxima and sums (VocabParallel.NeverAllocates* cannot see it), and the vocabulary-parallel
-// embedding its all-reduce of [B*T, D] floats and the other ranks' rows; the sequence-parallel
+// embedding its one collective of [B*T, D] floats and the other ranks' rows; the sequence-parallel
 // pair its all-gather and reduce-scatter and the other ranks' positions or partial sums; the
 // gradient synchronisation its all-reduces in both groups and the other ranks' gradients.
 // Processes share no memory: under mpirun only what travels through the communicator arrives.
