@@ -27,55 +27,99 @@ struct OpProfiler::State {
   gtl::nn::HookHandle hooks;
   bool in_step = false, warm = false, finished = false;
   bool timed = false;  // events on a GPU
+  // One module call between its two hooks, and what its direct children took: a container's own
+  // figures are its bracket's less its children's (a leaf has no children).
   struct Open {
-    size_t op;
-    int64_t allocated;
+    const char* pass = "";
+    double host_start_us = 0;
+    int64_t allocated = 0;
     gtl::LaunchCounts launches;
     gtl::HostSyncCounts syncs;
+    size_t event = 0;  // its start and end events (GPU)
+    double children_host_us = 0;
+    int64_t children_allocated = 0;
+    gtl::LaunchCounts children_launches;
+    gtl::HostSyncCounts children_syncs;
+    std::vector<size_t> children_events;
   };
   std::vector<Open> open;
   std::vector<gtl::Event> starts, ends;
+  size_t last_end = 0;                         // the end event recorded last
+  std::vector<std::vector<size_t>> op_events;  // per op: its events, then its children's
 
   double now_us() const {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin)
         .count();
   }
   bool recording() const { return in_step && warm && !finished; }
+  // Every module is bracketed: a container's hooks see its children's work inside its own.
   void begin(gtl::nn::Module& m, const char* pass) {
-    if (!recording() || !m.is_leaf()) return;
-    OpRecord r;
-    r.path = m.path();
-    r.kind = m.kind();
-    r.pass = pass;
-    r.step = static_cast<int64_t>(steps.size()) - 1;
-    r.input_shape = m.last_input_shape();
-    r.cost = r.pass == "forward" ? m.forward_cost(r.input_shape) : m.backward_cost(r.input_shape);
+    if (!recording()) return;
 #ifdef GTL_HAVE_NVTX
-    nvtxRangePushA((r.path + " " + r.pass).c_str());
+    nvtxRangePushA((m.path() + " " + pass).c_str());
 #endif
+    Open o;
+    o.pass = pass;
     if (timed) {
+      o.event = starts.size();
       starts.emplace_back(true);
       starts.back().record(gtl::current_stream());
       ends.emplace_back(true);
     }
-    r.host_start_us = now_us();
-    ops.push_back(std::move(r));
-    open.push_back({ops.size() - 1, gtl::current_allocator(device)->stats().allocated_bytes,
-                    gtl::launch_counts(), gtl::host_sync_counts()});
+    o.host_start_us = now_us();
+    o.allocated = gtl::current_allocator(device)->stats().allocated_bytes;
+    o.launches = gtl::launch_counts();
+    o.syncs = gtl::host_sync_counts();
+    open.push_back(std::move(o));
   }
+  // An op is recorded when its call ends: a leaf always, a container when it did work of its own
+  // (its cost model prices some, or it launched something its children did not).
   void end(gtl::nn::Module& m) {
-    if (!recording() || !m.is_leaf() || open.empty()) return;
-    const Open o = open.back();
+    if (!recording() || open.empty()) return;
+    Open o = std::move(open.back());
     open.pop_back();
-    OpRecord& r = ops[o.op];
-    r.host_us = now_us() - r.host_start_us;
-    r.allocated_bytes = gtl::current_allocator(device)->stats().allocated_bytes - o.allocated;
-    r.launches = gtl::launch_counts() - o.launches;
-    r.syncs = gtl::host_sync_counts() - o.syncs;
-    if (timed) ends[o.op].record(gtl::current_stream());
+    const double host_us = now_us() - o.host_start_us;
+    const int64_t allocated = gtl::current_allocator(device)->stats().allocated_bytes - o.allocated;
+    const gtl::LaunchCounts launches = gtl::launch_counts() - o.launches;
+    const gtl::HostSyncCounts syncs = gtl::host_sync_counts() - o.syncs;
+    if (timed) {
+      ends[o.event].record(gtl::current_stream());
+      last_end = o.event;
+    }
 #ifdef GTL_HAVE_NVTX
     nvtxRangePop();
 #endif
+    OpRecord r;
+    r.path = m.path();
+    r.kind = m.kind();
+    r.pass = o.pass;
+    r.step = static_cast<int64_t>(steps.size()) - 1;
+    r.input_shape = m.last_input_shape();
+    r.cost = r.pass == "forward" ? m.forward_cost(r.input_shape) : m.backward_cost(r.input_shape);
+    r.host_start_us = o.host_start_us;
+    r.host_us = host_us - o.children_host_us;
+    r.allocated_bytes = allocated - o.children_allocated;
+    r.launches = launches - o.children_launches;
+    r.syncs = syncs - o.children_syncs;
+    const bool own_work = r.cost.flops > 0 || r.cost.bytes > 0 || r.launches.kernels > 0 ||
+                          r.launches.library > 0 || r.launches.graphs > 0;
+    if (m.is_leaf() || own_work) {
+      ops.push_back(std::move(r));
+      std::vector<size_t> events;
+      if (timed) {
+        events.push_back(o.event);
+        events.insert(events.end(), o.children_events.begin(), o.children_events.end());
+      }
+      op_events.push_back(std::move(events));
+    }
+    if (!open.empty()) {
+      Open& parent = open.back();
+      parent.children_host_us += host_us;
+      parent.children_allocated += allocated;
+      parent.children_launches += launches;
+      parent.children_syncs += syncs;
+      if (timed) parent.children_events.push_back(o.event);
+    }
   }
   // END SOLUTION(lab09)
 };
@@ -120,9 +164,16 @@ void OpProfiler::finish() {
   if (s.finished) return;
   s.finished = true;
   if (!s.timed || s.ends.empty()) return;
-  s.ends.back().synchronize();
-  for (size_t i = 0; i < s.ops.size(); ++i)
-    s.ops[i].device_us = 1e3 * gtl::Event::elapsed_ms(s.starts[i], s.ends[i]);
+  s.ends[s.last_end].synchronize();  // the last event recorded: every earlier one is complete
+  const auto span_us = [&s](size_t e) {
+    return 1e3 * gtl::Event::elapsed_ms(s.starts[e], s.ends[e]);
+  };
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const std::vector<size_t>& events = s.op_events[i];  // its own, then its children's
+    double us = span_us(events[0]);
+    for (size_t k = 1; k < events.size(); ++k) us -= span_us(events[k]);
+    s.ops[i].device_us = us;
+  }
   // END SOLUTION(lab09)
 }
 
@@ -134,6 +185,7 @@ void OpProfiler::reset() {
   s.open.clear();
   s.starts.clear();
   s.ends.clear();
+  s.op_events.clear();
   s.in_step = s.warm = s.finished = false;
   // END SOLUTION(lab09)
 }

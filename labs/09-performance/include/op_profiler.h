@@ -34,10 +34,11 @@ namespace lab09 {
 
 // ---- the harness (src/nested_net.cpp) -------------------------------------------------------
 
-// A small network of Linear, ReLU and GELU layers nested three containers deep (model.txt-style:
-// "0" linear, "1" sequential { "0" relu, "1" sequential { "0" linear, "1" gelu } }, "2" linear),
-// its weights on `device`, and `batches` inputs [batch, in] drawn from `seed`. A step is one
-// forward and one backward (with a fixed upstream gradient); nothing is read on the host.
+// A small network of the core's layers nested four containers deep (model.txt-style: "0" linear,
+// "1" sequential { "0" relu, "1" sequential { "0" linear, "1" gelu, "2" residual_mlp (hidden,
+// expansion 2) } }, "2" linear), its weights on `device`, and `batches` inputs [batch, in] drawn
+// from `seed`. A step is one forward and one backward (with a fixed upstream gradient); nothing is
+// read on the host.
 struct NestedNetConfig {
   int64_t in = 6, hidden = 8, out = 4, batch = 3, batches = 4;
   uint64_t seed = 0;
@@ -81,10 +82,11 @@ struct StepSpan {
   double host_us = 0;
 };
 
-// Records every op of the steps between begin_step() and end_step(), once each: the ops of a
-// step's launches add up to the step's launches. The first step after construction or reset()
-// is the warm-up and is not recorded; nothing outside a step is recorded; nothing after finish()
-// until reset(). Profiling waits for the GPU at most once, in finish(), and never inside a step.
+// Records every op of the steps between begin_step() and end_step(), once each, in the order
+// their calls end: the ops of a step's launches add up to the step's launches. The first step
+// after construction or reset() is the warm-up and is not recorded; nothing outside a step is
+// recorded; nothing after finish() until reset(). Profiling waits for the GPU at most once, in
+// finish(), and never inside a step.
 class OpProfiler {
  public:
   OpProfiler(gtl::nn::Module& model, gtl::Device device);

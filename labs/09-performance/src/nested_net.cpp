@@ -5,6 +5,7 @@
 
 #include "gtl/nn/activation.h"
 #include "gtl/nn/linear.h"
+#include "gtl/nn/residual_mlp.h"
 #include "op_profiler.h"
 
 namespace lab09 {
@@ -18,6 +19,7 @@ NestedNet::NestedNet(const NestedNetConfig& config, gtl::Device device) : config
   auto inner = std::make_unique<gtl::nn::Sequential>();
   inner->add(std::make_unique<gtl::nn::Linear>(config.hidden, config.hidden, gen));
   inner->add(std::make_unique<gtl::nn::GELU>());
+  inner->add(std::make_unique<gtl::nn::ResidualMLP>(config.hidden, gen, 2));
   middle->add(std::move(inner));
   model_->add(std::move(middle));
   model_->add(std::make_unique<gtl::nn::Linear>(config.hidden, config.out, gen));
