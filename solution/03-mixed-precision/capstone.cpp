@@ -98,7 +98,7 @@ std::vector<CapstoneRow> run_capstone(const CapstoneOptions& options) {
   std::vector<CapstoneRow> rows;
   rows.push_back(run_capstone_row("CPU FP32", gtl::Device::cpu(), "fp32", options));
   rows.push_back(run_capstone_row("GPU FP32", gpu, "fp32", options));
-  rows.push_back(run_capstone_row("GPU FP16+scaler", gpu, "fp16", options));
+  rows.push_back(run_capstone_row("GPU FP16", gpu, "fp16", options));
   rows.push_back(run_capstone_row("GPU BF16", gpu, "bf16", options));
   const double cpu = rows[0].seconds_per_epoch;
   for (CapstoneRow& r : rows) {

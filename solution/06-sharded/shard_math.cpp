@@ -8,21 +8,15 @@
 namespace lab06 {
 
 int64_t shard_size(int64_t numel, int world_size) {
-  // SOLUTION(lab06) step 1 (shard size): ceil(numel / N)
-  return (numel + world_size - 1) / world_size;
-  // END SOLUTION(lab06)
+  return (numel + world_size - 1) / world_size;  // given: ceil(numel / N)
 }
 
 int64_t padded_numel(int64_t numel, int world_size) {
-  // SOLUTION(lab06) step 1 (padded size): N shards of shard_size
-  return shard_size(numel, world_size) * world_size;
-  // END SOLUTION(lab06)
+  return shard_size(numel, world_size) * world_size;  // given: N shards of shard_size
 }
 
 int64_t shard_offset(int64_t numel, int world_size, int rank) {
-  // SOLUTION(lab06) step 1 (shard offset): rank r starts r shards in
-  return rank * shard_size(numel, world_size);
-  // END SOLUTION(lab06)
+  return rank * shard_size(numel, world_size);  // given: rank r starts r shards in
 }
 
 int64_t shard_real_numel(int64_t numel, int world_size, int rank) {

@@ -1,10 +1,11 @@
 // Lab 03, TODO 4: float32 master weights behind a half-precision model.
 //
-// An update is often 1e-3 to 1e-5 of the weight it changes. Near 1, fp16 numbers are 2^-10 apart
-// (bf16: 2^-7): w + u with |u| below half that spacing rounds back to w, so stepping half weights
-// drops every small update, forever. The optimizer therefore steps a float32 master, where small
-// updates accumulate, and the model gets round(master) after each step: once the accumulated
-// change crosses half an ulp, the model sees it.
+// An update is often 1e-3 to 1e-5 of the weight it changes. From 1 upwards fp16 numbers are 2^-10
+// apart, just below 1 2^-11 (bf16: 2^-7 and 2^-8): w + u with |u| below half the spacing on its
+// side rounds back to w, so stepping half weights drops every small update, forever. The
+// optimizer therefore steps a float32 master, where small updates accumulate, and the model gets
+// round(master) after each step: once the accumulated change crosses half an ulp, the model sees
+// it.
 #include "gtl/tensor/half.h"
 #include "mixed_precision.h"
 

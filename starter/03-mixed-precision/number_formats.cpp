@@ -52,12 +52,17 @@ uint16_t round_to_bf16(float x) {
 UnderflowReport count_underflow(const Tensor& values) {
   GTL_CHECK(values.dtype() == DType::Float32 && !values.is_cuda(),
             "count_underflow: expected a float32 CPU tensor, got " << values.str(0));
+  // Given: the count of "Why gradients underflow", made with YOUR rounding (1a, 1b), so the
+  // Underflow.* tests grade it on a real gradient. A rounded zero may be -0: the mask drops the
+  // sign.
   UnderflowReport report;
-  // TODO(lab03) step 1c
-  // TODO 1, third part (Underflow.*): the header's UnderflowReport, counted with YOUR rounding
-  // (1a, 1b), never the core's. About 8 lines.
-  throw gtl::Error("TODO(lab03) step 1c: count_underflow is not implemented");
-  // END TODO(lab03)
+  const float* v = values.data<float>();
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    if (v[i] == 0.f || !std::isfinite(v[i])) continue;
+    ++report.nonzero;
+    if ((round_to_fp16(v[i]) & 0x7fffu) == 0) ++report.fp16_zeros;
+    if ((round_to_bf16(v[i]) & 0x7fffu) == 0) ++report.bf16_zeros;
+  }
   return report;
 }
 

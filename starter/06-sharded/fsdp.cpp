@@ -59,7 +59,7 @@ void Fsdp::before_forward(int64_t u) {
   // TODO(lab06) step 4 (forward starts): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
-  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  // TODO(lab06) step 5 (prefetch from before_forward?): the spec is at prefetch(u). This hook's
   //   call, if it needs one; in a hook that needs none, replace this comment with why.
   // END TODO(lab06)
 }
@@ -68,7 +68,7 @@ void Fsdp::after_forward(int64_t u) {
   // TODO(lab06) step 4 (forward done): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
-  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  // TODO(lab06) step 5 (prefetch from after_forward?): the spec is at prefetch(u). This hook's
   //   call, if it needs one; in a hook that needs none, replace this comment with why.
   // END TODO(lab06)
 }
@@ -78,7 +78,7 @@ void Fsdp::before_backward(int64_t u) {
   //   into its views of u's grads().
   (void)u;
   // END TODO(lab06)
-  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  // TODO(lab06) step 5 (prefetch from before_backward?): the spec is at prefetch(u). This hook's
   //   call, if it needs one; in a hook that needs none, replace this comment with why.
   // END TODO(lab06)
 }
@@ -87,7 +87,7 @@ void Fsdp::after_backward(int64_t u) {
   // TODO(lab06) step 4 (backward done): the spec is in the constructor.
   (void)u;
   // END TODO(lab06)
-  // TODO(lab06) step 5 (prefetch from this hook?): the spec is at prefetch(u). This hook's
+  // TODO(lab06) step 5 (prefetch from after_backward?): the spec is at prefetch(u). This hook's
   //   call, if it needs one; in a hook that needs none, replace this comment with why.
   // END TODO(lab06)
 }

@@ -8,40 +8,31 @@
 namespace lab06 {
 
 int64_t shard_size(int64_t numel, int world_size) {
-  // TODO(lab06) step 1: the layout of sharded.h section 1, over the five functions of this
-  //   file. Spec: the padded buffer is the smallest multiple of world_size that holds numel, cut
-  //   into world_size equal shards in rank order; the ranks' real-element counts add up to
-  //   numel; every element of the padded buffer has exactly one owner, the rank whose shard holds
-  //   it. Work it out on paper first for numel 7 on 3 ranks, 10 on 4 and 3 on 5. About 8 lines
-  //   over the five functions.
-  (void)numel, (void)world_size;
-  return 0;
-  // END TODO(lab06)
+  return (numel + world_size - 1) / world_size;  // given: ceil(numel / N)
 }
 
 int64_t padded_numel(int64_t numel, int world_size) {
-  // TODO(lab06) step 1 (padded size): the spec is in shard_size.
-  (void)numel, (void)world_size;
-  return 0;
-  // END TODO(lab06)
+  return shard_size(numel, world_size) * world_size;  // given: N shards of shard_size
 }
 
 int64_t shard_offset(int64_t numel, int world_size, int rank) {
-  // TODO(lab06) step 1 (shard offset): the spec is in shard_size.
-  (void)numel, (void)world_size, (void)rank;
-  return 0;
-  // END TODO(lab06)
+  return rank * shard_size(numel, world_size);  // given: rank r starts r shards in
 }
 
 int64_t shard_real_numel(int64_t numel, int world_size, int rank) {
-  // TODO(lab06) step 1 (real elements): the spec is in shard_size.
+  // TODO(lab06) step 1: the two functions of the layout that are yours (shard_real_numel here,
+  //   shard_owner below); shard_size, padded_numel and shard_offset above are given. Spec
+  //   (sharded.h, section 1): the ranks' real-element counts add up to numel, padding counting
+  //   for none; every element of the padded buffer has exactly one owner, the rank whose shard
+  //   holds it. Work it out on paper first for numel 7 on 3 ranks, 10 on 4 and 3 on 5: which
+  //   ranks hold no real element at all? About 5 lines over the two functions.
   (void)numel, (void)world_size, (void)rank;
   return 0;
   // END TODO(lab06)
 }
 
 int shard_owner(int64_t i, int64_t numel, int world_size) {
-  // TODO(lab06) step 1 (owner): the spec is in shard_size.
+  // TODO(lab06) step 1 (owner): the spec is in shard_real_numel.
   (void)i, (void)numel, (void)world_size;
   return 0;
   // END TODO(lab06)

@@ -13,7 +13,7 @@
 #include "mixed_precision.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Lab 03 capstone: CPU FP32 vs GPU FP32 vs GPU FP16+scaler vs GPU BF16"};
+  CLI::App app{"Lab 03 capstone: CPU FP32 vs GPU FP32 vs GPU FP16 vs GPU BF16"};
   lab03::CapstoneOptions o;
   std::string json_path = "lab03_capstone.json";
   app.add_option("--steps", o.steps, "training steps per row");

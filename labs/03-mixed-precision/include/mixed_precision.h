@@ -42,7 +42,7 @@ struct UnderflowReport {
   double bf16_fraction() const { return nonzero ? double(bf16_zeros) / double(nonzero) : 0.0; }
 };
 // `values`: a float32 tensor on the CPU (e.g. the flat gradient of the lab model).
-UnderflowReport count_underflow(const Tensor& values);  // TODO 1 (region 1c)
+UnderflowReport count_underflow(const Tensor& values);  // given: counts with your 1a and 1b
 
 // ---- 2. Autocast (autocast.cpp) ----------------------------------------------------------------
 enum class Op {
@@ -57,8 +57,8 @@ enum class Op {
 };
 const char* op_name(Op op);  // "matmul", ...
 
-// The dtype `op` computes in under `policy` (torch.autocast's lists, as the core's layers do),
-// where an op that takes an activation is handed what a matmul under `policy` produced.
+// The dtype `op` computes in under `policy` (torch.autocast's choice), where an op that takes an
+// activation is handed what a matmul under `policy` produced.
 DType autocast_dtype(Op op, const gtl::nn::PrecisionPolicy& policy);  // TODO 2a
 
 // Exactly the bytes one training step of the MLP `config` saves for backward (the model's Context
@@ -200,7 +200,7 @@ struct CapstoneOptions {
 };
 
 struct CapstoneRow {
-  std::string name;       // "CPU FP32", "GPU FP32", "GPU FP16+scaler", "GPU BF16"
+  std::string name;       // "CPU FP32", "GPU FP32", "GPU FP16", "GPU BF16"
   std::string device;     // "cpu", "cuda:0"
   std::string precision;  // amp_recipe name
   bool skipped = false;

@@ -86,8 +86,8 @@ std::string bf16_rounding() {
   return "every bf16 rounding of the sweep exact";
 }
 
-// TODO 1c's reference: of the non-zero finite values, how many the core's rounding (the GPU's,
-// bit for bit) turns into a zero of either sign.
+// The reference of count_underflow (given, over the student's 1a and 1b): of the non-zero finite
+// values, how many the core's rounding (the GPU's, bit for bit) turns into a zero of either sign.
 lab03::UnderflowReport expected_underflow(const std::vector<float>& values) {
   lab03::UnderflowReport r;
   for (float x : values) {

@@ -29,10 +29,9 @@ using lab03::Op;
 
 const std::vector<Op>& kAllOps = lab03_cases::all_ops();
 
-// The dtype the core's own layer for `op` computes its result in under `policy` (the header's
-// contract: autocast_dtype follows "the core's layers"), observed: each layer is handed the
-// activation a matmul under `policy` produces, and the test reads what it works on. The test
-// states no list; it measures the core.
+// The dtype the core's own layer for `op` computes its result in under `policy`, observed: each
+// layer is handed the activation a matmul under `policy` produces, and the test reads what it
+// works on. The test states no list, and the layers' files are closed until 2b is done (handout).
 struct Observed {
   DType dtype;
   std::string what;  // where the dtype was read, for the message

@@ -106,7 +106,8 @@ TEST(MasterWeights, GradientsWidenExactly) {
          "exactly 2^-24";
 }
 
-// Near 1 fp16 numbers are 2^-10 apart: an update of 1e-4 is below half an ulp (2^-11 = 4.9e-4).
+// Just below 1 fp16 numbers are 2^-11 apart: an update of -1e-4 is below half that step
+// (2^-12 = 2.4e-4).
 constexpr float kLr = 1e-4f;
 constexpr int kSteps = 100;
 

@@ -148,8 +148,9 @@ TEST(NumberFormats, Bf16AgreesWithTheGpuRoundingOnASweepOfBitPatterns) {
                       lab03::round_to_bf16, gtl::float_to_bfloat16_bits);
 }
 
-// TODO 1c. The exact counts are the judge's (it counts with the core's rounding, which matches the
-// GPU's); these tests record yours and hold the properties any right count has, whatever it is.
+// TODO 1 through the given count_underflow, which counts with your round_to_fp16 and round_to_bf16.
+// The exact counts are the judge's (it counts with the core's rounding, which matches the GPU's);
+// these tests record yours and hold the properties any right count has, whatever it is.
 lab03::UnderflowReport count(const std::vector<float>& v) {
   return lab03::count_underflow(gtl::Tensor::from_vector(v, {static_cast<int64_t>(v.size())}));
 }
@@ -164,11 +165,11 @@ void expect_same_count(const lab03::UnderflowReport& got, const lab03::Underflow
                        const std::string& what) {
   EXPECT_TRUE(got.nonzero == expected.nonzero && got.fp16_zeros == expected.fp16_zeros &&
               got.bf16_zeros == expected.bf16_zeros)
-      << "TODO 1c: " << what << ": expected {nonzero " << expected.nonzero << ", fp16 "
-      << expected.fp16_zeros << ", bf16 " << expected.bf16_zeros << "}, got {" << got.nonzero
-      << ", " << got.fp16_zeros << ", " << got.bf16_zeros
-      << "}. Revisit the header's UnderflowReport: which elements it examines, and which results "
-         "of your rounding are a zero.";
+      << "TODO 1 (your rounding via count_underflow): " << what << ": expected {nonzero "
+      << expected.nonzero << ", fp16 " << expected.fp16_zeros << ", bf16 " << expected.bf16_zeros
+      << "}, got {" << got.nonzero << ", " << got.fp16_zeros << ", " << got.bf16_zeros
+      << "}. count_underflow is given: revisit which inputs your rounding (1a, 1b) turns into "
+         "a zero, and whether it treats a value and its negation alike.";
 }
 
 TEST(Underflow, CountsOnARealGradientMatchTheGpuRounding) {
@@ -176,9 +177,11 @@ TEST(Underflow, CountsOnARealGradientMatchTheGpuRounding) {
   const lab03::UnderflowReport r = lab03::count_underflow(grad);
   record("Underflow.CountsOnARealGradientMatchTheGpuRounding", r);
   EXPECT_TRUE(r.nonzero > 0 && r.nonzero <= grad.numel())
-      << "TODO 1c: " << r.nonzero << " elements examined of " << grad.numel();
+      << "TODO 1 (your rounding via count_underflow): " << r.nonzero << " elements examined of "
+      << grad.numel();
   EXPECT_GT(r.fp16_zeros, r.bf16_zeros)
-      << "TODO 1c: the handout's worked example: at scale 1 the lab model's gradient loses more "
+      << "TODO 1 (your rounding via count_underflow): the handout's worked example: at "
+         "scale 1 the lab model's gradient loses more "
          "elements in fp16 (range down to 2^-24) than in bf16 (float32's range); you counted "
       << r.fp16_zeros << " in fp16 and " << r.bf16_zeros << " in bf16";
 }
@@ -187,9 +190,12 @@ TEST(Underflow, ScaledValuesShowWhatTheLossScalerRescues) {
   const std::vector<float> v = lab03_cases::scaler_rescue_values();
   const lab03::UnderflowReport r = count(v);
   record("Underflow.ScaledValuesShowWhatTheLossScalerRescues", r);
-  EXPECT_EQ(r.nonzero, 703) << "TODO 1c: 704 values, one of them 0";
-  EXPECT_GT(r.fp16_zeros, 0) << "TODO 1c: values down to 1e-9 lose some in fp16 (range table)";
-  EXPECT_EQ(r.bf16_zeros, 0) << "TODO 1c: bf16 has float32's range: none of these underflow, you "
+  EXPECT_EQ(r.nonzero, 703)
+      << "TODO 1 (your rounding via count_underflow): 704 values, one of them 0";
+  EXPECT_GT(r.fp16_zeros, 0) << "TODO 1 (your rounding via count_underflow): values down "
+                                "to 1e-9 lose some in fp16 (range table)";
+  EXPECT_EQ(r.bf16_zeros, 0) << "TODO 1 (your rounding via count_underflow): bf16 has "
+                                "float32's range: none of these underflow, you "
                                 "counted "
                              << r.bf16_zeros;
   // The loss scaler's point: the same values times S. 2^4 rescues some, 2^16 lifts even 1e-9 to
@@ -199,11 +205,13 @@ TEST(Underflow, ScaledValuesShowWhatTheLossScalerRescues) {
     std::vector<float> scaled;
     for (float x : v) scaled.push_back(std::ldexp(x, k));
     const lab03::UnderflowReport s = count(scaled);
-    EXPECT_EQ(s.nonzero, 703) << "TODO 1c: scaled by 2^" << k;
-    EXPECT_LT(s.fp16_zeros, before) << "TODO 1c: scaled by 2^" << k << ", expected fewer fp16 "
+    EXPECT_EQ(s.nonzero, 703) << "TODO 1 (your rounding via count_underflow): scaled by 2^" << k;
+    EXPECT_LT(s.fp16_zeros, before) << "TODO 1 (your rounding via count_underflow): scaled by 2^"
+                                    << k << ", expected fewer fp16 "
                                     << "zeros than " << before << ", got " << s.fp16_zeros;
     if (k == 16) {
-      EXPECT_EQ(s.fp16_zeros, 0) << "TODO 1c: scaled by 2^16 every value is above 2^-14, got "
+      EXPECT_EQ(s.fp16_zeros, 0) << "TODO 1 (your rounding via count_underflow): scaled by "
+                                    "2^16 every value is above 2^-14, got "
                                  << s.fp16_zeros << " fp16 zeros";
     }
     before = s.fp16_zeros;
@@ -228,8 +236,10 @@ TEST(Underflow, SeededValuesMatchTheGpuRounding) {
                     "the seeded values with +-0, +-inf and a NaN appended, against the same "
                     "values alone" +
                         seed);
-  EXPECT_GT(r.fp16_zeros, r.bf16_zeros) << "TODO 1c: values from 1e-12 to 1e-1" << seed;
-  EXPECT_LT(r.nonzero, static_cast<int64_t>(v.size())) << "TODO 1c: the seeded values hold zeros";
+  EXPECT_GT(r.fp16_zeros, r.bf16_zeros)
+      << "TODO 1 (your rounding via count_underflow): values from 1e-12 to 1e-1" << seed;
+  EXPECT_LT(r.nonzero, static_cast<int64_t>(v.size()))
+      << "TODO 1 (your rounding via count_underflow): the seeded values hold zeros";
 }
 
 }  // namespace

@@ -44,14 +44,16 @@ void ring_all_reduce(Communicator& comm, const Tensor& tensor);
 
 // ---- 2. Data sharding and identical initial weights (distributed_sampler.cpp) -----------------
 // The sample indices rank `rank` of `world_size` visits in epoch `epoch`, in order. The epoch's
-// order is a permutation of 0..dataset_size-1 that depends only on (seed, epoch): the same on
-// every rank, different from one epoch to the next and from any other (seed, epoch) pair's (a
-// run with seed 8 must not replay seed 7's epochs one epoch late). Uneven sizes are PADDED: the
-// permutation is extended by repeating its first indices up to P = ceil(dataset_size / world_size)
-// * world_size positions, and rank r takes positions r, r + world_size, r + 2 world_size, ... (P /
-// world_size indices). So every rank has the same number of samples (a rank that ran out early
-// would leave the others waiting in the all-reduce), the shards of one epoch are disjoint
-// positions, and with world_size 1 the result is the epoch's permutation itself.
+// order is a shuffled permutation of 0..dataset_size-1 that depends only on (seed, epoch): the
+// same on every rank, and drawn afresh for every (seed, epoch) pair, so that on a data set of
+// more than a handful of samples two pairs give different orders (a run with seed 8 must not
+// replay seed 7's epochs one epoch late; the tests compare pairs on 50 samples). Uneven sizes
+// are PADDED: the permutation is extended by repeating its first indices up to
+// P = ceil(dataset_size / world_size) * world_size positions, and rank r takes positions r,
+// r + world_size, r + 2 world_size, ... (P / world_size indices). So every rank has the same
+// number of samples (a rank that ran out early would leave the others waiting in the
+// all-reduce), the shards of one epoch are disjoint positions, and with world_size 1 the result is
+// the epoch's permutation itself.
 std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_size, uint64_t seed,
                                    int64_t epoch);
 

@@ -193,7 +193,7 @@ inline std::string order_problem(const FsdpStep& step, int distance) {
                            " had not been issued: none of that gather could overlap this compute");
       ++computed;
       if (pass == 1) reduce_due = u;
-      if (computed == units) {  // the pass is done: the next one gathers its units again
+      if (computed == units) {  // the pass is done
         ++pass;
         computed = 0;
         gathered = 0;

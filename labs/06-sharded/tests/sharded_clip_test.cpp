@@ -3,9 +3,9 @@
 // overflowed, and every shard is clipped by the norm of the WHOLE gradient (the core's
 // single-process optim::clip_grad_norm_ is the reference, within float32 rounding: the ranks'
 // partial results are combined in another order).
-// Both decisions must travel through the communicator: one all-reduce of one element per call,
-// over the whole group (decision_traffic_problem), checked on every run with N > 1. Those calls
-// can be made while the values come from another rank's memory (ranks here are threads):
+// Both decisions must travel through the communicator: one collective call of one element per
+// rank, over the whole group (decision_traffic_problem), checked on every run with N > 1. Those
+// calls can be made while the values come from another rank's memory (ranks here are threads):
 // ClipProcesses.* (mpi_launch_test.cpp) runs both functions on three processes, which share none.
 #include <gtest/gtest.h>
 
