@@ -55,6 +55,7 @@ extern "C" __attribute__((used)) inline const char* __asan_default_options() {
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <source_location>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -351,7 +352,8 @@ inline cudaError_t cudaMalloc(void** p, size_t n) {
     *p = nullptr;
     return e;
   }
-  *p = n <= emu::kDeviceBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
+  // 256-byte aligned, as cudaMalloc's (wmma loads need 32); the exact size, for AddressSanitizer.
+  if (n > emu::kDeviceBytes || posix_memalign(p, 256, n == 0 ? 1 : n) != 0) *p = nullptr;
   return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 template <typename T>
@@ -780,12 +782,20 @@ namespace emu {
 
 enum class State { kRun, kBlockBarrier, kWarpBarrier, kDone };
 
+// A warp-collective call (the warp matrix functions of mma.h): its name and where the kernel makes
+// it. All 32 lanes of the warp must make the same call together (release_warp checks).
+struct WarpCall {
+  const char* name;
+  std::source_location where;
+};
+
 struct Fiber {
   ucontext_t start;  // used once, to enter the fiber on its own stack
   void* env[5];      // every later switch: __builtin_setjmp/longjmp, no system call
   bool started = false;
   uint3 tid;
   State state = State::kRun;
+  const WarpCall* call = nullptr;  // the warp-collective call it is in, if any
 };
 
 struct Block {
@@ -894,7 +904,45 @@ inline Schedule schedule_for_next_launch() {
   return static_cast<Schedule>(launches++ % 3);
 }
 
-// Releases warp w if all its live lanes wait at a shuffle; returns whether it did.
+inline std::string describe(const WarpCall& call) {
+  const std::string file = call.where.file_name();
+  return std::string(call.name) + " (" + file.substr(file.find_last_of('/') + 1) + ":" +
+         std::to_string(call.where.line()) + ")";
+}
+
+// Stops the program unless, when some lane of warp w waits in a warp-collective call, all 32 lanes
+// wait in that same call (a GPU hangs or computes garbage otherwise).
+inline void check_warp_call(const Block& block, int w, int end) {
+  int first = -1;
+  for (int l = w * 32; l < end && first < 0; ++l)
+    if (block.fibers[l].state == State::kWarpBarrier && block.fibers[l].call) first = l;
+  if (first < 0) return;
+  const WarpCall& call = *block.fibers[first].call;
+  for (int l = w * 32; l < w * 32 + 32; ++l) {
+    const WarpCall* other = l < end ? block.fibers[l].call : nullptr;
+    std::string why;
+    if (l >= end)
+      why = "does not exist (the block's last warp is partial)";
+    else if (block.fibers[l].state == State::kDone)
+      why = "has exited";
+    else if (other == nullptr)
+      why = "waits at a shuffle or __syncwarp";
+    else if (std::strcmp(other->name, call.name) != 0 || other->where.line() != call.where.line() ||
+             other->where.column() != call.where.column() ||
+             std::strcmp(other->where.file_name(), call.where.file_name()) != 0)
+      why = "is in " + describe(*other);
+    else
+      continue;
+    threadIdx = block.fibers[first].tid;
+    fail(describe(call) +
+         " is warp-collective: all 32 lanes of the warp must make the call "
+         "together, but lane " +
+         std::to_string(l % 32) + " " + why);
+  }
+}
+
+// Releases warp w if all its live lanes wait at a shuffle or warp-collective call; returns whether
+// it did.
 inline bool release_warp(Block& block, int w) {
   const int n = static_cast<int>(block.fibers.size());
   const int end = std::min(n, w * 32 + 32);
@@ -904,6 +952,7 @@ inline bool release_warp(Block& block, int w) {
     waiting += block.fibers[l].state == State::kWarpBarrier;
   }
   if (waiting == 0 || waiting != live) return false;
+  check_warp_call(block, w, end);
   if (live != end - w * 32) {
     threadIdx = block.fibers[w * 32].tid;
     fail("a warp shuffle with a full mask while some lanes of the warp have exited");
@@ -1090,6 +1139,27 @@ T shuffle(unsigned mask, T v, int (*source)(int lane, int arg, int first, int la
     std::memcpy(&out, &b.lanes[me - lane + src], sizeof(T));
   yield(State::kWarpBarrier);
   return out;
+}
+
+// A warp-collective call (mma.h's wmma functions): each lane publishes `mine`, the warp meets
+// (all 32 lanes in the same call, or the program stops: check_warp_call), `body(warp, lane)` runs
+// with warp[l] pointing to lane l's published value, and the warp meets again before any lane goes
+// on, so that no lane changes what another is still reading.
+template <typename T, typename Body>
+void warp_collective(const WarpCall& call, const T& mine, Body body) {
+  Block& b = *g_block;
+  const int me =
+      static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  const int lane = me % 32;
+  Fiber& f = b.fibers[me];
+  f.call = &call;
+  b.lanes[me] = reinterpret_cast<uintptr_t>(&mine);
+  yield(State::kWarpBarrier);
+  const T* warp[32];
+  for (int l = 0; l < 32; ++l) warp[l] = reinterpret_cast<const T*>(b.lanes[me - lane + l]);
+  body(warp, lane);
+  yield(State::kWarpBarrier);
+  f.call = nullptr;
 }
 
 }  // namespace emu
