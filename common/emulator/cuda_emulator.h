@@ -809,7 +809,11 @@ struct Block {
 inline Block* g_block = nullptr;
 inline std::mutex g_launch_mutex;                      // held by a launch while its blocks run
 inline std::vector<std::unique_ptr<char[]>> g_stacks;  // reused by every block, never zeroed
-inline std::vector<float4> g_dynamic_shared;  // extern __shared__ arrays point here (16-aligned)
+struct FreeMemory {
+  void operator()(void* p) const { std::free(p); }
+};
+// extern __shared__ arrays point here: 256-byte aligned (wmma tiles in it need 32), zeroed.
+inline std::unique_ptr<float4, FreeMemory> g_dynamic_shared;
 constexpr size_t kStackBytes = 64 * 1024;
 
 [[noreturn]] inline void fail(const std::string& what) {
@@ -822,7 +826,7 @@ constexpr size_t kStackBytes = 64 * 1024;
 }
 
 inline void* dynamic_shared() {
-  return g_dynamic_shared.data();
+  return g_dynamic_shared.get();
 }
 
 // AddressSanitizer (emulated tests use it: an out-of-bounds access is what compute-sanitizer
@@ -1101,7 +1105,11 @@ struct Launcher {
     const std::lock_guard<std::mutex> one_at_a_time(g_launch_mutex);
     // A new buffer of this launch's size, not an earlier launch's larger one kept: AddressSanitizer
     // then stops a kernel that uses more dynamic shared memory than its launch gave.
-    g_dynamic_shared = std::vector<float4>((shared_bytes + sizeof(float4) - 1) / sizeof(float4));
+    const size_t bytes = (shared_bytes + sizeof(float4) - 1) / sizeof(float4) * sizeof(float4);
+    void* shared = nullptr;
+    if (posix_memalign(&shared, 256, bytes) != 0) fail("no host memory for dynamic shared memory");
+    if (bytes > 0) std::memset(shared, 0, bytes);
+    g_dynamic_shared.reset(static_cast<float4*>(shared));
     const Schedule schedule = schedule_for_next_launch();
     gridDim = grid;
     blockDim = block;

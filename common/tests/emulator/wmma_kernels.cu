@@ -34,13 +34,15 @@ __global__ void mma_tile_kernel(const T* a, const T* b, const float* c, float* d
 
 // ---- a tiled GEMM ------------------------------------------------------------------------------
 // Block (128 threads) = 2 x 2 warps = a 32 x 32 tile of c. The shared tiles are padded (row
-// strides 24 and 40 elements: multiples of 8, each warp's 16 x 16 piece 32-byte aligned).
+// strides 24 and 40 elements: multiples of 8, each warp's 16 x 16 piece 32-byte aligned). a's is
+// a static array, b's is dynamic shared memory (the launch gives kTile * kLdB elements): wmma
+// pointers into either kind must be 32-byte aligned.
 constexpr int kBlockTile = 32, kLdA = 24, kLdB = 40;
 
 template <typename T>
 __global__ void tiled_gemm_kernel(const T* a, const T* b, float* c, int n, int k) {
   __shared__ __align__(32) T as[kBlockTile * kLdA];  // 32 rows of a x 16 columns of k
-  __shared__ __align__(32) T bs[kTile * kLdB];       // 16 rows of k x 32 columns of b
+  extern __shared__ T bs[];                          // 16 rows of k x 32 columns of b
   const int warp = threadIdx.x / 32, wr = warp / 2, wc = warp % 2;
   const int row0 = blockIdx.y * kBlockTile, col0 = blockIdx.x * kBlockTile;
   wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float> acc;
@@ -139,7 +141,8 @@ void tiled_gemm(const T* a, const T* b, float* c, int m, int n, int k) {
   T* db = to_device(b, size_t(k) * n);
   float* dc = nullptr;
   cudaMalloc(&dc, size_t(m) * n * sizeof(float));
-  tiled_gemm_kernel<T><<<dim3(n / kBlockTile, m / kBlockTile), 128>>>(da, db, dc, n, k);
+  tiled_gemm_kernel<T>
+      <<<dim3(n / kBlockTile, m / kBlockTile), 128, kTile * kLdB * sizeof(T)>>>(da, db, dc, n, k);
   cudaMemcpy(c, dc, size_t(m) * n * sizeof(float), cudaMemcpyDeviceToHost);
   cudaFree(da);
   cudaFree(db);
