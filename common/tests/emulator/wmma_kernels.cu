@@ -42,7 +42,10 @@ constexpr int kBlockTile = 32, kLdA = 24, kLdB = 40;
 template <typename T>
 __global__ void tiled_gemm_kernel(const T* a, const T* b, float* c, int n, int k) {
   __shared__ __align__(32) T as[kBlockTile * kLdA];  // 32 rows of a x 16 columns of k
-  extern __shared__ T bs[];                          // 16 rows of k x 32 columns of b
+  // 16 rows of k x 32 columns of b. Raw bytes: one extern array name with two element types (the
+  // two instantiations) does not compile under nvcc.
+  extern __shared__ __align__(32) unsigned char raw[];
+  T* const bs = reinterpret_cast<T*>(raw);
   const int warp = threadIdx.x / 32, wr = warp / 2, wc = warp % 2;
   const int row0 = blockIdx.y * kBlockTile, col0 = blockIdx.x * kBlockTile;
   wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float> acc;
