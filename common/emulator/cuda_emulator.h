@@ -12,14 +12,23 @@
 // It rejects, as a GPU does, a launch with an empty grid or block, more than 1024 threads per
 // block, blockDim.z above 64, gridDim.x above 2^31 - 1 or gridDim.y or .z above 65535
 // (cudaGetLastError returns cudaErrorInvalidConfiguration), and stops the program at a
-// __syncthreads some threads never reach or a shuffle over lanes that have exited (a GPU would hang
-// or give undefined results). Emulated tests are built with -fsanitize=address,alignment, so a read
-// or write outside an array, or a float4 load from a misaligned address, stops the test with the
-// kernel's line, as compute-sanitizer or the GPU itself would. A test's result buffers can be
-// emu::KernelOutput: writable only while a kernel runs (and by cudaMemset or a copy from device
-// memory), so a "kernel" whose host code computes the result and writes it fails, saying so. It
-// does not model timing, coalescing, bank conflicts, the memory model between blocks, or
-// partial-warp masks: speed is measured on a GPU (the lab's benchmarks).
+// __syncthreads some threads never reach, a shuffle over lanes that have exited, or a warp matrix
+// call some lanes of the warp skip (a GPU would hang or give undefined results). Emulated tests are
+// built with -fsanitize=address,alignment, so a read or write outside an array, or a float4 load
+// from a misaligned address, stops the test with the kernel's line, as compute-sanitizer or the GPU
+// itself would. A test's result buffers can be emu::KernelOutput: writable only while a kernel runs
+// (and by cudaMemset or a copy from device memory), so a "kernel" whose host code computes the
+// result and writes it fails, saying so. It does not model timing, coalescing, bank conflicts,
+// tensor-core throughput, the memory model between blocks, or partial-warp masks: speed is measured
+// on a GPU (the lab's benchmarks).
+//
+// Half precision and tensor cores: kernels may include <cuda_fp16.h>, <cuda_bf16.h> and <mma.h>,
+// which here are this directory's. __half and __nv_bfloat16 convert as the core does (round to
+// nearest even) and compute in float, rounded once. The warp matrix functions (nvcuda::wmma,
+// shape m16n16k16) keep what a GPU enforces: every call is warp-collective (WarpCall,
+// warp_collective below), the fragment's element-to-lane mapping is not row-major, ldm and
+// 32-byte alignment are checked, and mma_sync sums in a stated order (mma.h), so a CPU reference
+// summing that way agrees bit for bit. cudaMalloc and dynamic shared memory are 256-byte aligned.
 //
 // Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
 // `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
