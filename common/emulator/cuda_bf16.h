@@ -31,6 +31,8 @@ struct __nv_bfloat16 {
   uint16_t bits_;
 };
 
+using nv_bfloat16 = __nv_bfloat16;  // the toolkit's other name for it
+
 // The bit pattern, as CUDA's __bfloat16_as_ushort and __ushort_as_bfloat16.
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) {
   return h.bits_;

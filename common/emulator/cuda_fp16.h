@@ -32,6 +32,8 @@ struct __half {
   uint16_t bits_;
 };
 
+using half = __half;  // the toolkit's other name for it
+
 // The bit pattern, as CUDA's __half_as_ushort and __ushort_as_half.
 inline unsigned short __half_as_ushort(__half h) {
   return h.bits_;

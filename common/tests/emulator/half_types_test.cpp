@@ -21,6 +21,7 @@
 namespace {
 
 static_assert(sizeof(__half) == 2 && alignof(__half) == 2 && std::is_trivially_copyable_v<__half>);
+static_assert(std::is_same_v<half, __half> && std::is_same_v<nv_bfloat16, __nv_bfloat16>);
 static_assert(sizeof(__nv_bfloat16) == 2 && alignof(__nv_bfloat16) == 2 &&
               std::is_trivially_copyable_v<__nv_bfloat16>);
 

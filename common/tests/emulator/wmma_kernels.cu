@@ -97,7 +97,7 @@ __global__ void misuse_kernel(const __half* a, float* d, Misuse kind) {
   wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float> acc;
   const unsigned ldm = kind == Misuse::kLdmNotMultipleOf8 ? 12 : kTile;
   wmma::load_matrix_sync(fa, kind == Misuse::kMisalignedPointer ? a + 8 : a, ldm);
-  wmma::load_matrix_sync(fb, a, kTile);
+  wmma::load_matrix_sync(fb, kind == Misuse::kPointerPerLane ? a + kTile * (lane % 16) : a, kTile);
   wmma::fill_fragment(acc, 0.f);
   if (kind == Misuse::kLaneExitsBeforeMma && lane == 5) return;
   if (kind != Misuse::kLaneSkipsMma || lane != 31) wmma::mma_sync(acc, fa, fb, acc);

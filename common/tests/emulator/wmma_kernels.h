@@ -37,6 +37,7 @@ enum class Misuse {
   kLaneExitsBeforeMma,  // lane 5 returns before mma_sync
   kLdmNotMultipleOf8,   // a __half load with ldm 12
   kMisalignedPointer,   // a load from 16 bytes into a 32-byte-aligned buffer
+  kPointerPerLane,      // each lane loads B from its own row: a + 16 * (lane % 16)
   kPartialWarp,         // a block of 16 threads: half a warp calls load_matrix_sync
 };
 void misuse(Misuse kind);

@@ -217,6 +217,12 @@ TEST_F(WmmaDeathTest, PointerNotAligned) {
                "\\(address % 32 = 16\\)");
 }
 
+// A per-lane pointer (as if each lane loaded its own row): the call takes one tile for the warp.
+TEST_F(WmmaDeathTest, PointerDiffersBetweenLanes) {
+  EXPECT_DEATH(wmmatest::misuse(wmmatest::Misuse::kPointerPerLane),
+               "wmma::load_matrix_sync .*: lanes 0 and 1 pass a different pointer, ldm or layout");
+}
+
 TEST_F(WmmaDeathTest, HalfAWarp) {
   EXPECT_DEATH(wmmatest::misuse(wmmatest::Misuse::kPartialWarp),
                "wmma::load_matrix_sync .* is warp-collective.*lane 16 does not exist");
