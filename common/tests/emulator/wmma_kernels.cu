@@ -32,6 +32,18 @@ __global__ void mma_tile_kernel(const T* a, const T* b, const float* c, float* d
   wmma::store_matrix_sync(d, acc, kTile, d_col_major ? wmma::mem_col_major : wmma::mem_row_major);
 }
 
+__global__ void mma_tile_half_accumulator_kernel(const __half* a, const __half* b, const __half* c,
+                                                 __half* d) {
+  wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, __half, wmma::row_major> fb;
+  wmma::fragment<wmma::accumulator, kTile, kTile, kTile, __half> acc;
+  wmma::load_matrix_sync(fa, a, kTile);
+  wmma::load_matrix_sync(fb, b, kTile);
+  wmma::load_matrix_sync(acc, c, kTile, wmma::mem_row_major);
+  wmma::mma_sync(acc, fa, fb, acc);
+  wmma::store_matrix_sync(d, acc, kTile, wmma::mem_row_major);
+}
+
 // ---- a tiled GEMM ------------------------------------------------------------------------------
 // Block (128 threads) = 2 x 2 warps = a 32 x 32 tile of c. The shared tiles are padded (row
 // strides 24 and 40 elements: multiples of 8, each warp's 16 x 16 piece 32-byte aligned). a's is
@@ -137,6 +149,21 @@ void mma_tile(const T* a, const T* b, bool b_col_major, const float* c, float* d
 template void mma_tile(const __half*, const __half*, bool, const float*, float*, bool);
 template void mma_tile(const __nv_bfloat16*, const __nv_bfloat16*, bool, const float*, float*,
                        bool);
+
+void mma_tile_half_accumulator(const __half* a, const __half* b, const __half* c, __half* d) {
+  constexpr int kElems = kTile * kTile;
+  __half* da = to_device(a, kElems);
+  __half* db = to_device(b, kElems);
+  __half* dc = to_device(c, kElems);
+  __half* dd = nullptr;
+  cudaMalloc(&dd, kElems * sizeof(__half));
+  mma_tile_half_accumulator_kernel<<<1, 32>>>(da, db, dc, dd);
+  cudaMemcpy(d, dd, kElems * sizeof(__half), cudaMemcpyDeviceToHost);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+  cudaFree(dd);
+}
 
 template <typename T>
 void tiled_gemm(const T* a, const T* b, float* c, int m, int n, int k) {

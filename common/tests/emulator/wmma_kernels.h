@@ -15,6 +15,9 @@ namespace wmmatest {
 template <typename T>
 void mma_tile(const T* a, const T* b, bool b_col_major, const float* c, float* d, bool d_col_major);
 
+// The same with a __half accumulator: d = a * b + c, c and d 16 x 16 __half, row-major.
+void mma_tile_half_accumulator(const __half* a, const __half* b, const __half* c, __half* d);
+
 // c (m x n, float) = a (m x k) * b (k x n): one warp per 16 x 16 tile of c, four warps per block
 // (a 32 x 32 tile of c), a and b staged through shared memory 16 columns / rows of k at a time.
 // m and n are multiples of 32, k of 16.

@@ -2,9 +2,9 @@
 // tensor-core lab would write them (wmma_kernels.cu): one tile and a tiled GEMM in __half and
 // __nv_bfloat16, bit for bit against a CPU reference that sums in the order mma.h documents
 // (C, then the products k = 0, 1, ..., 15, in float); column-major B, accumulation into C, a
-// column-major store; and the mistakes a GPU punishes: a kernel that assumes a fragment layout
-// gets a wrong answer, and a call some lanes skip, a bad ldm, a misaligned pointer or half a warp
-// stops the program.
+// column-major store, a __half accumulator; and the mistakes a GPU punishes: a kernel that assumes
+// a fragment layout gets a wrong answer, and a call some lanes skip, a bad ldm, a misaligned
+// pointer or half a warp stops the program.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -127,6 +127,24 @@ TYPED_TEST(WmmaTile, LayoutMismatchGivesTheTransposedProduct) {
   EXPECT_GT(mismatches(d, reference(a, b, nullptr, kTile, kTile, kTile, kTile, 1)),
             kTile * kTile / 2)
       << "a row-major B loaded as col_major must not give a * b";
+}
+
+// A __half accumulator: C widened to float, the products added in order in float, D rounded to
+// __half once at the end.
+TEST(WmmaHalfAccumulator, MatchesTheReferenceBitForBit) {
+  constexpr int kElems = kTile * kTile;
+  const std::vector<__half> a = random_matrix<__half>(kElems, 13),
+                            b = random_matrix<__half>(kElems, 14),
+                            c = random_matrix<__half>(kElems, 15);
+  std::vector<float> c_float;
+  for (__half v : c) c_float.push_back(float(v));
+  const std::vector<float> sums = reference(a, b, c_float.data(), kTile, kTile, kTile, kTile, 1);
+  std::vector<__half> d(kElems, __float2half(-1.f));
+  wmmatest::mma_tile_half_accumulator(a.data(), b.data(), c.data(), d.data());
+  int bad = 0;
+  for (int i = 0; i < kElems; ++i)
+    bad += __half_as_ushort(d[i]) != __half_as_ushort(__float2half_rn(sums[i]));
+  EXPECT_EQ(bad, 0) << "elements of D not the float sum rounded once to __half";
 }
 
 template <typename T>
