@@ -112,12 +112,12 @@ void launch_tiled(const T* a, const T* b, float* c, int m, int n, int k, cudaStr
 // loads 4 A fragments and 2 B fragments per 16 of k and makes 8 products with them, where 4a's
 // warps load 2 fragments for 1 product: shared-memory traffic per product falls by 2.7x. The
 // staging loads 16 bytes (8 elements) per thread per load.
-constexpr int kBigTile = 128, kBigStep = 32, kWarpRows = 4, kWarpCols = 2;
+constexpr int kBigTile = 128, kBigStep = 32, kBigPad = 8, kWarpRows = 4, kWarpCols = 2;
 
 template <typename T>
 __global__ void wmma_fast_kernel(const T* a, const T* b, float* c, int m, int n, int k) {
-  __shared__ __align__(32) T a_tile[kBigTile][kBigStep + kPad];
-  __shared__ __align__(32) T b_tile[kBigStep][kBigTile + kPad];
+  __shared__ __align__(32) T a_tile[kBigTile][kBigStep + kBigPad];
+  __shared__ __align__(32) T b_tile[kBigStep][kBigTile + kBigPad];
   const int warp = threadIdx.x / 32;
   const int warp_row = warp / 4 * (16 * kWarpRows), warp_col = warp % 4 * (16 * kWarpCols);
   const int block_row = blockIdx.y * kBigTile, block_col = blockIdx.x * kBigTile;
@@ -146,9 +146,9 @@ __global__ void wmma_fast_kernel(const T* a, const T* b, float* c, int m, int n,
       FragA<T> fa[kWarpRows];
       FragB<T> fb[kWarpCols];
       for (int i = 0; i < kWarpRows; ++i)
-        wmma::load_matrix_sync(fa[i], &a_tile[warp_row + 16 * i][s], kBigStep + kPad);
+        wmma::load_matrix_sync(fa[i], &a_tile[warp_row + 16 * i][s], kBigStep + kBigPad);
       for (int j = 0; j < kWarpCols; ++j)
-        wmma::load_matrix_sync(fb[j], &b_tile[s][warp_col + 16 * j], kBigTile + kPad);
+        wmma::load_matrix_sync(fb[j], &b_tile[s][warp_col + 16 * j], kBigTile + kBigPad);
       for (int i = 0; i < kWarpRows; ++i)
         for (int j = 0; j < kWarpCols; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
     }

@@ -32,6 +32,15 @@ inline std::vector<Shape> shapes(const std::string& test) {
   return out;
 }
 
+// The GPU tests' shapes: the emulated ones, then sizes the emulator cannot reach, with tails of
+// every block tile.
+inline std::vector<Shape> gpu_shapes(const std::string& test) {
+  std::vector<Shape> out = shapes(test);
+  out.push_back({512, 768, 1024});
+  out.push_back({1040, 1008, 528});
+  return out;
+}
+
 inline std::string describe(const Shape& s, bool bf16) {
   return std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) +
          (bf16 ? ", bf16" : ", fp16");
