@@ -110,9 +110,7 @@ int main(int argc, char** argv) {
                           cases("EmulatedFlashBackward", kEmulatedMaxT));
         }},
        {"naive-attention",
-        [] {
-          return naive("NaiveAttention.MatchesTheReference", gpu_cases("NaiveAttention"));
-        }},
+        [] { return naive("NaiveAttention.MatchesTheReference", gpu_cases("NaiveAttention")); }},
        {"flash-forward",
         [] {
           return forward("FlashForward.OutputAndLogSumExpMatchTheReference",
