@@ -55,6 +55,7 @@ extern "C" __attribute__((used)) inline const char* __asan_default_options() {
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -251,6 +252,13 @@ constexpr size_t kImpossibleBytes = size_t{1} << 40;
 // The emulated device's memory (an H100's 80 GiB, cudaGetDeviceProperties): no one allocation is
 // larger.
 constexpr size_t kDeviceBytes = size_t{80} << 30;
+// How many cudaMalloc calls the process has made: a test can check that a function allocates no
+// device memory of its own (lab 10's FlashAttention, whose point is the t x t buffer it never
+// needs).
+inline std::atomic<uint64_t> g_device_allocations{0};
+inline uint64_t device_allocations() {
+  return g_device_allocations.load();
+}
 }  // namespace emu
 
 // ---- stream capture (CUDA graphs). Between cudaStreamBeginCapture and cudaStreamEndCapture on a
@@ -361,6 +369,7 @@ inline cudaError_t cudaMalloc(void** p, size_t n) {
     *p = nullptr;
     return e;
   }
+  ++emu::g_device_allocations;
   // 256-byte aligned, as cudaMalloc's (wmma loads need 32); the exact size, for AddressSanitizer.
   if (n > emu::kDeviceBytes || posix_memalign(p, 256, n == 0 ? 1 : n) != 0) *p = nullptr;
   return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
