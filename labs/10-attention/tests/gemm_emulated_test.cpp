@@ -13,9 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "emulated_mismatch.h"
-#include "gemm_cases.h"
-#include "gtl_judge_output.h"
+#include "gemm_check.h"
 #include "tensor_core_gemm.h"
 
 namespace {
@@ -48,45 +46,31 @@ using Gemm = void (*)(const __half*, const __half*, float*, int, int, int, cudaS
 using GemmBf16 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, float*, int, int, int,
                           cudaStream_t);
 
-// One TODO's GEMM over every shape, fp16 then bf16; stops at the first failing case.
-void expect_gemm_right(const std::string& test, const std::string& todo, Gemm fp16, GemmBf16 bf16) {
-  gtl::judge::Outputs recorded(test);
-  for (bool use_bf16 : {false, true})
-    for (const Shape& s : shapes(test)) {
-      const Inputs in = inputs(s, use_bf16);
-      const Reference want = reference(s, in);
-      DeviceLike<float> c(size_t(s.m) * s.n);
-      std::fill(c.data(), c.data() + size_t(s.m) * s.n, std::numeric_limits<float>::quiet_NaN());
-      if (use_bf16) {
-        DeviceLike<__nv_bfloat16> a = upload<__nv_bfloat16>(in.a), b = upload<__nv_bfloat16>(in.b);
-        bf16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
-      } else {
-        DeviceLike<__half> a = upload<__half>(in.a), b = upload<__half>(in.b);
-        fp16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
-      }
-      const std::vector<float> got(c.data(), c.data() + size_t(s.m) * s.n);
-      recorded.record_all(got);
-      expect_no_mismatch(first_mismatch(want.c, want.tolerance, got.data()),
-                         ::testing::Message()
-                             << todo << ", " << describe(s, use_bf16) << ", "
-                             << gtl::test_seed::describe()
-                             << ": NaN means a tile of C never stored (a tail block, a warp that "
-                                "returned early); wrong everywhere by about 1e-3 relative means "
-                                "16-bit accumulation; wrong values, a transposed tile or a "
-                                "fragment indexed as if its layout were known (revisit: WMMA "
-                                "fragments and ldm, handout)");
-      if (::testing::Test::HasFailure()) return;
+// Runs one TODO's GEMM on the emulator, C starting as NaN.
+RunGemm on_the_emulator(Gemm fp16, GemmBf16 bf16) {
+  return [fp16, bf16](const Shape& s, const Inputs& in, bool use_bf16) {
+    DeviceLike<float> c(size_t(s.m) * s.n);
+    std::fill(c.data(), c.data() + size_t(s.m) * s.n, std::numeric_limits<float>::quiet_NaN());
+    if (use_bf16) {
+      DeviceLike<__nv_bfloat16> a = upload<__nv_bfloat16>(in.a), b = upload<__nv_bfloat16>(in.b);
+      bf16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
+    } else {
+      DeviceLike<__half> a = upload<__half>(in.a), b = upload<__half>(in.b);
+      fp16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
     }
+    return std::vector<float>(c.data(), c.data() + size_t(s.m) * s.n);
+  };
 }
 
 TEST(EmulatedWmmaGemm, TiledThroughSharedMemory) {
   expect_gemm_right("EmulatedWmmaGemm.TiledThroughSharedMemory", "TODO 4a tiled GEMM",
-                    lab10::wmma_gemm_tiled, lab10::wmma_gemm_tiled);
+                    shapes("EmulatedWmmaGemm.TiledThroughSharedMemory"),
+                    on_the_emulator(lab10::wmma_gemm_tiled, lab10::wmma_gemm_tiled));
 }
 
 TEST(EmulatedWmmaGemm, Fast) {
-  expect_gemm_right("EmulatedWmmaGemm.Fast", "TODO 4b fast GEMM", lab10::wmma_gemm_fast,
-                    lab10::wmma_gemm_fast);
+  expect_gemm_right("EmulatedWmmaGemm.Fast", "TODO 4b fast GEMM", shapes("EmulatedWmmaGemm.Fast"),
+                    on_the_emulator(lab10::wmma_gemm_fast, lab10::wmma_gemm_fast));
 }
 
 }  // namespace

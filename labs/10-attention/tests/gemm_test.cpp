@@ -9,9 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "emulated_mismatch.h"
-#include "gemm_cases.h"
-#include "gtl_judge_output.h"
+#include "gemm_check.h"
 #include "gtl_test.h"
 
 #ifdef GTL_WITH_CUDA
@@ -63,47 +61,40 @@ using Gemm = void (*)(const __half*, const __half*, float*, int, int, int, cudaS
 using GemmBf16 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, float*, int, int, int,
                           cudaStream_t);
 
-void expect_gemm_right(const std::string& test, const std::string& todo, Gemm fp16, GemmBf16 bf16) {
-  gtl::judge::Outputs recorded(test);
-  for (bool use_bf16 : {false, true})
-    for (const Shape& s : gpu_shapes(test)) {
-      const Inputs in = inputs(s, use_bf16);
-      const Reference want = reference(s, in);
-      DeviceBuffer<float> c(size_t(s.m) * s.n);
-      c.upload(std::vector<float>(size_t(s.m) * s.n, std::numeric_limits<float>::quiet_NaN()));
-      if (use_bf16) {
-        DeviceBuffer<__nv_bfloat16> a(in.a.size()), b(in.b.size());
-        a.upload(as<__nv_bfloat16>(in.a));
-        b.upload(as<__nv_bfloat16>(in.b));
-        bf16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
-      } else {
-        DeviceBuffer<__half> a(in.a.size()), b(in.b.size());
-        a.upload(as<__half>(in.a));
-        b.upload(as<__half>(in.b));
-        fp16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
-      }
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << todo << " at " << describe(s, use_bf16);
-      const std::vector<float> got = c.download();
-      recorded.record_all(got);
-      expect_no_mismatch(first_mismatch(want.c, want.tolerance, got.data()),
-                         ::testing::Message() << todo << " on the GPU, " << describe(s, use_bf16)
-                                              << ", " << gtl::test_seed::describe());
-      if (::testing::Test::HasFailure()) return;
+// Runs one TODO's GEMM on the GPU, C starting as NaN.
+RunGemm on_the_gpu(const std::string& todo, Gemm fp16, GemmBf16 bf16) {
+  return [todo, fp16, bf16](const Shape& s, const Inputs& in, bool use_bf16) {
+    DeviceBuffer<float> c(size_t(s.m) * s.n);
+    c.upload(std::vector<float>(size_t(s.m) * s.n, std::numeric_limits<float>::quiet_NaN()));
+    if (use_bf16) {
+      DeviceBuffer<__nv_bfloat16> a(in.a.size()), b(in.b.size());
+      a.upload(as<__nv_bfloat16>(in.a));
+      b.upload(as<__nv_bfloat16>(in.b));
+      bf16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
+    } else {
+      DeviceBuffer<__half> a(in.a.size()), b(in.b.size());
+      a.upload(as<__half>(in.a));
+      b.upload(as<__half>(in.b));
+      fp16(a.data(), b.data(), c.data(), s.m, s.n, s.k, nullptr);
     }
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << todo << " at " << describe(s, use_bf16);
+    return c.download();
+  };
 }
 
 TEST(WmmaGemm, TiledThroughSharedMemory) {
   GTL_REQUIRE_GPU();
   if (!has_bf16_tensor_cores()) GTEST_SKIP() << "needs bf16 tensor cores (sm_80 or newer)";
-  expect_gemm_right("WmmaGemm.TiledThroughSharedMemory", "TODO 4a tiled GEMM",
-                    lab10::wmma_gemm_tiled, lab10::wmma_gemm_tiled);
+  expect_gemm_right("WmmaGemm.TiledThroughSharedMemory", "TODO 4a tiled GEMM on the GPU",
+                    gpu_shapes("WmmaGemm.TiledThroughSharedMemory"),
+                    on_the_gpu("TODO 4a", lab10::wmma_gemm_tiled, lab10::wmma_gemm_tiled));
 }
 
 TEST(WmmaGemm, Fast) {
   GTL_REQUIRE_GPU();
   if (!has_bf16_tensor_cores()) GTEST_SKIP() << "needs bf16 tensor cores (sm_80 or newer)";
-  expect_gemm_right("WmmaGemm.Fast", "TODO 4b fast GEMM", lab10::wmma_gemm_fast,
-                    lab10::wmma_gemm_fast);
+  expect_gemm_right("WmmaGemm.Fast", "TODO 4b fast GEMM on the GPU", gpu_shapes("WmmaGemm.Fast"),
+                    on_the_gpu("TODO 4b", lab10::wmma_gemm_fast, lab10::wmma_gemm_fast));
 }
 
 #else
