@@ -12,14 +12,23 @@
 // It rejects, as a GPU does, a launch with an empty grid or block, more than 1024 threads per
 // block, blockDim.z above 64, gridDim.x above 2^31 - 1 or gridDim.y or .z above 65535
 // (cudaGetLastError returns cudaErrorInvalidConfiguration), and stops the program at a
-// __syncthreads some threads never reach or a shuffle over lanes that have exited (a GPU would hang
-// or give undefined results). Emulated tests are built with -fsanitize=address,alignment, so a read
-// or write outside an array, or a float4 load from a misaligned address, stops the test with the
-// kernel's line, as compute-sanitizer or the GPU itself would. A test's result buffers can be
-// emu::KernelOutput: writable only while a kernel runs (and by cudaMemset or a copy from device
-// memory), so a "kernel" whose host code computes the result and writes it fails, saying so. It
-// does not model timing, coalescing, bank conflicts, the memory model between blocks, or
-// partial-warp masks: speed is measured on a GPU (the lab's benchmarks).
+// __syncthreads some threads never reach, a shuffle over lanes that have exited, or a warp matrix
+// call some lanes of the warp skip (a GPU would hang or give undefined results). Emulated tests are
+// built with -fsanitize=address,alignment, so a read or write outside an array, or a float4 load
+// from a misaligned address, stops the test with the kernel's line, as compute-sanitizer or the GPU
+// itself would. A test's result buffers can be emu::KernelOutput: writable only while a kernel runs
+// (and by cudaMemset or a copy from device memory), so a "kernel" whose host code computes the
+// result and writes it fails, saying so. It does not model timing, coalescing, bank conflicts,
+// tensor-core throughput, the memory model between blocks, or partial-warp masks: speed is measured
+// on a GPU (the lab's benchmarks).
+//
+// Half precision and tensor cores: kernels may include <cuda_fp16.h>, <cuda_bf16.h> and <mma.h>,
+// which here are this directory's. __half and __nv_bfloat16 convert as the core does (round to
+// nearest even) and compute in float, rounded once. The warp matrix functions (nvcuda::wmma,
+// shape m16n16k16) keep what a GPU enforces: every call is warp-collective (WarpCall,
+// warp_collective below), the fragment's element-to-lane mapping is not row-major, ldm and
+// 32-byte alignment are checked, and mma_sync sums in a stated order (mma.h), so a CPU reference
+// summing that way agrees bit for bit. cudaMalloc and dynamic shared memory are 256-byte aligned.
 //
 // Kernel sources are compiled as C++ with this header forced in; CMake rewrites each launch
 // `kernel<<<grid, block, smem, stream>>>(args)` into `emu::Launcher(kernel, grid, block, smem,
@@ -46,6 +55,7 @@ extern "C" __attribute__((used)) inline const char* __asan_default_options() {
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -55,6 +65,7 @@ extern "C" __attribute__((used)) inline const char* __asan_default_options() {
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <source_location>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -241,6 +252,13 @@ constexpr size_t kImpossibleBytes = size_t{1} << 40;
 // The emulated device's memory (an H100's 80 GiB, cudaGetDeviceProperties): no one allocation is
 // larger.
 constexpr size_t kDeviceBytes = size_t{80} << 30;
+// How many cudaMalloc calls the process has made: a test can check that a function allocates no
+// device memory of its own (lab 10's FlashAttention, whose point is the t x t buffer it never
+// needs).
+inline std::atomic<uint64_t> g_device_allocations{0};
+inline uint64_t device_allocations() {
+  return g_device_allocations.load();
+}
 }  // namespace emu
 
 // ---- stream capture (CUDA graphs). Between cudaStreamBeginCapture and cudaStreamEndCapture on a
@@ -351,7 +369,9 @@ inline cudaError_t cudaMalloc(void** p, size_t n) {
     *p = nullptr;
     return e;
   }
-  *p = n <= emu::kDeviceBytes ? std::malloc(n == 0 ? 1 : n) : nullptr;
+  ++emu::g_device_allocations;
+  // 256-byte aligned, as cudaMalloc's (wmma loads need 32); the exact size, for AddressSanitizer.
+  if (n > emu::kDeviceBytes || posix_memalign(p, 256, n == 0 ? 1 : n) != 0) *p = nullptr;
   return emu::error(*p ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 template <typename T>
@@ -780,12 +800,20 @@ namespace emu {
 
 enum class State { kRun, kBlockBarrier, kWarpBarrier, kDone };
 
+// A warp-collective call (the warp matrix functions of mma.h): its name and where the kernel makes
+// it. All 32 lanes of the warp must make the same call together (release_warp checks).
+struct WarpCall {
+  const char* name;
+  std::source_location where;
+};
+
 struct Fiber {
   ucontext_t start;  // used once, to enter the fiber on its own stack
   void* env[5];      // every later switch: __builtin_setjmp/longjmp, no system call
   bool started = false;
   uint3 tid;
   State state = State::kRun;
+  const WarpCall* call = nullptr;  // the warp-collective call it is in, if any
 };
 
 struct Block {
@@ -799,7 +827,11 @@ struct Block {
 inline Block* g_block = nullptr;
 inline std::mutex g_launch_mutex;                      // held by a launch while its blocks run
 inline std::vector<std::unique_ptr<char[]>> g_stacks;  // reused by every block, never zeroed
-inline std::vector<float4> g_dynamic_shared;  // extern __shared__ arrays point here (16-aligned)
+struct FreeMemory {
+  void operator()(void* p) const { std::free(p); }
+};
+// extern __shared__ arrays point here: 256-byte aligned (wmma tiles in it need 32), zeroed.
+inline std::unique_ptr<float4, FreeMemory> g_dynamic_shared;
 constexpr size_t kStackBytes = 64 * 1024;
 
 [[noreturn]] inline void fail(const std::string& what) {
@@ -812,7 +844,7 @@ constexpr size_t kStackBytes = 64 * 1024;
 }
 
 inline void* dynamic_shared() {
-  return g_dynamic_shared.data();
+  return g_dynamic_shared.get();
 }
 
 // AddressSanitizer (emulated tests use it: an out-of-bounds access is what compute-sanitizer
@@ -894,7 +926,45 @@ inline Schedule schedule_for_next_launch() {
   return static_cast<Schedule>(launches++ % 3);
 }
 
-// Releases warp w if all its live lanes wait at a shuffle; returns whether it did.
+inline std::string describe(const WarpCall& call) {
+  const std::string file = call.where.file_name();
+  return std::string(call.name) + " (" + file.substr(file.find_last_of('/') + 1) + ":" +
+         std::to_string(call.where.line()) + ")";
+}
+
+// Stops the program unless, when some lane of warp w waits in a warp-collective call, all 32 lanes
+// wait in that same call (a GPU hangs or computes garbage otherwise).
+inline void check_warp_call(const Block& block, int w, int end) {
+  int first = -1;
+  for (int l = w * 32; l < end && first < 0; ++l)
+    if (block.fibers[l].state == State::kWarpBarrier && block.fibers[l].call) first = l;
+  if (first < 0) return;
+  const WarpCall& call = *block.fibers[first].call;
+  for (int l = w * 32; l < w * 32 + 32; ++l) {
+    const WarpCall* other = l < end ? block.fibers[l].call : nullptr;
+    std::string why;
+    if (l >= end)
+      why = "does not exist (the block's last warp is partial)";
+    else if (block.fibers[l].state == State::kDone)
+      why = "has exited";
+    else if (other == nullptr)
+      why = "waits at a shuffle or __syncwarp";
+    else if (std::strcmp(other->name, call.name) != 0 || other->where.line() != call.where.line() ||
+             other->where.column() != call.where.column() ||
+             std::strcmp(other->where.file_name(), call.where.file_name()) != 0)
+      why = "is in " + describe(*other);
+    else
+      continue;
+    threadIdx = block.fibers[first].tid;
+    fail(describe(call) +
+         " is warp-collective: all 32 lanes of the warp must make the call "
+         "together, but lane " +
+         std::to_string(l % 32) + " " + why);
+  }
+}
+
+// Releases warp w if all its live lanes wait at a shuffle or warp-collective call; returns whether
+// it did.
 inline bool release_warp(Block& block, int w) {
   const int n = static_cast<int>(block.fibers.size());
   const int end = std::min(n, w * 32 + 32);
@@ -904,6 +974,7 @@ inline bool release_warp(Block& block, int w) {
     waiting += block.fibers[l].state == State::kWarpBarrier;
   }
   if (waiting == 0 || waiting != live) return false;
+  check_warp_call(block, w, end);
   if (live != end - w * 32) {
     threadIdx = block.fibers[w * 32].tid;
     fail("a warp shuffle with a full mask while some lanes of the warp have exited");
@@ -1052,7 +1123,11 @@ struct Launcher {
     const std::lock_guard<std::mutex> one_at_a_time(g_launch_mutex);
     // A new buffer of this launch's size, not an earlier launch's larger one kept: AddressSanitizer
     // then stops a kernel that uses more dynamic shared memory than its launch gave.
-    g_dynamic_shared = std::vector<float4>((shared_bytes + sizeof(float4) - 1) / sizeof(float4));
+    const size_t bytes = (shared_bytes + sizeof(float4) - 1) / sizeof(float4) * sizeof(float4);
+    void* shared = nullptr;
+    if (posix_memalign(&shared, 256, bytes) != 0) fail("no host memory for dynamic shared memory");
+    if (bytes > 0) std::memset(shared, 0, bytes);
+    g_dynamic_shared.reset(static_cast<float4*>(shared));
     const Schedule schedule = schedule_for_next_launch();
     gridDim = grid;
     blockDim = block;
@@ -1090,6 +1165,27 @@ T shuffle(unsigned mask, T v, int (*source)(int lane, int arg, int first, int la
     std::memcpy(&out, &b.lanes[me - lane + src], sizeof(T));
   yield(State::kWarpBarrier);
   return out;
+}
+
+// A warp-collective call (mma.h's wmma functions): each lane publishes `mine`, the warp meets
+// (all 32 lanes in the same call, or the program stops: check_warp_call), `body(warp, lane)` runs
+// with warp[l] pointing to lane l's published value, and the warp meets again before any lane goes
+// on, so that no lane changes what another is still reading.
+template <typename T, typename Body>
+void warp_collective(const WarpCall& call, const T& mine, Body body) {
+  Block& b = *g_block;
+  const int me =
+      static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  const int lane = me % 32;
+  Fiber& f = b.fibers[me];
+  f.call = &call;
+  b.lanes[me] = reinterpret_cast<uintptr_t>(&mine);
+  yield(State::kWarpBarrier);
+  const T* warp[32];
+  for (int l = 0; l < 32; ++l) warp[l] = reinterpret_cast<const T*>(b.lanes[me - lane + l]);
+  body(warp, lane);
+  yield(State::kWarpBarrier);
+  f.call = nullptr;
 }
 
 }  // namespace emu

@@ -90,9 +90,11 @@ std::string rewrite_launches(std::string_view text) {
 }
 
 std::string rewrite_extern_shared(std::string_view text) {
-  // The element type may be one letter: `extern __shared__ T buf[];` in a template kernel.
+  // The element type may be one letter: `extern __shared__ T buf[];` in a template kernel. An
+  // __align__(n) is dropped: the emulator's dynamic shared memory is 256-byte aligned.
   static const std::regex kExternShared(
-      "extern[ \t\r\n]+__shared__[ \t\r\n]+([A-Za-z_][A-Za-z0-9_: ]*[A-Za-z0-9_]|[A-Za-z_])"
+      "extern[ \t\r\n]+__shared__[ \t\r\n]+(?:__align__[ \t]*\\([ \t]*[0-9]+[ \t]*\\)[ \t\r\n]+)?"
+      "([A-Za-z_][A-Za-z0-9_: ]*[A-Za-z0-9_]|[A-Za-z_])"
       "[ \t\r\n]+([A-Za-z_][A-Za-z0-9_]*)[ \t\r\n]*\\[[ \t\r\n]*\\][ \t\r\n]*;");
   return std::regex_replace(std::string(text), kExternShared,
                             "$1* const $2 = static_cast<$1*>(emu::dynamic_shared());");

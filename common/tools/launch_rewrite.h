@@ -4,7 +4,7 @@
 //
 // clang-format off
 //   kernel<<<grid, block, smem, stream>>>(args)  ->  emu::Launcher(kernel, grid, block, smem, stream)(args)
-//   extern __shared__ T name[];                  ->  T* const name = static_cast<T*>(emu::dynamic_shared());
+//   extern __shared__ [__align__(n)] T name[];     ->  T* const name = static_cast<T*>(emu::dynamic_shared());
 // clang-format on
 //
 // Why a scan and not one regular expression: a launch configuration may itself contain '>'

@@ -1,13 +1,10 @@
-// Lab 10, TODO 1: attention as three kernels, the T x T scores in memory between them.
+// Lab 10, TODO 1: attention with the t x t scores in memory.
 //
-//   scores   S[i, j] = q_i . k_j / sqrt(d), -inf where causal masks j > i    writes T^2 per head
-//   softmax  each row of S replaced by its softmax, in place                 reads and writes T^2
-//   weighted o_i = sum_j P[i, j] v_j                                         reads T^2 again
-//
-// This is how attention ran before FlashAttention, and how the core's CausalSelfAttention still
-// runs (it keeps P for backward): the memory grows with T^2 and every pass over S goes through
-// DRAM. It is the baseline the benchmarks compare TODO 2 with, and a reference that is easy to
-// trust.
+// S = q k^T / sqrt(d) (masked entries -inf), P = softmax of each row of S, o = P v, with S and P
+// written to a buffer of t^2 floats per head. This is how attention ran before FlashAttention,
+// and how the core's CausalSelfAttention still runs (it keeps P for backward): the memory grows
+// with t^2 and every pass over S goes through DRAM. It is the baseline the benchmarks compare TODO
+// 2 with, and a reference that is easy to trust.
 #include <cmath>
 
 #include "attention.h"

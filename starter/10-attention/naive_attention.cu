@@ -1,13 +1,10 @@
-// Lab 10, TODO 1: attention as three kernels, the T x T scores in memory between them.
+// Lab 10, TODO 1: attention with the t x t scores in memory.
 //
-//   scores   S[i, j] = q_i . k_j / sqrt(d), -inf where causal masks j > i    writes T^2 per head
-//   softmax  each row of S replaced by its softmax, in place                 reads and writes T^2
-//   weighted o_i = sum_j P[i, j] v_j                                         reads T^2 again
-//
-// This is how attention ran before FlashAttention, and how the core's CausalSelfAttention still
-// runs (it keeps P for backward): the memory grows with T^2 and every pass over S goes through
-// DRAM. It is the baseline the benchmarks compare TODO 2 with, and a reference that is easy to
-// trust.
+// S = q k^T / sqrt(d) (masked entries -inf), P = softmax of each row of S, o = P v, with S and P
+// written to a buffer of t^2 floats per head. This is how attention ran before FlashAttention,
+// and how the core's CausalSelfAttention still runs (it keeps P for backward): the memory grows
+// with t^2 and every pass over S goes through DRAM. It is the baseline the benchmarks compare TODO
+// 2 with, and a reference that is easy to trust.
 #include <cmath>
 
 #include "attention.h"
@@ -16,11 +13,11 @@ namespace lab10 {
 
 namespace {
 
-// TODO(lab10) step 1: attention_naive (attention.h) as three kernels, one per line of the table
-// above, launched on `stream`: S into `scores`, P over it, then o. Any t >= 1 and d >= 1, causal
-// or not, bh x t up to the benchmarks' 64 x 8192 (mind each grid dimension's limit). Decide which
-// element each thread of each kernel owns. The tests' large-score cases reach scores near 200:
-// exp(200) is not a float. About 45 lines.
+// TODO(lab10) step 1: attention_naive (attention.h), launched on `stream`: S into `scores`, P
+// over it, then o. Any t >= 1 and d >= 1, causal or not, bh x t up to 64 x 8192 (every index and
+// every grid dimension must hold there). How many kernels, and which element each thread of each
+// owns, are yours to decide. The tests' large-score cases reach scores near 200: exp(200) is not a
+// float. About 45 lines.
 void launch_attention_naive(const float* q, const float* k, const float* v, float* scores, float* o,
                             AttentionShape s, cudaStream_t stream) {
   (void)q, (void)k, (void)v, (void)scores, (void)o, (void)s, (void)stream;

@@ -589,6 +589,20 @@ TEST(EmulatorCapture, GlobalModeRefusesCudaMallocUnlessTheThreadRelaxed) {
 
 // An event that was never recorded has no time: cudaEventElapsedTime fails with
 // cudaErrorInvalidResourceHandle, as on a GPU, instead of measuring from some default.
+// Every cudaMalloc is counted, failed ones included: a test can check that a function allocates no
+// device memory of its own.
+TEST(EmulatorMemory, CountsEveryDeviceAllocation) {
+  const uint64_t before = emu::device_allocations();
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 256), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&p, size_t{1} << 50), cudaErrorMemoryAllocation);
+  (void)cudaGetLastError();
+  EXPECT_EQ(emu::device_allocations(), before + 2);
+  ASSERT_EQ(cudaMalloc(&p, 64), cudaSuccess);
+  cudaFree(p);
+  EXPECT_EQ(emu::device_allocations(), before + 3);
+}
+
 TEST(EmulatorEvents, ElapsedTimeNeedsBothEventsRecorded) {
   cudaEvent_t a = nullptr, b = nullptr;
   ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);

@@ -81,18 +81,21 @@ TEST(ExternSharedRewrite, ArraysBecomePointersToDynamicSharedMemory) {
       "  extern   __shared__   unsigned char raw [ ] ;\n"
       "extern __shared__ T buf[];\n"
       "extern __shared__ gtl::half h[];\n"
+      "extern __shared__ __align__(32) __half tiles[];\n"
       "__shared__ float tile[32][33];\n";
   const std::string expected =
       "float* const smem = static_cast<float*>(emu::dynamic_shared());\n"
       "  unsigned char* const raw = static_cast<unsigned char*>(emu::dynamic_shared());\n"
       "T* const buf = static_cast<T*>(emu::dynamic_shared());\n"
       "gtl::half* const h = static_cast<gtl::half*>(emu::dynamic_shared());\n"
+      "__half* const tiles = static_cast<__half*>(emu::dynamic_shared());\n"
       "__shared__ float tile[32][33];\n";
   const std::string got = rewrite_extern_shared(source);
-  EXPECT_EQ(got, expected) << "each extern __shared__ array (any element type, one-letter "
-                              "template types included) points into the launch's dynamic shared "
-                              "memory; a sized __shared__ array is left alone\n  got:\n"
-                           << got;
+  EXPECT_EQ(got, expected)
+      << "each extern __shared__ array (any element type, one-letter "
+         "template types included, an __align__ dropped) points into the launch's dynamic shared "
+         "memory; a sized __shared__ array is left alone\n  got:\n"
+      << got;
 }
 
 TEST(EmulatedCopy, StartsWithALineDirectiveAndKeepsTheFilesOwn) {

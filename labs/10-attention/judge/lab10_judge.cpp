@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention_cases.h"
+#include "gemm_cases.h"
 #include "gtl_judge.h"
 
 namespace {
@@ -28,10 +29,10 @@ void expect_within(const std::vector<double>& want, const std::vector<double>& t
                       ")");
 }
 
-std::string naive(const std::string& test, const std::string& suite, int max_t) {
+std::string naive(const std::string& test, const std::vector<Case>& all) {
   Recorded r(test);
   int n = 0;
-  for (const Case& c : cases(suite, max_t)) {
+  for (const Case& c : all) {
     const Reference want = reference(c, inputs(c));
     const std::string what = test + ", " + describe(c);
     expect_within(want.o, want.o_tol, r.sequence<float>(what + ", o", want.o.size()), what + ", o");
@@ -40,10 +41,10 @@ std::string naive(const std::string& test, const std::string& suite, int max_t) 
   return std::to_string(n) + " cases right";
 }
 
-std::string forward(const std::string& test, const std::string& suite, int max_t) {
+std::string forward(const std::string& test, const std::vector<Case>& all) {
   Recorded r(test);
   int n = 0;
-  for (const Case& c : cases(suite, max_t)) {
+  for (const Case& c : all) {
     const Reference want = reference(c, inputs(c));
     const std::string what = test + ", " + describe(c);
     expect_within(want.o, want.o_tol, r.sequence<float>(what + ", o", want.o.size()), what + ", o");
@@ -54,10 +55,10 @@ std::string forward(const std::string& test, const std::string& suite, int max_t
   return std::to_string(n) + " cases right, o and lse";
 }
 
-std::string backward(const std::string& test, const std::string& suite, int max_t) {
+std::string backward(const std::string& test, const std::vector<Case>& all) {
   Recorded r(test);
   int n = 0;
-  for (const Case& c : cases(suite, max_t)) {
+  for (const Case& c : all) {
     const Reference want = reference(c, inputs(c));
     const std::string what = test + ", " + describe(c);
     expect_within(want.dq, want.dq_tol, r.sequence<float>(what + ", dq", want.dq.size()),
@@ -71,23 +72,58 @@ std::string backward(const std::string& test, const std::string& suite, int max_
   return std::to_string(n) + " cases right, dq, dk and dv";
 }
 
+// TODO 4's GEMMs: C for every shape, fp16 then bf16, as the tests recorded them.
+std::string gemm(const std::string& test, bool gpu) {
+  Recorded r(test);
+  int n = 0;
+  for (bool bf16 : {false, true})
+    for (const lab10_gemm_cases::Shape& s :
+         gpu ? lab10_gemm_cases::gpu_shapes(test) : lab10_gemm_cases::shapes(test)) {
+      const lab10_gemm_cases::Reference want =
+          lab10_gemm_cases::reference(s, lab10_gemm_cases::inputs(s, bf16));
+      const std::string what = test + ", " + lab10_gemm_cases::describe(s, bf16);
+      expect_within(want.c, want.tolerance, r.sequence<float>(what + ", C", want.c.size()),
+                    what + ", C");
+      ++n;
+    }
+  return std::to_string(n) + " products right";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  return gtl::judge::run(argc, argv,
-                         {{"naive-attention-emulated",
-                           [] {
-                             return naive("EmulatedNaiveAttention.MatchesTheReference",
-                                          "EmulatedNaiveAttention", kEmulatedMaxT);
-                           }},
-                          {"flash-forward-emulated",
-                           [] {
-                             return forward(
-                                 "EmulatedFlashForward.OutputAndLogSumExpMatchTheReference",
-                                 "EmulatedFlashForward", kEmulatedMaxT);
-                           }},
-                          {"flash-backward-emulated", [] {
-                             return backward("EmulatedFlashBackward.GradientsMatchTheReference",
-                                             "EmulatedFlashBackward", kEmulatedMaxT);
-                           }}});
+  return gtl::judge::run(
+      argc, argv,
+      {{"naive-attention-emulated",
+        [] {
+          return naive("EmulatedNaiveAttention.MatchesTheReference",
+                       cases("EmulatedNaiveAttention", kEmulatedMaxT));
+        }},
+       {"flash-forward-emulated",
+        [] {
+          return forward("EmulatedFlashForward.OutputAndLogSumExpMatchTheReference",
+                         cases("EmulatedFlashForward", kEmulatedMaxT));
+        }},
+       {"flash-backward-emulated",
+        [] {
+          return backward("EmulatedFlashBackward.GradientsMatchTheReference",
+                          cases("EmulatedFlashBackward", kEmulatedMaxT));
+        }},
+       {"naive-attention",
+        [] { return naive("NaiveAttention.MatchesTheReference", gpu_cases("NaiveAttention")); }},
+       {"flash-forward",
+        [] {
+          return forward("FlashForward.OutputAndLogSumExpMatchTheReference",
+                         gpu_cases("FlashForward"));
+        }},
+       {"flash-backward",
+        [] {
+          return backward("FlashBackward.GradientsMatchTheReferenceAndAreDeterministic",
+                          gpu_cases("FlashBackward"));
+        }},
+       {"wmma-tiled-emulated",
+        [] { return gemm("EmulatedWmmaGemm.TiledThroughSharedMemory", false); }},
+       {"wmma-fast-emulated", [] { return gemm("EmulatedWmmaGemm.Fast", false); }},
+       {"wmma-tiled", [] { return gemm("WmmaGemm.TiledThroughSharedMemory", true); }},
+       {"wmma-fast", [] { return gemm("WmmaGemm.Fast", true); }}});
 }

@@ -43,6 +43,18 @@ inline std::vector<Case> cases(const std::string& test, int max_t) {
   return out;
 }
 
+// The GPU tests' cases: the emulated ones, then longer ones drawn from the same seed, up to 1,024
+// (many blocks at once), a causal one at 1,024 and a long one with large scores.
+constexpr int kGpuMaxT = 1024;
+inline std::vector<Case> gpu_cases(const std::string& test) {
+  std::vector<Case> out = cases(test, kEmulatedMaxT);
+  for (const Case& c : cases(test + ".long", kGpuMaxT))
+    if (c.shape.t > kEmulatedMaxT) out.push_back(c);
+  out.push_back({{4, kGpuMaxT, 64, true}, 1.f});
+  out.push_back({{2, 1000, 128, false}, 24.f});
+  return out;
+}
+
 inline std::string describe(const Case& c) {
   const lab10::AttentionShape& s = c.shape;
   return "bh " + std::to_string(s.bh) + ", t " + std::to_string(s.t) + ", d " +
@@ -143,17 +155,15 @@ inline Reference reference(const Case& cs, const Inputs& in) {
       }
     }
     // Backward, given o and lse in float32: P_ij = exp(S_ij - lse_i) (relative error: the
-    // score's, lse's rounding to float, the exponential's), dP_ij = dO_i . v_j and
-    // D_i = dO_i . o_i (d-term sums), dS = P (dP - D), then dQ = scale dS K, dK = scale dS^T Q,
-    // dV = P^T dO (sums over at most t terms).
+    // score's, lse's rounding to float, the exponential's), dP_ij = dO_i . v_j (a d-term sum), the
+    // row term R_i = sum_j P_ij dP_ij, dS = P (dP - R), then dQ = scale dS K, dK = scale dS^T Q,
+    // dV = P^T dO (sums over at most t terms). R_i's tolerance covers a kernel that sums it over
+    // the row in float32 and one that finds it from the forward's float32 outputs (d-term sums of
+    // rounded values): the sum of both bounds.
+    std::vector<double> dp_magnitude(t);
     for (int i = 0; i < t; ++i) {
-      double delta = 0, delta_magnitude = 0;
-      for (int c = 0; c < d; ++c) {
-        const double o_ic = double(float(r.o[base + size_t(i) * d + c]));
-        delta += at(in.dout, i, c) * o_ic;
-        delta_magnitude += std::fabs(at(in.dout, i, c) * o_ic);
-      }
       const double lse_round = u * std::fabs(r.lse[size_t(h) * t + i]);
+      double row = 0, row_err = 0, outputs_magnitude = 0;
       for (int j = 0; j < t; ++j) {
         double dot = 0, magnitude = 0;
         for (int c = 0; c < d; ++c) {
@@ -161,11 +171,22 @@ inline Reference reference(const Case& cs, const Inputs& in) {
           magnitude += std::fabs(at(in.dout, i, c) * at(in.v, j, c));
         }
         dp[size_t(i) * t + j] = dot;
+        dp_magnitude[j] = magnitude;
         const double pij = p[size_t(i) * t + j];
         const double p_rel = score_err[size_t(i) * t + j] + lse_round + 2 * u;
-        ds[size_t(i) * t + j] = pij * (dot - delta);
+        row += pij * dot;
+        row_err += pij * (p_rel * std::fabs(dot) + (d + 1) * u * magnitude) +
+                   (t + 1) * u * pij * std::fabs(dot);
+      }
+      for (int c = 0; c < d; ++c)
+        outputs_magnitude += std::fabs(at(in.dout, i, c) * r.o[base + size_t(i) * d + c]);
+      row_err += (d + 2) * u * outputs_magnitude;
+      for (int j = 0; j < t; ++j) {
+        const double pij = p[size_t(i) * t + j], dot = dp[size_t(i) * t + j];
+        const double p_rel = score_err[size_t(i) * t + j] + lse_round + 2 * u;
+        ds[size_t(i) * t + j] = pij * (dot - row);
         ds_err[size_t(i) * t + j] =
-            pij * (p_rel * std::fabs(dot - delta) + (d + 1) * u * (magnitude + delta_magnitude));
+            pij * (p_rel * std::fabs(dot - row) + (d + 1) * u * dp_magnitude[j] + row_err);
       }
     }
     for (int i = 0; i < t; ++i)

@@ -30,18 +30,6 @@ using namespace lab10_cases;
 using gtl::Device;
 using gtl::Tensor;
 
-constexpr int kGpuMaxT = 1024;
-
-// The emulated tests' cases, then longer ones drawn from the same seed.
-std::vector<Case> gpu_cases(const std::string& test) {
-  std::vector<Case> out = cases(test, kEmulatedMaxT);
-  for (const Case& c : cases(test + ".long", kGpuMaxT))
-    if (c.shape.t > kEmulatedMaxT) out.push_back(c);
-  out.push_back({{4, kGpuMaxT, 64, true}, 1.f});
-  out.push_back({{2, 1000, 128, false}, 24.f});
-  return out;
-}
-
 Tensor on_gpu(const std::vector<float>& x) {
   return Tensor::from_vector(x, {int64_t(x.size())}).to(Device::cuda(0));
 }
