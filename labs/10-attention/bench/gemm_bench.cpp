@@ -64,8 +64,8 @@ void BM_WmmaGemm(benchmark::State& state) {
       Tensor::uniform({n, n}, g, -1.f, 1.f, gtl::DType::BFloat16, gtl::Device::cuda(0));
   Tensor c = Tensor::zeros({n, n}, gtl::DType::Float32, gtl::Device::cuda(0));
   Tensor want = Tensor::zeros({n, n}, gtl::DType::Float32, gtl::Device::cuda(0));
-  const auto* pa = static_cast<const __nv_bfloat16*>(a.data());
-  const auto* pb = static_cast<const __nv_bfloat16*>(b.data());
+  const auto* pa = static_cast<const __nv_bfloat16*>(a.data_ptr());
+  const auto* pb = static_cast<const __nv_bfloat16*>(b.data_ptr());
   cublasHandle_t handle;
   cublasCreate(&handle);
   timed_loop(state, [&] {
