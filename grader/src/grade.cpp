@@ -384,6 +384,16 @@ LabResult grade_lab(const GradeOptions& o, const Rubric& rubric, const fs::path&
   return lab;
 }
 
+// Whether `inner` is `outer` or lies inside it (both resolved: links, "." and "..").
+bool holds(const fs::path& outer, const fs::path& inner) {
+  std::error_code ec;
+  const auto folder = [&ec](const fs::path& p) {
+    std::string s = fs::weakly_canonical(fs::absolute(p), ec).string();
+    return s.ends_with('/') ? s : s + '/';
+  };
+  return folder(inner).starts_with(folder(outer));
+}
+
 }  // namespace
 
 std::vector<Rubric> select_labs(const std::vector<Rubric>& all,
@@ -446,6 +456,13 @@ GradeResult grade_submission(const GradeOptions& o, const std::vector<Rubric>& l
                       "the submission holds a symbolic link, which the grader refuses (it reads "
                       "submissions with its own rights): " +
                           link + "; submit regular files only");
+    // Every program the grader runs sees the submission's folder empty (sandboxes_for): a clone
+    // of the course is accepted, but not the course itself, which would vanish with it.
+    if (holds(o.submission, o.course))
+      return fail_all(exit_codes::kUsage,
+                      "the submission " + o.submission.string() + " is (or holds) the course " +
+                          o.course.string() +
+                          " being graded: pass its starter/ (the default) or a copy of the course");
     const bool have_gpu = !o.cpu_only && gpu_available();
     std::vector<const Rubric*> complete;
     std::map<std::string, std::vector<std::string>> missing;

@@ -205,6 +205,14 @@ TEST(GraderE2E, BadInputsHaveClearExitCodesAndResults) {
             std::string::npos)
       << missing.gradescope.dump(2);
 
+  // The course itself as the submission (a clone of the course is accepted): every program the
+  // grader runs sees the submission's folder empty, so the course would vanish with it.
+  const Graded itself = gtl_grade({"grade", "--submission", kCourse.string() + "/."}, "itself");
+  EXPECT_EQ(itself.run.exit_code, 2) << itself.run.output;
+  EXPECT_NE(itself.gradescope["output"].get<std::string>().find("is (or holds) the course"),
+            std::string::npos)
+      << itself.gradescope.dump(2);
+
   // A course with a malformed rubric: copy the fixture and break one line.
   const fs::path broken = kWork / "broken-course";
   copy_fixture_course(broken);
