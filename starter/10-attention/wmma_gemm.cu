@@ -58,8 +58,9 @@ void launch_naive(const T* a, const T* b, float* c, int m, int n, int k, cudaStr
 }
 
 // TODO(lab10) step 4a: launch_tiled, the GEMM of tensor_core_gemm.h with the tiles of A and B
-// staged in shared memory: a block computes a tile of C larger than one fragment, its warps share
-// what the block loaded, and each element of A and B is read from global memory once per block.
+// staged in shared memory: a block computes a tile of C of several warps' fragments (one 16 x 16
+// fragment of C per warp: more per warp is one of 4b's options), its warps share what the block
+// loaded, and each element of A and B is read from global memory once per block.
 // The block and warp tiles, the step along k and the shared-memory layout are yours; so is what
 // the block does with rows and columns of C past the matrix (m and n are multiples of 16, not of
 // your tile). The layout must keep every fragment pointer 32-byte aligned and every ldm a multiple

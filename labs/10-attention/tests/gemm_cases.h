@@ -19,8 +19,8 @@ struct Shape {
   int m, n, k;
 };
 
-// Multiples of 16 only (the contract): one tile; tiles of C that a 64 or 128 block tile does not
-// divide; k not a multiple of a 32-wide step; then two drawn from the seed, up to 160.
+// Multiples of 16 only (the contract): one tile, then m, n and k that few block tiles or steps
+// along k divide; then two drawn from the seed, up to 160.
 inline std::vector<Shape> shapes(const std::string& test) {
   std::vector<Shape> out = {{16, 16, 16},  {32, 48, 64},    {64, 64, 32},
                             {80, 144, 48}, {128, 128, 128}, {144, 16, 272}};
