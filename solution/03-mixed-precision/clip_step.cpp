@@ -2,16 +2,15 @@
 //
 // Clipping compares the gradient norm with max_norm, a number in the units of the true gradient.
 // The gradients an fp16 backward leaves are S times too large (S, the loss scale), and on an
-// overflowed step some of them are inf or NaN. Where clipping belongs among the scaler's unscale_,
-// step and update is step 5b's question.
+// overflowed step some of them are inf or NaN.
 #include <cmath>
 
 #include "mixed_precision.h"
 
 namespace lab03 {
 
+// SOLUTION(lab03) step 5
 float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
-  // SOLUTION(lab03) step 5a
   double sum = 0.0;
   for (const ParamRef& p : params) {
     const float* g = p.grad.data<float>();
@@ -26,19 +25,17 @@ float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm) {
     }
   }
   return norm;
-  // END SOLUTION(lab03)
 }
 
 StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& params,
                             gtl::optim::Optimizer& optimizer, float max_norm) {
   StepOutcome out;
-  // SOLUTION(lab03) step 5b
   const bool found_inf = scaler.unscale_(params);
   if (!found_inf && max_norm > 0.f) out.grad_norm = clip_by_global_norm(params, max_norm);
   out.stepped = scaler.step(optimizer);
   scaler.update();
-  // END SOLUTION(lab03)
   return out;
 }
+// END SOLUTION(lab03)
 
 }  // namespace lab03

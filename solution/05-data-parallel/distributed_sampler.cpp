@@ -15,7 +15,7 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
                                    int64_t epoch) {
   GTL_CHECK(dataset_size > 0 && world_size > 0 && rank >= 0 && rank < world_size,
             "shard_indices: bad arguments");
-  // SOLUTION(lab05) step 2: one permutation per (seed, epoch), padded, every world_size-th.
+  // SOLUTION(lab05) step 2: this rank's shard of the epoch.
   std::vector<int64_t> order(static_cast<std::size_t>(dataset_size));
   std::iota(order.begin(), order.end(), int64_t{0});
   std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch));

@@ -7,8 +7,9 @@ namespace lab03 {
 AmpRecipe amp_recipe(const std::string& precision) {
   // TODO(lab03) step 6
   // Spec (AmpRecipe.*): an AmpRecipe for "fp32", "fp16" and "bf16", each with its policy
-  // (gtl::nn::PrecisionPolicy::fp32(), fp16(), bf16()); a loss scaler starts at 2^16, a recipe
-  // without one has init_scale 1. Anything else: throw gtl::Error naming the value.
+  // (gtl::nn::PrecisionPolicy::fp32(), fp16(), bf16()); a loss scaler starts where the
+  // header's ScalerOptions starts one, a recipe without one has init_scale 1. Anything else:
+  // throw gtl::Error naming the value.
   // Decide, from each format's exponent range and mantissa bits (the handout's format table) and
   // the size of an optimizer update next to a weight, which recipe needs a loss scaler and which
   // needs float32 master weights. About 18 lines.

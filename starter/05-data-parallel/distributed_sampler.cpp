@@ -15,10 +15,8 @@ std::vector<int64_t> shard_indices(int64_t dataset_size, int rank, int world_siz
                                    int64_t epoch) {
   GTL_CHECK(dataset_size > 0 && world_size > 0 && rank >= 0 && rank < world_size,
             "shard_indices: bad arguments");
-  // TODO(lab05) step 2: one permutation per (seed, epoch), padded, every world_size-th position.
-  //   Spec (data_parallel.h): the epoch's order is a permutation of 0..dataset_size-1 that depends
-  //   only on (seed, epoch), the same on every rank; pad it by repeating its first indices up to
-  //   ceil(size/W)*W positions; rank r takes positions r, r+W, r+2W, ...
+  // TODO(lab05) step 2: this rank's shard of the epoch.
+  //   Spec: the header's contract (data_parallel.h), with its padding and its positions.
   //   Yours to decide: how to turn (seed, epoch) into one shuffle that every rank reproduces on
   //   its own, and that changes when either of the two changes. The tests try many (seed, epoch)
   //   pairs. Hint: which two pairs would `seed + epoch` mix up? About 13 lines over this function

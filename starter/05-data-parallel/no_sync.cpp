@@ -15,11 +15,8 @@ NoSyncAccumulator::NoSyncAccumulator(Communicator& comm, const gtl::nn::Paramete
 }
 
 // TODO(lab05) step 6: mode() and after_backward(): k micro-batches, one all-reduce per step.
-//   Spec (data_parallel.h): the caller runs micro-batch i's backward with mode(i), then calls
-//   after_backward(i); it never calls zero_grad. When the step's last after_backward returns,
-//   grads_ holds the average over ranks of the sum over the step's micro-batches and nothing
-//   else, with at most one collective per step, for every k >= 1. Decide the two functions
-//   together. About 8 lines.
+//   Spec: the header's contract (data_parallel.h), for every k >= 1 and for one step after
+//   another (the tests run two). Decide the two functions together. About 8 lines.
 gtl::nn::GradMode NoSyncAccumulator::mode(int64_t micro_batch) const {
   (void)micro_batch;
   throw gtl::Error("TODO(lab05) step 6: NoSyncAccumulator::mode is not implemented");

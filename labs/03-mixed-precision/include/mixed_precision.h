@@ -162,11 +162,11 @@ class MasterWeights {
 };
 
 // ---- 5. Clipping in an AMP step (clip_step.cpp) ------------------------------------------------
-// Clips float32 gradients by their global L2 norm, as torch.nn.utils.clip_grad_norm_ does (its
-// 1e-6 guards the division by the norm; the coefficient and the products in float32 arithmetic):
-// the direction kept, the norm brought to max_norm when it was above. Returns the norm before
-// clipping, as float (finite whenever the true norm fits one).
-float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm);  // TODO 5 (5a)
+// Clips float32 gradients by their global L2 norm with the coefficient of
+// torch.nn.utils.clip_grad_norm_, computed in float32 as it computes it: the direction kept, the
+// norm brought to max_norm when it was above. Returns the norm before clipping, as float (finite
+// whenever the true norm fits one).
+float clip_by_global_norm(const std::vector<ParamRef>& params, float max_norm);  // TODO 5
 
 struct StepOutcome {
   bool stepped = false;   // false: an inf/NaN gradient, the optimizer step was skipped
@@ -177,7 +177,7 @@ struct StepOutcome {
 // when every unscaled gradient is finite, on gradients whose global norm is at most `max_norm` in
 // true units (<= 0: no clipping); the scaler's scale is updated once per step, stepped or not.
 StepOutcome finish_amp_step(GradScaler& scaler, const std::vector<ParamRef>& params,
-                            gtl::optim::Optimizer& optimizer, float max_norm);  // TODO 5 (5b)
+                            gtl::optim::Optimizer& optimizer, float max_norm);  // TODO 5
 
 // ---- 6. The bf16 path (amp_recipe.cpp) ---------------------------------------------------------
 struct AmpRecipe {

@@ -121,15 +121,20 @@ std::string underflow() {
   return "every count exact";
 }
 
+// The answers are only counted: a rejection that named the op would hand over the list.
 std::string autocast() {
   Recorded r("Autocast.MatmulsInHalfTheFloat32IslandsStayFloat32");
+  int wrong = 0, answers = 0;
   for (const PrecisionPolicy& policy : lab03_cases::policies())
     for (lab03::Op op : lab03_cases::all_ops()) {
       const DType want = runs_in_half(op) ? policy.compute : DType::Float32;
-      gtl::judge::expect_equal(
-          r.next<int>("a dtype"), static_cast<int>(want),
-          "autocast_dtype(op " + std::to_string(static_cast<int>(op)) + ", " + policy.name() + ")");
+      wrong += r.next<int>("a dtype") != static_cast<int>(want);
+      ++answers;
     }
+  if (wrong != 0)
+    throw Rejection("autocast_dtype: " + std::to_string(wrong) + " of " + std::to_string(answers) +
+                    " (op, policy) answers differ from the judge's lists (TODO 2a, the "
+                    "handout's \"Tensor cores\")");
   return "every op's dtype right";
 }
 

@@ -1,7 +1,7 @@
 // Test helper: the lab model trained with a hand-written loop, so a test can plug ONE of your
 // pieces in (your loss scaler, or your end of an AMP step) and use the core's reference for the
 // rest: float32 flat parameters with a half compute copy (nn::ParameterBuffer) and AdamW (which
-// rewrites the copy). Where clipping goes in an AMP step is TODO 5b's question: a run with a
+// rewrites the copy). Where clipping goes in an AMP step is TODO 5's question: a run with a
 // loss scaler clips nothing here unless it ends with your finish_amp_step.
 #pragma once
 
@@ -41,7 +41,7 @@ enum class StepEnd {
   Step,               // no clipping: AdamW through the scaler's unscale_, step and update, in the
                       // order the GradScaler interface states (mixed_precision.h); AdamW alone
                       // without a scaler
-  YourFinishAmpStep,  // your lab03::finish_amp_step (TODO 5b), max_norm 1, with the scaler
+  YourFinishAmpStep,  // your lab03::finish_amp_step (TODO 5), max_norm 1, with the scaler
 };
 
 // `steps` AdamW steps (lr 2e-3, batch 64) of the lab MLP under `policy`; `scaler` may be null (no

@@ -41,14 +41,18 @@ TEST(AmpRecipe, EachPrecisionHasItsRecipe) {
   expect_recipe("fp16", fp16);
   expect_recipe("bf16", bf16);
   EXPECT_FALSE(fp32.loss_scaling || fp32.master_weights)
-      << "TODO 6: float32 is the reference the other recipes are measured against: it keeps "
-         "every gradient and every update by definition";
+      << "TODO 6: the fp32 recipe has loss_scaling " << fp32.loss_scaling << " and master_weights "
+      << fp32.master_weights
+      << ": expected neither. Revisit what each one repairs, in \"Why "
+         "gradients underflow\" and \"Master weights\"";
   EXPECT_FALSE(bf16.loss_scaling && !fp16.loss_scaling)
-      << "TODO 6: bf16 scales the loss and fp16 does not, but bf16's 8 exponent bits reach "
-         "every value fp16's 5 do: revisit the format table and \"Why gradients underflow\"";
+      << "TODO 6: your bf16 recipe scales the loss and your fp16 recipe does not: no pair of "
+         "answers with that order fits the two formats' ranges. Revisit the format table and "
+         "\"Why gradients underflow\"";
   EXPECT_FALSE(fp16.master_weights && !bf16.master_weights)
-      << "TODO 6: fp16 steps float32 masters and bf16 does not, but bf16's 7 mantissa bits are "
-         "coarser than fp16's 10: revisit the format table and \"Master weights\"";
+      << "TODO 6: your fp16 recipe keeps float32 masters and your bf16 recipe does not: no pair "
+         "of answers with that order fits the two formats' precision. Revisit the format table "
+         "and \"Master weights\"";
 }
 
 TEST(AmpRecipe, UnknownPrecisionIsAnError) {

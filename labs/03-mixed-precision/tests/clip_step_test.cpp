@@ -45,16 +45,18 @@ TEST(ClipByGlobalNorm, ScalesEveryGradientByOneCoefficient) {
   Rig rig;
   rig.backward(1.f);
   const float norm = lab03_student_call::clip_by_global_norm({rig.a, rig.b}, 1.f);
-  EXPECT_EQ(norm, 5.f) << "TODO 5a: gradients (3, 0) and (0, 4): expected the global norm 5, got "
+  EXPECT_EQ(norm, 5.f) << "TODO 5 (clip_by_global_norm): gradients (3, 0) and (0, 4): expected the "
+                          "global norm 5, got "
                        << norm;
   const auto want = core_clipped(1.f);
   EXPECT_EQ(rig.a.grad.to_vector(), want[0])
-      << "TODO 5a: max_norm 1: the gradient 3 clipped is " << rig.a.grad.to_vector()[0]
-      << ", the core's clip_grad_norm_ makes it " << want[0][0]
-      << " (one coefficient for every gradient, as the header's contract computes it)";
+      << "TODO 5 (clip_by_global_norm): max_norm 1: the gradient 3 clipped is "
+      << rig.a.grad.to_vector()[0] << ", the core's clip_grad_norm_ makes it " << want[0][0]
+      << " (one coefficient for every gradient, computed as torch's clip_grad_norm_ computes "
+         "it: the header)";
   EXPECT_EQ(rig.b.grad.to_vector(), want[1])
-      << "TODO 5a: max_norm 1: the gradient 4 clipped is " << rig.b.grad.to_vector()[1]
-      << ", the core's clip_grad_norm_ makes it " << want[1][1];
+      << "TODO 5 (clip_by_global_norm): max_norm 1: the gradient 4 clipped is "
+      << rig.b.grad.to_vector()[1] << ", the core's clip_grad_norm_ makes it " << want[1][1];
 }
 
 // Gradients and a max norm drawn from the grading seed, against the core's clip_grad_norm_; the
@@ -68,14 +70,14 @@ TEST(ClipByGlobalNorm, SeededGradientsClipLikeTheCore) {
   recorded.record(norm);
   for (const ParamRef& p : got) recorded.record_all(p.grad.to_vector());
   EXPECT_NEAR(norm, want_norm, 1e-5f * want_norm)
-      << "TODO 5a: the global norm of the seeded gradients (max norm " << max_norm << ", "
-      << gtl::test_seed::describe() << ")";
+      << "TODO 5 (clip_by_global_norm): the global norm of the seeded gradients (max norm "
+      << max_norm << ", " << gtl::test_seed::describe() << ")";
   for (std::size_t k = 0; k < got.size(); ++k) {
     const std::vector<float> g = got[k].grad.to_vector(), w = want[k].grad.to_vector();
     for (std::size_t i = 0; i < g.size(); ++i)
       ASSERT_NEAR(g[i], w[i], 1e-5f * std::fabs(w[i]) + 1e-7f)
-          << "TODO 5a: gradient " << k << "[" << i << "] after clipping to " << max_norm << " ("
-          << gtl::test_seed::describe() << ")";
+          << "TODO 5 (clip_by_global_norm): gradient " << k << "[" << i << "] after clipping to "
+          << max_norm << " (" << gtl::test_seed::describe() << ")";
   }
 }
 
@@ -84,19 +86,19 @@ TEST(ClipByGlobalNorm, LeavesSmallGradientsAlone) {
   rig.backward(0.1f);
   const std::vector<float> a = rig.a.grad.to_vector();
   EXPECT_FLOAT_EQ(lab03_student_call::clip_by_global_norm({rig.a, rig.b}, 1.f), 0.5f);
-  EXPECT_EQ(rig.a.grad.to_vector(), a)
-      << "TODO 5a: global norm 0.5, max_norm 1: expected the gradients unchanged, the first is now "
-      << rig.a.grad.to_vector()[0];
+  EXPECT_EQ(rig.a.grad.to_vector(), a) << "TODO 5 (clip_by_global_norm): global norm 0.5, max_norm "
+                                          "1: expected the gradients unchanged, the first is now "
+                                       << rig.a.grad.to_vector()[0];
 }
 
 TEST(ClipByGlobalNorm, AccumulatesWithoutOverflow) {
   // A norm that fits a float, of gradients that fit a float.
   ParamRef p{Tensor::full({2}, 0.f), Tensor::full({2}, 1e20f), Tensor(), "p"};
   const float norm = lab03_student_call::clip_by_global_norm({p}, 1.f);
-  EXPECT_FLOAT_EQ(norm, 1.41421356e20f)
-      << "TODO 5a: two gradients of 1e20 have a finite global norm, 1.4e20 (it fits a float), "
-         "and yours came back as "
-      << norm;
+  EXPECT_FLOAT_EQ(norm, 1.41421356e20f) << "TODO 5 (clip_by_global_norm): two gradients of 1e20 "
+                                           "have a finite global norm, 1.4e20 (it fits a float), "
+                                           "and yours came back as "
+                                        << norm;
 }
 
 TEST(AmpStep, ClipsAScaledStepToMaxNorm) {
@@ -106,17 +108,19 @@ TEST(AmpStep, ClipsAScaledStepToMaxNorm) {
   const lab03::StepOutcome out =
       lab03_student_call::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 1.f);
   EXPECT_TRUE(out.stepped);
-  EXPECT_EQ(out.grad_norm, 5.f) << "TODO 5b: scale 1024, true gradients (3, 0) and (0, 4): "
-                                   "expected grad_norm 5, got "
-                                << out.grad_norm;
+  EXPECT_EQ(out.grad_norm, 5.f)
+      << "TODO 5 (finish_amp_step): scale 1024, true gradients (3, 0) and (0, 4): "
+         "expected grad_norm 5, got "
+      << out.grad_norm;
   const auto want = core_clipped(1.f);
   EXPECT_EQ(rig.a.value.to_vector()[0], -want[0][0])
-      << "TODO 5b: the update is " << rig.a.value.to_vector()[0] << ", not minus the unscaled "
+      << "TODO 5 (finish_amp_step): the update is " << rig.a.value.to_vector()[0]
+      << ", not minus the unscaled "
       << "gradient clipped to norm 1 (SGD lr 1), " << -want[0][0]
       << ": revisit the order of the step's three operations";
   EXPECT_EQ(rig.b.value.to_vector()[1], -want[1][1]);
-  EXPECT_EQ(scaler.unscales, 1) << "TODO 5b: unscale exactly once per step";
-  EXPECT_EQ(scaler.updates, 1) << "TODO 5b: update the scale once per step";
+  EXPECT_EQ(scaler.unscales, 1) << "TODO 5 (finish_amp_step): unscale exactly once per step";
+  EXPECT_EQ(scaler.updates, 1) << "TODO 5 (finish_amp_step): update the scale once per step";
 }
 
 TEST(AmpStep, ReportsTheNormClippingMeasuredBelowMaxNorm) {
@@ -126,10 +130,12 @@ TEST(AmpStep, ReportsTheNormClippingMeasuredBelowMaxNorm) {
   const lab03::StepOutcome out =
       lab03_student_call::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 10.f);
   EXPECT_TRUE(out.stepped);
-  EXPECT_EQ(out.grad_norm, 5.f) << "TODO 5b: scale 8, true gradients (3, 0) and (0, 4), max_norm "
-                                   "10: clipping ran and measured 5 (it scaled nothing), got "
-                                << out.grad_norm;
-  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f) << "TODO 5b: unscaled, and below max_norm";
+  EXPECT_EQ(out.grad_norm, 5.f)
+      << "TODO 5 (finish_amp_step): scale 8, true gradients (3, 0) and (0, 4), max_norm "
+         "10: clipping ran and measured 5 (it scaled nothing), got "
+      << out.grad_norm;
+  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f)
+      << "TODO 5 (finish_amp_step): unscaled, and below max_norm";
 }
 
 TEST(AmpStep, NoClippingWhenMaxNormIsZero) {
@@ -139,8 +145,10 @@ TEST(AmpStep, NoClippingWhenMaxNormIsZero) {
   const lab03::StepOutcome out =
       lab03_student_call::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 0.f);
   EXPECT_TRUE(out.stepped);
-  EXPECT_EQ(out.grad_norm, 0.f) << "TODO 5b: max_norm <= 0: no clipping, grad_norm 0";
-  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f) << "TODO 5b: unscaled but not clipped";
+  EXPECT_EQ(out.grad_norm, 0.f)
+      << "TODO 5 (finish_amp_step): max_norm <= 0: no clipping, grad_norm 0";
+  EXPECT_EQ(rig.a.value.to_vector()[0], -3.f)
+      << "TODO 5 (finish_amp_step): unscaled but not clipped";
 }
 
 TEST(AmpStep, AnOverflowedStepIsSkippedCleanly) {
@@ -150,17 +158,21 @@ TEST(AmpStep, AnOverflowedStepIsSkippedCleanly) {
   rig.a.grad.data<float>()[1] = std::numeric_limits<float>::infinity();
   const lab03::StepOutcome out =
       lab03_student_call::finish_amp_step(scaler, {rig.a, rig.b}, rig.sgd, 1.f);
-  EXPECT_FALSE(out.stepped) << "TODO 5b: an inf gradient: skip the step";
-  EXPECT_EQ(out.grad_norm, 0.f) << "TODO 5b: an overflowed step: expected grad_norm 0 (not "
-                                   "clipped), got "
-                                << out.grad_norm;
-  EXPECT_EQ(rig.a.value.to_vector(), std::vector<float>(2, 0.f)) << "TODO 5b: no update";
-  EXPECT_EQ(rig.b.value.to_vector(), std::vector<float>(2, 0.f)) << "TODO 5b: no update";
+  EXPECT_FALSE(out.stepped) << "TODO 5 (finish_amp_step): an inf gradient: skip the step";
+  EXPECT_EQ(out.grad_norm, 0.f)
+      << "TODO 5 (finish_amp_step): an overflowed step: expected grad_norm 0 (not "
+         "clipped), got "
+      << out.grad_norm;
+  EXPECT_EQ(rig.a.value.to_vector(), std::vector<float>(2, 0.f))
+      << "TODO 5 (finish_amp_step): no update";
+  EXPECT_EQ(rig.b.value.to_vector(), std::vector<float>(2, 0.f))
+      << "TODO 5 (finish_amp_step): no update";
   EXPECT_EQ(rig.a.grad.to_vector()[0], 3.f)
-      << "TODO 5b: after an overflowed step the finite gradient a[0] is "
+      << "TODO 5 (finish_amp_step): after an overflowed step the finite gradient a[0] is "
       << rig.a.grad.to_vector()[0] << ", expected its unscaled value 3";
-  EXPECT_EQ(rig.sgd.step_count(), 0) << "TODO 5b: the optimizer did not step";
-  EXPECT_EQ(scaler.scale(), 512.f) << "TODO 5b: update() still runs: the scale halves";
+  EXPECT_EQ(rig.sgd.step_count(), 0) << "TODO 5 (finish_amp_step): the optimizer did not step";
+  EXPECT_EQ(scaler.scale(), 512.f)
+      << "TODO 5 (finish_amp_step): update() still runs: the scale halves";
 }
 
 TEST(AmpStep, TrainsTheLabModelInFp16LikeFloat32) {
@@ -169,18 +181,19 @@ TEST(AmpStep, TrainsTheLabModelInFp16LikeFloat32) {
                                                 lab03_test::StepEnd::ClipAndStep);
   CoreScaler scaler(65536.f);
   const auto fp16 = [&] {
-    const auto call = lab03_student_call::todo5b_with_core_scaler();  // the loop clips nothing
+    const auto call = lab03_student_call::todo5_with_core_scaler();  // the loop clips nothing
     return lab03_test::train_lab_model(gtl::nn::PrecisionPolicy::fp16(), &scaler, 40,
                                        lab03_test::StepEnd::YourFinishAmpStep);
   }();
   const float tolerance = 4.f * 0x1p-11f * std::log(10.f);  // README, "How close is close"
   for (std::size_t i = 0; i < fp32.size(); ++i) {
-    ASSERT_TRUE(fp16[i].stepped) << "TODO 5b: step " << i << " skipped: no overflow at 2^16";
+    ASSERT_TRUE(fp16[i].stepped) << "TODO 5 (finish_amp_step): step " << i
+                                 << " skipped: no overflow at 2^16";
     ASSERT_LE(std::fabs(fp16[i].loss - fp32[i].loss), tolerance)
-        << "TODO 5b: step " << i << ": fp16 loss " << fp16[i].loss << " vs float32 " << fp32[i].loss
-        << " (bound " << tolerance << ")";
+        << "TODO 5 (finish_amp_step): step " << i << ": fp16 loss " << fp16[i].loss
+        << " vs float32 " << fp32[i].loss << " (bound " << tolerance << ")";
   }
-  EXPECT_EQ(scaler.unscales, 40) << "TODO 5b: one unscale per step";
+  EXPECT_EQ(scaler.unscales, 40) << "TODO 5 (finish_amp_step): one unscale per step";
 }
 
 }  // namespace

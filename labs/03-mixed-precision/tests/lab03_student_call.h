@@ -30,31 +30,31 @@ inline StudentCall todo4() {
   return StudentCall("MasterWeights (TODO 4, master_weights.cpp)",
                      {"gtl::optim::MasterWeights::", "gtl::optim::detail::convert_into"});
 }
-// TODO 5 (region 5b), finish_amp_step, as the tests call it: with the core's loss scaler plugged
+// TODO 5, finish_amp_step, as the tests call it: with the core's loss scaler plugged
 // in through lab03::GradScaler (lab03_cases::CoreScaler), so the scaler is the test's, not the
 // student's, and only the clipping and norm references of TODO 5's list are forbidden. Sound around
 // a training run that ends each step with finish_amp_step (amp_loop.h, finish_with_lab_step): the
 // loop clips nothing itself.
-inline StudentCall todo5b_with_core_scaler() {
-  return StudentCall("finish_amp_step (TODO 5, region 5b, clip_step.cpp)",
+inline StudentCall todo5_with_core_scaler() {
+  return StudentCall("finish_amp_step (TODO 5, clip_step.cpp)",
                      {"gtl::optim::clip_grad_norm_", "gtl::optim::scale_by_clip_coef_",
                       "gtl::ops::global_l2_norm"});
 }
 
-// Your clip_by_global_norm (TODO 5, region 5a) inside its scope.
+// Your clip_by_global_norm (TODO 5) inside its scope.
 inline float clip_by_global_norm(const std::vector<gtl::optim::ParamRef>& params, float max_norm) {
-  const StudentCall call("clip_by_global_norm (TODO 5, region 5a, clip_step.cpp)",
+  const StudentCall call("clip_by_global_norm (TODO 5, clip_step.cpp)",
                          {"gtl::optim::clip_grad_norm_", "gtl::optim::scale_by_clip_coef_",
                           "gtl::ops::global_l2_norm"});
   return lab03::clip_by_global_norm(params, max_norm);
 }
 
-// Your finish_amp_step (TODO 5, region 5b) with the core's scaler (lab03_cases::CoreScaler) in its
+// Your finish_amp_step (TODO 5) with the core's scaler (lab03_cases::CoreScaler) in its
 // scope.
 inline lab03::StepOutcome finish_amp_step(lab03::GradScaler& scaler,
                                           const std::vector<gtl::optim::ParamRef>& params,
                                           gtl::optim::Optimizer& optimizer, float max_norm) {
-  const StudentCall call = todo5b_with_core_scaler();
+  const StudentCall call = todo5_with_core_scaler();
   return lab03::finish_amp_step(scaler, params, optimizer, max_norm);
 }
 

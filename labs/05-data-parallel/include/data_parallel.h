@@ -118,11 +118,11 @@ class BucketedDdp {
 };
 
 // ---- 6. Gradient accumulation without sync (no_sync.cpp) ---------------------------------------
-// k micro-batches per optimizer step; the caller runs micro-batch i's backward with mode(i) and
-// then calls after_backward(i), for i = 0 .. k-1, and never calls zero_grad. Once the step's last
-// after_backward has returned, the flat gradient holds the average over ranks of the sum over this
-// step's micro-batches (scale each micro-batch's loss by 1/k for the mean), and no gradient of an
-// earlier step is in it. At most ONE all-reduce per optimizer step.
+// k micro-batches per optimizer step: for i = 0 .. k-1 the caller runs micro-batch i's backward
+// with mode(i), then calls after_backward(i); that is all it does to the gradients, step after
+// step. Once a step's last after_backward has returned, the flat gradient holds that step's
+// gradient: the average over ranks of the sum over its micro-batches (scale each micro-batch's
+// loss by 1/k for the mean). At most ONE all-reduce per optimizer step.
 class NoSyncAccumulator {
  public:
   NoSyncAccumulator(Communicator& comm, const gtl::nn::ParameterBuffer& buffer,

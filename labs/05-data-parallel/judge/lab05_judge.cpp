@@ -324,19 +324,10 @@ std::string no_sync_accumulation() {
   return "every rank's gradient is the average of the sums";
 }
 
-// The in-process run of TODO 7's training: deterministic sums, the core's flat all-reduce.
+// The in-process run of TODO 7's training (lab05_cases.h): deterministic sums, the core's flat
+// all-reduce.
 TrainResult in_process(int world, const lab05::TrainConfig& config = lab05::TrainConfig{}) {
-  std::vector<TrainResult> results(static_cast<std::size_t>(world));
-  gtl::dist::RunOptions o;
-  o.deterministic = true;
-  gtl::dist::run_ranks(
-      world,
-      [&](lab05::Communicator& comm) {
-        results[std::size_t(comm.rank())] =
-            lab05::train_lab_model(comm, config, lab05::core_flat_sync());
-      },
-      o);
-  return results[0];
+  return lab05_cases::reference_run(world, config);
 }
 
 // Three processes synced by the student's BucketedDdp, flat_ddp_sync or naive_ddp_sync (the

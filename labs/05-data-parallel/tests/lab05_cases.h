@@ -11,6 +11,7 @@
 
 #include "data_parallel.h"
 #include "ddp_training.h"
+#include "gtl/distributed/in_process.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/sequential.h"
 #include "gtl/ops/elementwise.h"
@@ -159,6 +160,22 @@ inline lab05::TrainConfig seeded_train_config(const std::string& test) {
   lab05::TrainConfig config;
   config.data_seed = static_cast<uint64_t>(gtl::test_seed::draw(g, 0, 1 << 20));
   return config;
+}
+
+// What every real-process run is compared with: rank 0's result of the lab's training at
+// `config` on `world` in-process ranks, run by the pristine harness (ddp_training.h) as the tests'
+// reference (shared with the judge).
+inline lab05::TrainResult reference_run(int world,
+                                        const lab05::TrainConfig& config = lab05::TrainConfig{}) {
+  std::vector<lab05::TrainResult> results(static_cast<std::size_t>(world));
+  gtl::dist::run_ranks(
+      world,
+      [&](lab05::Communicator& comm) {
+        results[std::size_t(comm.rank())] =
+            lab05::train_lab_model(comm, config, lab05::core_flat_sync());
+      },
+      lab05::testing::fast(true));
+  return results[0];
 }
 
 // The bucket sizes BucketedDdp.BucketsFollow... tries, given the lab model's last parameter.

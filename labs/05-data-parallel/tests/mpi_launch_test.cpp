@@ -19,7 +19,6 @@
 #include "broadcast_processes.h"
 #include "data_parallel.h"
 #include "ddp_training.h"
-#include "gtl/distributed/in_process.h"
 #include "gtl_judge_output.h"
 #include "gtl_test_seed.h"
 #include "lab05_cases.h"
@@ -32,18 +31,6 @@ namespace {
 
 std::string temp_path() {
   return "/tmp/lab05_result_" + std::to_string(::getpid()) + ".txt";
-}
-
-// The in-process run of the same training: deterministic sums, the core's flat all-reduce.
-TrainResult in_process(int world) {
-  std::vector<TrainResult> results(world);
-  gtl::dist::run_ranks(
-      world,
-      [&](Communicator& comm) {
-        results[comm.rank()] = train_lab_model(comm, TrainConfig{}, core_flat_sync());
-      },
-      testing::fast(/*deterministic=*/true));
-  return results[0];
 }
 
 // The run's final weights and rank 0's losses go to the judge under `test`.
@@ -63,14 +50,14 @@ void expect_matches(const std::string& command, const std::string& out, int worl
   EXPECT_EQ(file.backend, backend) << "the program must take its communicator from what the "
                                    << "launcher left in its environment (the core's launch.h)";
   EXPECT_EQ(file.world_size, world) << "world size of `" << command << "`";
-  const TrainResult expected = in_process(world);
+  const TrainResult expected = lab05_cases::reference_run(world);
   EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected.weights), "")
       << "`" << command << "`: the final weights must equal the in-process run of the same "
-      << "training on " << world << " ranks bit for bit (the in-process run sums in rank order"
-      << (world > 2 ? "; with 3 or more ranks a float sum in another order gives other bits, "
+      << "training on " << world << " ranks bit for bit"
+      << (world > 2 ? " (with 3 or more ranks a float sum in another order gives other bits, "
                       "which 2 ranks cannot show: revisit in what order your processes' "
                       "communicator sums)"
-                    : ")");
+                    : "");
   EXPECT_EQ(testing::bitwise_diff(file.result.losses, expected.losses), "")
       << "rank 0's losses must equal the in-process rank 0's";
 }
@@ -91,8 +78,8 @@ TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
 
 // Three processes: the sum of three gradients depends on its order ((g0 + g1) + g2 is not
 // g0 + (g1 + g2) in float32), and the flat gradient's 42,688 floats and the 50 samples do not
-// divide by 3 (a ragged ring chunk, a padded shard). Bit for bit with the in-process run means
-// the processes reduce in rank order, as the in-process deterministic all-reduce does; with two
+// divide by 3 (a ragged ring chunk, a padded shard). Bit for bit with the in-process run asks the
+// processes to add in the order it adds, whichever rank's contribution arrives first; with two
 // processes the order cannot show (a + b == b + a). A rank that blocks is reported by its own
 // collective's timeout (which rank waited where, for whom) or by mpirun's (launched_job.h).
 TEST(RealProcesses, MpirunThreeProcessesMatchThreeInProcessRanks) {
@@ -264,20 +251,14 @@ void expect_sync_matches(const std::string& sync, const std::string& what,
   gtl::judge::Outputs recorded(test);
   recorded.record_digest(file.result.weights.data(), file.result.weights.size());
   recorded.record_digest(file.result.losses.data(), file.result.losses.size());
-  std::vector<TrainResult> expected(3);
-  gtl::dist::run_ranks(
-      3,
-      [&](Communicator& comm) {
-        expected[comm.rank()] = train_lab_model(comm, config, core_flat_sync());
-      },
-      testing::fast(/*deterministic=*/true));
-  EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected[0].weights), "")
+  const TrainResult expected = lab05_cases::reference_run(3, config);
+  EXPECT_EQ(testing::bitwise_diff(file.result.weights, expected.weights), "")
       << "`" << command << "`: the weights after training synced by your " << what << " on three "
       << "processes must equal the in-process run synced by one all-reduce, bit for bit (data "
       << "seed " << config.data_seed << ", " << gtl::test_seed::describe() << "). Processes share "
       << "no memory: a gradient that did not travel through the all-reduces cannot be in the "
       << "average";
-  EXPECT_EQ(testing::bitwise_diff(file.result.losses, expected[0].losses), "")
+  EXPECT_EQ(testing::bitwise_diff(file.result.losses, expected.losses), "")
       << "rank 0's losses must equal the in-process rank 0's";
 }
 

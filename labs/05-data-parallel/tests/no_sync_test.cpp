@@ -80,7 +80,7 @@ TEST(NoSync, OneAllReduceOfTheAccumulatedGradientPerStep) {
         gtl::nn::ParameterBuffer buffer(*model, gtl::Device::cpu());
         const int64_t n = buffer.grads().numel();
         Tensor(buffer.grads())
-            .copy_(Tensor::full({n}, 1000.0));  // last step's gradients: must vanish
+            .copy_(Tensor::full({n}, 1000.0));  // what the last step left in the gradients
         NoSyncAccumulator acc(comm, buffer, k);
         gtl::judge::Outputs recorded("NoSync.OneAllReduceOfTheAccumulatedGradientPerStep.rank" +
                                      std::to_string(comm.rank()));
