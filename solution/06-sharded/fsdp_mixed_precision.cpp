@@ -1,9 +1,8 @@
 // Lab 06, TODO 8: bf16 compute copies under FSDP.
 //
 // Why: the gathers are FSDP's largest traffic (TODO 4 counts them). Under mixed precision the unit
-// computes in bf16 anyway, so its gathered weights need be no more than bf16: half those bytes and
-// half the memory of a gathered unit, while the fp32 shards, the master weights AdamW updates,
-// never change dtype.
+// computes in bf16 anyway, so the weights it computes on need be no more than bf16, while the fp32
+// shards, the master weights AdamW updates, never change dtype.
 #include "gtl/tensor/tensor.h"
 #include "sharded.h"
 

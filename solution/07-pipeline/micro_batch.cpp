@@ -21,9 +21,11 @@ std::vector<MicroBatch> split_micro_batches(int64_t batch, int64_t m) {
     begin += rows;
   }
   return out;
+  // END SOLUTION(lab07)
 }
 
 float micro_batch_weight(const MicroBatch& mb, int64_t batch) {
+  // SOLUTION(lab07) step 2 (weight)
   return static_cast<float>(mb.size()) / static_cast<float>(batch);
   // END SOLUTION(lab07)
 }

@@ -4,9 +4,9 @@
 // Heads are independent until the output projection: each head reads its own d columns of q, k
 // and v and writes its own d columns of the merged output. So a rank that owns a group of heads
 // needs only the qkv rows that produce them (qkv becomes column-parallel) and only the proj
-// columns that read them (proj becomes row-parallel), and nothing crosses ranks in between. The
-// core's fused qkv Linear lays its 3D output features out as q (all heads), then k, then v
-// (common/gtl/nn/causal_self_attention.cpp, kSplitHeads).
+// columns that read them (proj becomes row-parallel), and nothing crosses ranks in between. How the
+// core's fused qkv Linear lays out its 3D output features is in the handout ("Attention by
+// heads").
 #include <string>
 
 #include "gtl/runtime/error.h"

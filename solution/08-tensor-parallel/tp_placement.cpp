@@ -57,12 +57,14 @@ TpStepFigures tp_step_figures(const std::vector<std::vector<TraceEvent>>& traces
       f.comm_time += 2.0 * (k - 1) * link.alpha_s + static_cast<double>(bytes) / link.bandwidth;
   f.step_time = compute + f.comm_time;
   f.comm_fraction = f.step_time > 0 ? f.comm_time / f.step_time : 0;
+  // END SOLUTION(lab08)
   return f;
 }
 
 int largest_tp_size(const std::map<int, std::vector<std::vector<TraceEvent>>>& traces_by_size,
                     const gtl::dist::CostModel& model, TpPlacement placement, double max_fraction) {
   int best = 0;
+  // SOLUTION(lab08) step 6 (size)
   for (const auto& [k, traces] : traces_by_size) {
     if (placement == TpPlacement::IntraNode && k > model.ranks_per_node) continue;
     if (tp_step_figures(traces, model, placement).comm_fraction <= max_fraction)

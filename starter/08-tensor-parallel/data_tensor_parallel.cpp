@@ -32,10 +32,10 @@ void finalize_gradients(const std::vector<nn::ParamRef>& params,
                 << replicated.size() << " for " << params.size() << " parameters");
   // TODO(lab08) step 5: the whole batch's gradients.
   //   Spec: as the header says, from each rank's micro-batch gradients to the gradient of the
-  //   mean loss over the whole batch, with the header's all-reduces, each group's calls in
-  //   parameter order. Yours to decide: each group's ReduceOp (for each group, write what its
-  //   ranks hold of one gradient, and the whole batch's gradient in terms of those). About 3
-  //   lines here.
+  //   mean loss over the whole batch, by communication only, each group's calls in parameter
+  //   order. Yours to decide: which parameters each group reduces, and with which ReduceOp (for
+  //   each group, write what its ranks hold of one gradient, and the whole batch's gradient in
+  //   terms of those). About 3 lines here.
   (void)params, (void)replicated, (void)tp, (void)dp;
   throw gtl::Error("TODO(lab08) step 5: finalize_gradients is not implemented");
   // END TODO(lab08)

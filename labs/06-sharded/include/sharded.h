@@ -13,12 +13,18 @@
 //
 // The core's FlatParameter (gtl/nn/flat_parameter.h) holds the parameters of a model or unit in
 // one flat buffer padded to a multiple of N, with a persistent shard per rank and full buffers
-// you release and materialise. This lab's backward writes gradients with GradMode::Overwrite
-// (flat_parameter.h speaks of Accumulate, which would add to the zeros a materialised gradient
-// starts with): either way the padding, which no backward writes, stays zero. Each TODO's file must
-// not use the core symbols that would answer it (TODO 1: gtl::nn::ShardLayout; the full list per
-// TODO is in the handout): the grader reads the symbols of each student FILE and scores the TODO 0
-// when the file uses one.
+// you release and materialise. A materialised full gradient starts at zero, and this lab's
+// backward writes gradients with GradMode::Overwrite (GradMode::Accumulate would add to those
+// zeros): either way the padding, which no backward writes, stays zero.
+//
+// Aliasing in the core's collectives (communicator.h leaves it unsaid): reduce_scatter's output
+// may be its input's chunk rank() and all_gather's input may be its output's chunk rank() (the
+// in-place forms, which NCCL also allows); any other overlap between input and output is not
+// supported.
+//
+// Each TODO's file must not use the core symbols that would answer it (TODO 1:
+// gtl::nn::ShardLayout; the full list per TODO is in the handout): the grader reads the symbols of
+// each student FILE and scores the TODO 0 when the file uses one.
 #pragma once
 
 #include <cstdint>
@@ -197,18 +203,17 @@ float clip_sharded_grad_norm_(Communicator& comm, const std::vector<ParamRef>& s
 
 // ---- 8. bf16 compute copies under FSDP (fsdp_mixed_precision.cpp) -------------------------------
 // FSDP's all-gathers are its largest traffic (TODO 4 counts them). Under mixed precision a unit
-// computes on a bf16 COMPUTE copy of its weights (fp32 rounded to nearest even):
-// the goal is half the bytes on the wire and half the memory of a gathered unit. What persists
+// computes on a bf16 COMPUTE copy of its weights (fp32 rounded to nearest even). What persists
 // stays fp32: the value shards (the master weights AdamW updates), the gradient shards, m and v.
 // Gradients are reduce-scattered in fp32 (PyTorch FSDP's MixedPrecision(param_dtype=bf16,
 // reduce_dtype=fp32)): a sum of N bf16 gradients would round at every addition, and the fp32
 // reduce-scatter moves only a third of a step's bytes.
 //
 // Unit `flat`'s full compute copy: bf16, [flat.padded_numel()], in a fresh tensor from the
-// current allocator, equal bit for bit to the fp32 full values rounded to bf16. Its gather is
-// graded by the communicator's all_gather counter against fp32 FSDP's gather of the same unit
-// (the goal above); while the copy lives the rank holds exactly 2 x padded_numel bytes more than
-// its persistent state; the fp32 shard is left untouched. Every rank calls it.
+// current allocator, equal bit for bit to the fp32 full values rounded to bf16. Its gather's
+// bytes are graded by the communicator's all_gather counter against fp32 FSDP's gather of the
+// same unit; while the copy lives the rank holds exactly 2 x padded_numel bytes more than its
+// persistent state; the fp32 shard is left untouched. Every rank calls it.
 Tensor gather_bf16_values(Communicator& comm, const gtl::nn::FlatParameter& flat);
 // Bytes this rank sends in that all-gather on a ring (the communicator's all_gather counter).
 int64_t bf16_gather_bytes_sent(const gtl::nn::FlatParameter& flat);

@@ -8,8 +8,9 @@
 // on the CPU, one rank per stage; the same executor runs as processes under mpirun.
 //
 // The core gives you the pieces: nn::make_stage (the layers [begin, end) of the model, and only
-// their parameters), Communicator::send / recv / send_recv, the trace and the simulated timeline.
-// It has no partitioner, schedule, executor or bubble calculator: those are yours. Each TODO's
+// their parameters), Communicator::send / recv / send_recv, the trace and the simulated timeline
+// (which measures the bubble of a traced step). It has no partitioner, schedule or executor, and
+// nothing that computes a schedule's bubble on a clock (TODO 6): those are yours. Each TODO's
 // file must not use the core symbols listed for it in the rubric (the grader reads the symbols of
 // each student FILE and scores the TODO 0 when the file uses one).
 #pragma once
@@ -159,7 +160,8 @@ using InterleavedSchedule = std::vector<std::vector<ChunkAction>>;  // index = r
 // backward the same micro-batch on chunk v - 1 - (k mod p v) / p; rank r's warm-up is w_r
 // forwards, where w_r = v m when m == p (no steady phase: all forwards first), and otherwise
 // w_r = min((p - r - 1) 2 + (v - 1) p, v m); then the steady and cool-down phases of 1F1B, over
-// the rank's v m forwards and v m backwards.
+// the rank's v m forwards and v m backwards. Megatron uses this warm-up only for v > 1: at v = 1
+// it is not the warm-up of plain 1F1B (TODO 4), so do not derive TODO 4's from it.
 InterleavedSchedule interleaved_schedule(int ranks, int chunks, int64_t m);
 
 // TODO 6 too (bubble.cpp): the bubble of an interleaved schedule on a clock, as simulate_bubbles:

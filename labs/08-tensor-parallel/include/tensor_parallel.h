@@ -118,7 +118,7 @@ class ParallelMLP final : public nn::Module {
 // Rank r's part of a CausalSelfAttention of D = dim, H heads of d = D / H: the heads
 // tp_slice(H, ...) and everything of theirs.
 //   qkv_weight [3 * D/k, D], qkv_bias [3 * D/k]: the rows of the fused qkv Linear that produce
-//       this rank's heads' q, then their k, then their v (each d rows per head, heads in order)
+//       this rank's heads, in the order the core's qkv Linear of H/k heads would hold them
 //   proj_weight [D, D/k]: the columns of proj's weight that multiply this rank's heads' outputs
 //   heads: H / k
 // Throws gtl::Error, naming both numbers, when k does not divide H (a head is never cut).
@@ -259,8 +259,8 @@ DpTpGroups make_dp_tp_groups(Communicator& world, int tp_size);
 // of this rank's sequence positions. On return every params[i].grad is the gradient of the mean
 // over ALL B sequences of the batch: a shard's the same bits on every rank of its DP group, a
 // replicated parameter's the same bits on every rank of the world. Communication, and nothing
-// else: one all-reduce in `tp` per replicated parameter, one all-reduce in `dp` per parameter
-// (also on a group of one), each group's calls in parameter order.
+// else (which collectives, in which group, is the step; the handout's traffic check counts them),
+// each group's calls in parameter order.
 void finalize_gradients(const std::vector<nn::ParamRef>& params,
                         const std::vector<bool>& replicated, Communicator& tp, Communicator& dp);
 // ---- 6. Where TP belongs (tp_placement.cpp) -----------------------------------------------------

@@ -141,9 +141,10 @@ inline std::vector<Tensor> one_process_gradients(const lab08_cases::SpCase& m, c
   return grads;
 }
 
-// The bound of the handout ("The same as one process, within a bound"), 2 (N + 2) u S / dp per
-// element, with S = sum_i |t_i| over the N rows MEASURED: t_i is the gradient of the core's layer
-// on row i alone (one row: every gradient element is that row's term, rounded once).
+// The bound of the handout ("The same as one process, within a bound"), 2 (N + 2) u S per element,
+// with S = sum_i |tau_i| over the N rows MEASURED: the gradient of the core's layer on row i alone
+// (one row: every gradient element is that row's term, rounded once) from its replica's dy,
+// rescaled to the whole batch's mean loss as one_process_gradients is.
 inline std::vector<std::vector<double>> one_process_bounds(const lab08_cases::SpCase& m,
                                                            const Grid& g) {
   const int64_t b = m.x.size(0), t = m.x.size(1), n = b * t;
