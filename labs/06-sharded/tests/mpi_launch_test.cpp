@@ -33,11 +33,12 @@ std::string temp_path() {
   return "/tmp/lab06_result_" + std::to_string(::getpid()) + ".txt";
 }
 
+const char* const kFsdpStage = "FSDP (ZeRO-3, TODO 4; prefetch, TODO 5)";
+
 // `stage` names the run in the messages: the ZeRO stage of lab06_fsdp_train and the TODO to
 // revisit when it differs.
 void expect_matches(const std::string& command, const std::string& out, int world,
-                    const std::string& backend,
-                    const std::string& stage = "FSDP (ZeRO-3, TODO 4; prefetch, TODO 5)") {
+                    const std::string& backend, const std::string& stage = kFsdpStage) {
   std::remove(out.c_str());
   const gtl::testing::Launched job = gtl::testing::launch(command);
   ASSERT_EQ(job.status, 0) << gtl::testing::launch_failure(command, job);
@@ -72,32 +73,29 @@ TEST(RealProcesses, OneProcessWithoutALauncherMatchesOneInProcessRank) {
   expect_matches(std::string(LAB06_FSDP_TRAIN) + " --out " + out, out, 1, "in-process");
 }
 
-TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
+// `mpirun -np 2 lab06_fsdp_train <stage> --out ...` against two in-process ranks; skipped without
+// MPI. `what`: the TODO the stage runs, for the failure message.
+void expect_mpirun_matches(const std::string& stage, const std::string& what = kFsdpStage) {
   const std::string mpiexec = LAB06_MPIEXEC;
   if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
   const std::string out = temp_path();
-  expect_matches(gtl::testing::mpirun(mpiexec, 2) + " " + LAB06_FSDP_TRAIN + " --out " + out, out,
-                 2, "mpi");
+  const std::string command =
+      gtl::testing::mpirun(mpiexec, 2) + " " + LAB06_FSDP_TRAIN + stage + " --out " + out;
+  expect_matches(command, out, 2, "mpi", what);
+}
+
+TEST(RealProcesses, MpirunTwoProcessesMatchTwoInProcessRanks) {
+  expect_mpirun_matches("");
 }
 
 // TODO 2: your Zero1 under `mpirun -np 2` (lab06_fsdp_train --stage 1).
 TEST(Zero1Processes, MpirunTwoProcessesMatchTwoInProcessRanks) {
-  const std::string mpiexec = LAB06_MPIEXEC;
-  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
-  const std::string out = temp_path();
-  expect_matches(
-      gtl::testing::mpirun(mpiexec, 2) + " " + LAB06_FSDP_TRAIN + " --stage 1 --out " + out, out, 2,
-      "mpi", "ZeRO-1 (TODO 2: after_backward and step)");
+  expect_mpirun_matches(" --stage 1", "ZeRO-1 (TODO 2: after_backward and step)");
 }
 
 // TODO 3: your Zero2 under `mpirun -np 2` (lab06_fsdp_train --stage 2).
 TEST(Zero2Processes, MpirunTwoProcessesMatchTwoInProcessRanks) {
-  const std::string mpiexec = LAB06_MPIEXEC;
-  if (mpiexec.empty()) GTEST_SKIP() << "this build has no MPI backend (OpenMPI not found)";
-  const std::string out = temp_path();
-  expect_matches(
-      gtl::testing::mpirun(mpiexec, 2) + " " + LAB06_FSDP_TRAIN + " --stage 2 --out " + out, out, 2,
-      "mpi", "ZeRO-2 (TODO 3: before_backward, after_backward and step)");
+  expect_mpirun_matches(" --stage 2", "ZeRO-2 (TODO 3: before_backward, after_backward and step)");
 }
 
 // TODO 8: your gather_bf16_values under `mpirun -np 2` (lab06_fsdp_train --stage bf16): rank 0's

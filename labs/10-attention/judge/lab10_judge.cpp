@@ -29,47 +29,34 @@ void expect_within(const std::vector<double>& want, const std::vector<double>& t
                       ")");
 }
 
-std::string naive(const std::string& test, const std::vector<Case>& all) {
-  Recorded r(test);
-  int n = 0;
-  for (const Case& c : all) {
-    const Reference want = reference(c, inputs(c));
-    const std::string what = test + ", " + describe(c);
-    expect_within(want.o, want.o_tol, r.sequence<float>(what + ", o", want.o.size()), what + ", o");
-    ++n;
-  }
-  return std::to_string(n) + " cases right";
-}
+// One recorded output of an attention test: its name and where the reference keeps it.
+struct Output {
+  const char* name;
+  std::vector<double> Reference::*value;
+  std::vector<double> Reference::*tolerance;
+};
+const Output kO{"o", &Reference::o, &Reference::o_tol},
+    kLse{"lse", &Reference::lse, &Reference::lse_tol},
+    kDq{"dq", &Reference::dq, &Reference::dq_tol}, kDk{"dk", &Reference::dk, &Reference::dk_tol},
+    kDv{"dv", &Reference::dv, &Reference::dv_tol};
 
-std::string forward(const std::string& test, const std::vector<Case>& all) {
+// The outputs a test recorded for every case, in that order, each within its tolerance.
+std::string attention(const std::string& test, const std::vector<Case>& all,
+                      const std::vector<Output>& outputs) {
   Recorded r(test);
-  int n = 0;
   for (const Case& c : all) {
     const Reference want = reference(c, inputs(c));
     const std::string what = test + ", " + describe(c);
-    expect_within(want.o, want.o_tol, r.sequence<float>(what + ", o", want.o.size()), what + ", o");
-    expect_within(want.lse, want.lse_tol, r.sequence<float>(what + ", lse", want.lse.size()),
-                  what + ", lse");
-    ++n;
+    for (const Output& out : outputs) {
+      const std::vector<double>& value = want.*out.value;
+      expect_within(value, want.*out.tolerance,
+                    r.sequence<float>(what + ", " + out.name, value.size()),
+                    what + ", " + out.name);
+    }
   }
-  return std::to_string(n) + " cases right, o and lse";
-}
-
-std::string backward(const std::string& test, const std::vector<Case>& all) {
-  Recorded r(test);
-  int n = 0;
-  for (const Case& c : all) {
-    const Reference want = reference(c, inputs(c));
-    const std::string what = test + ", " + describe(c);
-    expect_within(want.dq, want.dq_tol, r.sequence<float>(what + ", dq", want.dq.size()),
-                  what + ", dq");
-    expect_within(want.dk, want.dk_tol, r.sequence<float>(what + ", dk", want.dk.size()),
-                  what + ", dk");
-    expect_within(want.dv, want.dv_tol, r.sequence<float>(what + ", dv", want.dv.size()),
-                  what + ", dv");
-    ++n;
-  }
-  return std::to_string(n) + " cases right, dq, dk and dv";
+  std::string names;
+  for (const Output& out : outputs) names += std::string(names.empty() ? "" : ", ") + out.name;
+  return std::to_string(all.size()) + " cases right: " + names;
 }
 
 // TODO 4's GEMMs: C for every shape, fp16 then bf16, as the tests recorded them.
@@ -96,30 +83,32 @@ int main(int argc, char** argv) {
       argc, argv,
       {{"naive-attention-emulated",
         [] {
-          return naive("EmulatedNaiveAttention.MatchesTheReference",
-                       cases("EmulatedNaiveAttention", kEmulatedMaxT));
+          return attention("EmulatedNaiveAttention.MatchesTheReference",
+                           cases("EmulatedNaiveAttention", kEmulatedMaxT), {kO});
         }},
        {"flash-forward-emulated",
         [] {
-          return forward("EmulatedFlashForward.OutputAndLogSumExpMatchTheReference",
-                         cases("EmulatedFlashForward", kEmulatedMaxT));
+          return attention("EmulatedFlashForward.OutputAndLogSumExpMatchTheReference",
+                           cases("EmulatedFlashForward", kEmulatedMaxT), {kO, kLse});
         }},
        {"flash-backward-emulated",
         [] {
-          return backward("EmulatedFlashBackward.GradientsMatchTheReference",
-                          cases("EmulatedFlashBackward", kEmulatedMaxT));
+          return attention("EmulatedFlashBackward.GradientsMatchTheReference",
+                           cases("EmulatedFlashBackward", kEmulatedMaxT), {kDq, kDk, kDv});
         }},
        {"naive-attention",
-        [] { return naive("NaiveAttention.MatchesTheReference", gpu_cases("NaiveAttention")); }},
+        [] {
+          return attention("NaiveAttention.MatchesTheReference", gpu_cases("NaiveAttention"), {kO});
+        }},
        {"flash-forward",
         [] {
-          return forward("FlashForward.OutputAndLogSumExpMatchTheReference",
-                         gpu_cases("FlashForward"));
+          return attention("FlashForward.OutputAndLogSumExpMatchTheReference",
+                           gpu_cases("FlashForward"), {kO, kLse});
         }},
        {"flash-backward",
         [] {
-          return backward("FlashBackward.GradientsMatchTheReferenceAndAreDeterministic",
-                          gpu_cases("FlashBackward"));
+          return attention("FlashBackward.GradientsMatchTheReferenceAndAreDeterministic",
+                           gpu_cases("FlashBackward"), {kDq, kDk, kDv});
         }},
        {"wmma-tiled-emulated",
         [] { return gemm("EmulatedWmmaGemm.TiledThroughSharedMemory", false); }},
