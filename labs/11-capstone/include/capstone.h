@@ -1,0 +1,138 @@
+// Lab 11, the capstone: plan a 3-D parallel training run of the core's GPT. For a model and a
+// cluster, model the memory each GPU holds and the time of one step under a DP x TP x PP
+// configuration, find the best configuration that fits, and report it.
+//
+// This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your files
+// are in starter/11-capstone/, one per TODO; the map from TODO to file, test and check is in the
+// handout, labs/11-capstone/README.md. Everything here is arithmetic on the CPU: the models are
+// the course's own layers counted exactly (the handout's "Facts" say what each earlier lab and the
+// core hold), not rules of thumb, and at dp = tp = pp = 1 the memory model must equal the core's
+// allocator to the byte (the tests run the core's GPT to check it).
+//
+// The words used throughout (handout, "Background"):
+//   T        the sequence length of a training step: the model's context, every step
+//   N        the tokens of ONE micro-batch: micro_batch x T
+//   stage    one of the pp pipeline stages; stage s holds blocks [s L/pp, (s+1) L/pp), stage 0
+//            also the embeddings, the last stage (pp - 1) also the final LayerNorm and the head
+//   k        the tensor-parallel size tp
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lab11 {
+
+// The core's GPT (gtl/nn/gpt.h): L pre-LN blocks of width D with H heads, a vocabulary of V byte
+// or token ids, C learned positions, the head tied to the token table (the default) or its own
+// [V, D] matrix. A training step runs on sequences of T = context positions.
+struct ModelSpec {
+  int64_t layers = 2;
+  int64_t dim = 64;
+  int64_t heads = 4;
+  int64_t vocab = 256;
+  int64_t context = 64;
+  bool tied_head = true;
+};
+
+// A cluster of `nodes` identical nodes of `gpus_per_node` GPUs. Inside a node the GPUs talk over
+// NVLink (intra_node_bytes_per_s per GPU and direction), between nodes over InfiniBand
+// (inter_node_bytes_per_s per GPU and direction). peak_flops: one GPU's dense peak in the
+// precision the run computes in.
+struct ClusterSpec {
+  int nodes = 1;
+  int gpus_per_node = 8;
+  int64_t gpu_memory_bytes = 80'000'000'000;
+  double intra_node_bytes_per_s = 450e9;
+  double inter_node_bytes_per_s = 50e9;
+  double peak_flops = 989e12;
+};
+
+enum class Precision {
+  Fp32,       // weights, gradients, activations and AdamW all float32 (the core's default)
+  Bf16Mixed,  // GEMMs and their saved inputs in bf16 on a bf16 compute copy of the weights;
+              // fp32 master weights, gradients, AdamW's m and v; LayerNorm, softmax's
+              // arithmetic, the residual stream and the loss in float32 (docs/core.md)
+};
+
+// One configuration of a run: dp x tp x pp GPUs.
+//   zero_stage         0 plain data parallelism; 1 optimizer state sharded over the dp ranks;
+//                      2 gradients too; 3 parameters too (lab 06)
+//   sequence_parallel  lab 08's sequence parallelism in every block (only meaningful for tp > 1)
+//   micro_batch        sequences per micro-batch on one DP rank
+//   accumulation       micro-batches per step per DP rank (m: the pipeline's micro-batch count)
+//   activation_checkpointing  every block checkpointed (nn::ActivationCheckpoint)
+// One step consumes micro_batch x accumulation x dp sequences of T tokens.
+struct Config {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int zero_stage = 0;
+  bool sequence_parallel = false;
+  int64_t micro_batch = 1;
+  int64_t accumulation = 1;
+  bool activation_checkpointing = false;
+  Precision precision = Precision::Fp32;
+};
+
+// The parameters of the whole model, as the core's GPT counts them:
+// P = V*D + C*D + L(12 D^2 + 13 D) + 2D, plus V*D when the head is untied (docs/core.md).
+inline int64_t gpt_parameter_count(const ModelSpec& m) {
+  const int64_t d = m.dim;
+  return m.vocab * d + m.context * d + m.layers * (12 * d * d + 13 * d) + 2 * d +
+         (m.tied_head ? 0 : m.vocab * d);
+}
+
+// Given (src/config_checks.cpp): throws gtl::Error, naming the numbers, unless dp, tp, pp,
+// micro_batch and accumulation are >= 1, zero_stage is 0 to 3, tp divides the heads and the
+// vocabulary (lab 08 refuses to cut a head or pad a vocabulary), pp divides the layers (equal
+// stages), and, with sequence_parallel, tp divides T (lab 08 refuses otherwise).
+void check_config(const ModelSpec& model, const Config& config);
+
+// ---- TODO 1. Memory per GPU (memory_model.cpp) -------------------------------------------------
+// Bytes one GPU holds at the peak of a training step, by category. The handout ("Facts") states
+// what the core, lab 06 (ZeRO), lab 07 (1F1B) and lab 08 (TP, SP) hold, and where in the step the
+// peak is; the categories are:
+//   parameters   the weights the forward reads (fp32: the float32 weights; bf16-mixed: the bf16
+//                compute copy), the stage's and this TP rank's only; under ZeRO-3 the rank's
+//                shard plus the one unit gathered at the peak
+//   gradients    the float32 gradients (under ZeRO-2/3: the shard plus the one unit's full
+//                gradient at the peak)
+//   optimizer    AdamW's m and v, and under bf16-mixed the float32 master weights (sharded from
+//                ZeRO-1 on)
+//   activations  the tensors the blocks saved for their backward, of every micro-batch the 1F1B
+//                schedule holds on this stage at the peak (with checkpointing: the blocks' inputs
+//                and the recomputed block)
+//   other        everything else at the peak: the batch's ids and targets, the logits, their
+//                gradient and the loss on the last stage, and the backward's transient tensors
+struct MemoryBreakdown {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+  int64_t activations = 0;
+  int64_t other = 0;
+  int stage = 0;  // the pipeline stage these bytes are of
+  int64_t total() const { return parameters + gradients + optimizer + activations + other; }
+};
+
+// 1. The parameters one GPU of stage `stage` holds: its blocks, and the embeddings, final
+// LayerNorm and head where that stage has them, as rank 0 of its TP group holds them (lab 08's
+// shards; what lab 08 replicates, replicated). Unsharded by ZeRO (that is the breakdown's job).
+// Throws gtl::Error (check_config, and 0 <= stage < pp).
+int64_t stage_parameters(const ModelSpec& model, const Config& config, int stage);
+
+// 1. The bytes one GPU of stage `stage` holds at that stage's peak, by category. Throws gtl::Error
+// as stage_parameters.
+MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int stage);
+
+// Given (memory_model.cpp, outside the TODO): the most loaded stage, the one whose total is the
+// largest (the lowest stage among equals): every GPU of the run must hold it.
+MemoryBreakdown memory_per_gpu(const ModelSpec& model, const Config& config);
+
+// Given: whether the most loaded stage's total fits one GPU's memory (<= gpu_memory_bytes).
+bool fits(const ModelSpec& model, const ClusterSpec& cluster, const Config& config);
+
+// "dp 2 x tp 4 x pp 2, ZeRO-1, SP, micro-batch 1 x 8, bf16, checkpointed": for messages.
+std::string describe(const Config& config);
+std::string describe(const ModelSpec& model);
+
+}  // namespace lab11

@@ -1,0 +1,153 @@
+// The judge of lab 11 (docs/grader.md, "The judge"): built from the course alone (the lab's
+// header, its given checks, the tests' shared cases and the judge's reference model), never from
+// the student's files. gtl-grade runs `lab11_judge <check>` after the check's tests; each case
+// reads what those tests recorded for the inputs the grading seed drew and recomputes it here:
+//   memory-anchor  every stage count and category at the anchor shapes, from the reference model
+//                  (lab11_reference.h, itself checked against the core's allocator at the same
+//                  shapes by lab11_reference_test)
+//   memory-model   every breakdown of the seeded sweeps, exactly, from the reference model
+#include <string>
+#include <vector>
+
+#include "capstone.h"
+#include "gtl_judge.h"
+#include "lab11_cases.h"
+#include "lab11_reference.h"
+
+namespace {
+
+using gtl::judge::Recorded;
+using gtl::judge::Rejection;
+using gtl::judge::show;
+using lab11::Config;
+using lab11::MemoryBreakdown;
+using lab11::ModelSpec;
+using lab11_cases::SweepCase;
+
+// Reads one breakdown recorded by the tests' record() and rejects it unless it is the reference's.
+void expect_breakdown(Recorded& r, const ModelSpec& m, const Config& c, int stage) {
+  const MemoryBreakdown want = lab11_reference::stage_memory(m, c, stage);
+  const std::string at = lab11::describe(m) + ", " + lab11::describe(c) + ", stage " +
+                         std::to_string(stage);
+  const auto check = [&](const char* what, int64_t w) {
+    const auto got = r.next<int64_t>(std::string(what) + " of " + at);
+    if (got != w)
+      throw Rejection(r.test() + ": " + what + " of " + at + ": the student's model gives " +
+                      show(got) + " bytes, the judge computes " + show(w));
+  };
+  const auto got_stage = r.next<int>("the stage of " + at);
+  if (got_stage != stage)
+    throw Rejection(r.test() + ": " + at + ": the breakdown names stage " + show(got_stage));
+  check("parameters", want.parameters);
+  check("gradients", want.gradients);
+  check("optimizer", want.optimizer);
+  check("activations", want.activations);
+  check("other", want.other);
+}
+
+void expect_count(Recorded& r, const ModelSpec& m, const Config& c, int stage) {
+  const int64_t want = lab11_reference::stage_parameters(m, c, stage);
+  const auto got = r.next<int64_t>("the parameters of stage " + std::to_string(stage));
+  if (got != want)
+    throw Rejection(r.test() + ": " + lab11::describe(m) + ", " + lab11::describe(c) +
+                    ", stage " + std::to_string(stage) + ": the student's stage_parameters gives " +
+                    show(got) + ", the judge computes " + show(want));
+}
+
+void anchor_cases(const std::string& test, const std::vector<lab11_cases::AnchorCase>& cases) {
+  Recorded r(test);
+  for (const auto& a : cases) {
+    Config c;
+    c.micro_batch = a.batch;
+    c.activation_checkpointing = a.checkpoint;
+    expect_count(r, a.model, c, 0);
+    expect_breakdown(r, a.model, c, 0);
+  }
+}
+
+std::string memory_anchor() {
+  anchor_cases("MemoryAnchor.EveryCategoryEqualsTheCoresAllocatorAtFixedShapes",
+               lab11_cases::fixed_anchor_cases());
+  const std::string seeded = "MemoryAnchor.EveryCategoryEqualsTheCoresAllocatorAtSeededShapes";
+  anchor_cases(seeded, lab11_cases::seeded_anchor_cases(seeded));
+  return "every category at every anchor shape the reference's (the core's allocator's)";
+}
+
+std::string memory_model() {
+  {
+    const std::string name =
+        "MemoryModel.StagesHoldEachParameterOnceAndTheEmbeddingsOnlyAtTheEnds";
+    Recorded r(name);
+    for (const SweepCase& s : lab11_cases::seeded_sweep_cases(name, 40)) {
+      Config c = s.config;
+      c.tp = 1;
+      for (int st = 0; st < c.pp; ++st) expect_count(r, s.model, c, st);
+    }
+  }
+  {
+    const std::string name = "MemoryModel.ZeroShardsOptimizerThenGradientsThenParameters";
+    Recorded r(name);
+    for (const SweepCase& s : lab11_cases::seeded_sweep_cases(name, 30)) {
+      Config c = s.config;
+      c.dp = std::max(c.dp, 2);
+      for (int z = 0; z <= 3; ++z) {
+        c.zero_stage = z;
+        expect_breakdown(r, s.model, c, 0);
+      }
+    }
+  }
+  {
+    const std::string name = "MemoryModel.TensorAndSequenceParallelismDivideWhatLab08Divides";
+    Recorded r(name);
+    for (const SweepCase& s : lab11_cases::seeded_sweep_cases(name, 30)) {
+      Config c = s.config;
+      c.activation_checkpointing = false;
+      c.tp = 1;
+      c.sequence_parallel = false;
+      expect_breakdown(r, s.model, c, 0);
+      c.sequence_parallel = true;
+      expect_breakdown(r, s.model, c, 0);
+      int k = 0;
+      for (int cand : {4, 3, 2}) {
+        if (k == 0 && s.model.heads % cand == 0 && s.model.vocab % cand == 0 &&
+            s.model.context % cand == 0) {
+          k = cand;
+        }
+      }
+      if (k == 0) continue;
+      c.tp = k;
+      c.sequence_parallel = false;
+      expect_breakdown(r, s.model, c, 0);
+      c.sequence_parallel = true;
+      expect_breakdown(r, s.model, c, 0);
+    }
+  }
+  {
+    const std::string name = "MemoryModel.OneFOneBHoldsAtMostPpMinusSMicroBatches";
+    Recorded r(name);
+    for (const SweepCase& s : lab11_cases::seeded_sweep_cases(name, 30)) {
+      Config c = s.config;
+      c.pp = static_cast<int>(std::max<int64_t>(2, std::min<int64_t>(c.pp, s.model.layers)));
+      if (s.model.layers % c.pp != 0) c.pp = 1;
+      c.accumulation = c.pp;
+      expect_breakdown(r, s.model, c, 0);
+      c.accumulation = 4 * c.pp + 3;
+      expect_breakdown(r, s.model, c, 0);
+      for (int st = 0; st < c.pp; ++st) expect_breakdown(r, s.model, c, st);
+    }
+  }
+  {
+    const std::string name = "MemoryModel.SeededConfigurationsEveryStage";
+    Recorded r(name);
+    for (const SweepCase& s : lab11_cases::seeded_sweep_cases(name, 60))
+      for (int st = 0; st < s.config.pp; ++st) expect_breakdown(r, s.model, s.config, st);
+  }
+  return "every breakdown of the seeded sweeps the reference's";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return gtl::judge::run(argc, argv,
+                         {{"memory-anchor", memory_anchor}, {"memory-model", memory_model}});
+}

@@ -1,0 +1,102 @@
+// The judge's reference memory model of lab 11 (the handout's "Facts", term by term), and the
+// course's: the students' release has no judge/ folder. reference_anchor_test.cpp checks it
+// against the core's allocator at the tests' anchor shapes; lab11_judge.cpp compares every
+// breakdown a test recorded with it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "capstone.h"
+
+namespace lab11_reference {
+
+using lab11::Config;
+using lab11::MemoryBreakdown;
+using lab11::ModelSpec;
+using lab11::Precision;
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// One block's parameters on one TP rank: qkv (3D^2 + 3D), proj's weight (D^2) and fc1 (4D^2 +
+// 4D) and fc2's weight (4D^2) cut in k; both LayerNorms (4D), proj's and fc2's biases (2D) whole.
+inline int64_t block_parameters(const ModelSpec& m, int64_t k) {
+  const int64_t d = m.dim;
+  return (3 * d * d + 3 * d) / k + d * d / k + (4 * d * d + 4 * d) / k + 4 * d * d / k + 6 * d;
+}
+
+// What is not a block: stage 0's wte (rows cut in k) and wpe (whole); the last stage's ln_f and
+// the head (its own [V/k, D] when untied, or a copy of the tied table when pp > 1).
+inline int64_t non_block_parameters(const ModelSpec& m, const Config& c, int stage) {
+  const int64_t k = c.tp, d = m.dim;
+  int64_t p = 0;
+  if (stage == 0) p += (m.vocab / k) * d + m.context * d;
+  if (stage == c.pp - 1) {
+    p += 2 * d;
+    if (!m.tied_head) p += (m.vocab / k) * d;
+    if (m.tied_head && c.pp > 1) p += (m.vocab / k) * d;
+  }
+  return p;
+}
+
+inline int64_t stage_parameters(const ModelSpec& m, const Config& c, int stage) {
+  return (m.layers / c.pp) * block_parameters(m, c.tp) + non_block_parameters(m, c, stage);
+}
+
+inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int stage) {
+  MemoryBreakdown r;
+  r.stage = stage;
+  const bool half = c.precision == Precision::Bf16Mixed;
+  const int64_t k = c.tp, dp = c.dp, d = m.dim, t = m.context;
+  const int64_t blocks = m.layers / c.pp;
+  const int64_t unit = block_parameters(m, k), rest = non_block_parameters(m, c, stage);
+  const int64_t all = blocks * unit + rest;
+  // lab 06: one FlatParameter per block and one for the rest, each padded to a multiple of dp.
+  const int64_t shard = blocks * ceil_div(unit, dp) + ceil_div(rest, dp);
+  const int64_t unit_padded = ceil_div(unit, dp) * dp;
+
+  const int64_t moments = 8 * (c.zero_stage >= 1 ? shard : all);
+  const int64_t masters = half ? 4 * (c.zero_stage >= 1 ? shard : all) : 0;
+  r.optimizer = moments + masters;
+  r.gradients = c.zero_stage >= 2 ? 4 * (shard + unit_padded) : 4 * all;
+  if (c.zero_stage <= 2)
+    r.parameters = (half ? 2 : 4) * all;
+  else if (half)
+    r.parameters = 2 * unit_padded;  // the bf16 copy of the unit gathered; shards are masters
+  else
+    r.parameters = 4 * (shard + unit_padded);
+
+  const int64_t e = half ? 2 : 4;
+  const int64_t tokens = c.micro_batch * t;
+  const int64_t probs = c.micro_batch * m.heads * t * t;
+  const int64_t sp = (c.sequence_parallel && k > 1) ? k : 1;
+  // Per block and micro-batch: LN1, LN2 (x, mean, rstd in float32), divided by SP only.
+  const int64_t ln = 2 * 4 * (tokens * d + 2 * tokens) / sp;
+  // qkv's and fc1's inputs: gathered, whole on every TP rank, in the compute dtype.
+  const int64_t gemm_inputs = 2 * e * tokens * d;
+  // q, k, v (3), P, the merged heads (1), fc1's and GELU's outputs (4 + 4): the rank's heads
+  // and columns.
+  const int64_t heads_part = e * (3 * tokens * d / k + probs / k + tokens * d / k);
+  const int64_t mlp_part = e * 8 * tokens * d / k;
+  const int64_t per_block = ln + gemm_inputs + heads_part + mlp_part;
+  const int64_t block_input = 4 * tokens * d / sp;
+  const int64_t held = std::min<int64_t>(c.pp - stage, c.accumulation);
+  if (c.activation_checkpointing)
+    r.activations = held * blocks * block_input + per_block - block_input;
+  else
+    r.activations = held * blocks * per_block;
+
+  // The backward's transients at the peak (docs/core.md), per TP rank.
+  const int64_t fc2 = 4 * (4 * tokens * d / k + d);
+  const int64_t attention = 4 * (2 * probs / k - tokens * d / k - 2 * tokens + 3 * d);
+  r.other = std::max(fc2, attention);
+  if (stage == 0) r.other += held * 8 * tokens;  // the ids of every micro-batch held
+  if (stage == c.pp - 1)                        // targets, dx of the head and the last block,
+    r.other += 8 * tokens + 8 * tokens * d + 8 * tokens * (m.vocab / k) + 4;  // logits, dlogits,
+                                                                             // the loss
+  return r;
+}
+
+}  // namespace lab11_reference

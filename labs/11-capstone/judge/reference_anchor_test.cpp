@@ -1,0 +1,46 @@
+// The judge's reference memory model (lab11_reference.h) against the core's allocator: at every
+// anchor shape of the tests (fixed, and seeded from the run's seed) each category it gives at
+// dp = tp = pp = 1 equals what one training step of the core's GPT allocates, to the byte. So the
+// reference the judge holds the students' models to is the core's truth, not a second opinion.
+#include <gtest/gtest.h>
+
+#include "gtl_test_seed.h"
+#include "lab11_cases.h"
+#include "lab11_core_step.h"
+#include "lab11_reference.h"
+
+namespace {
+
+using lab11_cases::AnchorCase;
+
+void expect_reference_is_the_core(const AnchorCase& a) {
+  const lab11_core_step::Measured m = lab11_core_step::measure_step(a);
+  lab11::Config c;
+  c.micro_batch = a.batch;
+  c.activation_checkpointing = a.checkpoint;
+  const lab11::MemoryBreakdown r = lab11_reference::stage_memory(a.model, c, 0);
+  const std::string at = lab11::describe(a.model) + ", batch " + std::to_string(a.batch) +
+                         (a.checkpoint ? ", checkpointed" : "") + " (" +
+                         gtl::test_seed::describe() + ")";
+  EXPECT_EQ(lab11_reference::stage_parameters(a.model, c, 0), m.parameters) << at;
+  EXPECT_EQ(lab11_reference::stage_parameters(a.model, c, 0), lab11::gpt_parameter_count(a.model))
+      << at;
+  EXPECT_EQ(r.parameters + r.gradients, m.model) << at;
+  EXPECT_EQ(r.optimizer, m.optimizer) << at;
+  if (!a.checkpoint) {
+    EXPECT_EQ(r.activations, m.blocks) << at;
+  }
+  EXPECT_EQ(r.total(), m.peak) << at << ": activations " << r.activations << ", other " << r.other;
+}
+
+TEST(ReferenceAnchor, EqualsTheCoresAllocatorAtFixedShapes) {
+  for (const AnchorCase& a : lab11_cases::fixed_anchor_cases()) expect_reference_is_the_core(a);
+}
+
+TEST(ReferenceAnchor, EqualsTheCoresAllocatorAtSeededShapes) {
+  for (const AnchorCase& a : lab11_cases::seeded_anchor_cases(
+           "MemoryAnchor.EveryCategoryEqualsTheCoresAllocatorAtSeededShapes"))
+    expect_reference_is_the_core(a);
+}
+
+}  // namespace

@@ -1,0 +1,92 @@
+// Lab 11, TODO 1: the memory one GPU holds at the peak of a training step, by category.
+//
+// Every byte here is one the core or an earlier lab really holds (the handout's "Facts"): the
+// weights of the layers this stage and TP rank own, the float32 gradients, AdamW's state, the
+// tensors each layer saved for its backward, and what the step holds beside them at its peak. At
+// dp = tp = pp = 1 the tests run the core's GPT on the allocator and compare, to the byte.
+#include <algorithm>
+
+#include "capstone.h"
+#include "gtl/runtime/error.h"
+
+namespace lab11 {
+
+int64_t stage_parameters(const ModelSpec& model, const Config& config, int stage) {
+  check_config(model, config);
+  GTL_CHECK(stage >= 0 && stage < config.pp,
+            "stage_parameters: stage " << stage << " of " << config.pp);
+  // SOLUTION(lab11) step 1 (parameters)
+  const int64_t d = model.dim, k = config.tp;
+  const int64_t block = (12 * d * d + 7 * d) / k + 6 * d;  // cut: GEMM weights, qkv/fc1 bias
+  int64_t p = model.layers / config.pp * block;
+  if (stage == 0) p += model.vocab * d / k + model.context * d;  // wte by rows, wpe whole
+  if (stage == config.pp - 1) {
+    p += 2 * d;                                                      // ln_f
+    if (!model.tied_head || config.pp > 1) p += model.vocab * d / k;  // the head's own table
+  }
+  return p;
+  // END SOLUTION(lab11)
+}
+
+MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int stage) {
+  const int64_t params = stage_parameters(model, config, stage);
+  MemoryBreakdown m;
+  m.stage = stage;
+  // SOLUTION(lab11) step 1 (memory)
+  const bool fp32 = config.precision == Precision::Fp32;
+  const int64_t c = fp32 ? 4 : 2;  // compute dtype
+  const int64_t d = model.dim, k = config.tp, dp = config.dp, t = model.context;
+  const int64_t n = config.micro_batch * t, scores = config.micro_batch * model.heads * t * t;
+  const int64_t blocks = model.layers / config.pp;
+
+  // ZeRO's units (lab 06): one per block, one for the rest of the stage; each padded to dp.
+  const int64_t block = (12 * d * d + 7 * d) / k + 6 * d;
+  const int64_t rest = params - blocks * block;
+  auto shard = [dp](int64_t numel) { return (numel + dp - 1) / dp; };
+  const int64_t sharded = blocks * shard(block) + shard(rest);
+  const int64_t gathered_unit = shard(block) * dp;  // one block's padded full buffer
+
+  const int64_t opt_bytes = fp32 ? 8 : 12;  // m, v (+ float32 masters)
+  m.optimizer = opt_bytes * (config.zero_stage >= 1 ? sharded : params);
+  m.gradients = config.zero_stage >= 2 ? 4 * sharded + 4 * gathered_unit : 4 * params;
+  if (config.zero_stage < 3) {
+    m.parameters = c * params;
+  } else {  // fp32: the value shards are the weights; bf16: they are the masters (optimizer)
+    m.parameters = (fp32 ? 4 * sharded : 0) + c * gathered_unit;
+  }
+
+  // A block's saved bytes for one micro-batch on one TP rank.
+  const int64_t sp = config.sequence_parallel ? k : 1;
+  const int64_t layernorms = 2 * (4 * n * d + 8 * n) / sp;  // x, mean, rstd: float32
+  const int64_t whole = 2 * n * d * c;                     // the qkv and fc1 inputs, gathered
+  const int64_t cut = (12 * n * d + scores) * c / k;       // q, k, v, P, merged, fc1, GELU
+  const int64_t saved = layernorms + whole + cut;
+  const int64_t input = 4 * n * d / sp;
+  const int64_t in_flight = std::min<int64_t>(config.pp - stage, config.accumulation);
+  m.activations = config.activation_checkpointing
+                      ? in_flight * blocks * input + (saved - input)
+                      : in_flight * blocks * saved;
+
+  m.other = 4 * std::max(4 * n * d / k + d, 2 * scores / k - n * d / k - 2 * n + 3 * d);
+  if (stage == 0) m.other += 8 * n * in_flight;  // ids
+  if (stage == config.pp - 1) {
+    m.other += 8 * n + 4 * (2 * n * d) + 4 * 2 * n * (model.vocab / k) + 4;
+  }
+  // END SOLUTION(lab11)
+  return m;
+}
+
+MemoryBreakdown memory_per_gpu(const ModelSpec& model, const Config& config) {
+  MemoryBreakdown most = stage_memory(model, config, 0);
+  for (int s = 1; s < config.pp; ++s) {
+    const MemoryBreakdown m = stage_memory(model, config, s);
+    if (m.total() > most.total()) most = m;
+  }
+  return most;
+}
+
+bool fits(const ModelSpec& model, const ClusterSpec& cluster, const Config& config) {
+  return memory_per_gpu(model, config).total() <= cluster.gpu_memory_bytes;
+}
+
+}  // namespace lab11
