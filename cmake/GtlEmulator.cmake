@@ -15,10 +15,11 @@
 #   cublas_v2.h and cudnn.h (common/emulator) instead of the toolkit's. The emulated-CUDA build
 #   of the core, gtl_core_emulated (common/CMakeLists.txt), is one. Needs no CUDA compiler.
 #
-# gtl_add_emulated_core_test(NAME name SOURCES test.cpp ... [INCLUDES dir ...])
+# gtl_add_emulated_core_test(NAME name SOURCES test.cpp ... [KERNELS a.cu ...] [INCLUDES dir ...])
 #   A test of the core's CUDA path (a GPU test source, usually) built against gtl_core_emulated
-#   with GTL_EMULATED_CUDA defined (gtl_test.h then picks the small shapes), label `cpu`. Does
-#   nothing when the emulated core is not built.
+#   with GTL_EMULATED_CUDA defined (gtl_test.h then picks the small shapes), label `cpu`; KERNELS
+#   are kernel files rewritten and compiled as gtl_add_emulated_test's are (a lab's kernels that
+#   plug into the core). Does nothing when the emulated core is not built.
 set(GTL_EMULATOR_DIR ${CMAKE_CURRENT_LIST_DIR}/../common/emulator)
 
 # The emulated copies of `files` in out_dir: every copy in ${copies_var}, the .cu copies (the ones
@@ -100,14 +101,17 @@ function(gtl_add_emulated_library)
 endfunction()
 
 function(gtl_add_emulated_core_test)
-  cmake_parse_arguments(T "" "NAME" "SOURCES;INCLUDES" ${ARGN})
+  cmake_parse_arguments(T "" "NAME" "SOURCES;INCLUDES;KERNELS" ${ARGN})
   if(NOT TARGET gtl_core_emulated)
     return()
   endif()
-  add_executable(${T_NAME} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/common/tests/gtl_test_main.cpp
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_kernels)
+  gtl_emulated_kernel_copies(${out_dir} "" copies kernel_sources ${T_KERNELS})
+  add_executable(${T_NAME} ${T_SOURCES} ${copies} ${PROJECT_SOURCE_DIR}/common/tests/gtl_test_main.cpp
                            ${PROJECT_SOURCE_DIR}/grader/channel/verdict_listener.cpp)
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/common/tests
                                                ${PROJECT_SOURCE_DIR}/grader/channel ${T_INCLUDES})
+  target_include_directories(${T_NAME} BEFORE PRIVATE ${out_dir})
   target_link_libraries(${T_NAME} PRIVATE gtl_core_emulated GTest::gtest)
   gtl_target_warnings(${T_NAME})
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_brief=1)

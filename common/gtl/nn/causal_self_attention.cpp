@@ -37,10 +37,16 @@ Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tenso
   Tensor p = ops::softmax(s);
   Tensor y = ops::batched_matmul(p, v);  // [B*H, t, d]
   if (probs != nullptr) *probs = p;
+  return merge_heads(y, batch, t);
+}
+
+Tensor CausalSelfAttention::merge_heads(const Tensor& y, int64_t batch, int64_t t) const {
   return ops::permute(y.reshape({batch, heads_, t, head_dim()}), kSwapHeadsAndTime)
       .reshape({batch * t, dim_});
 }
 
+// With kernels (attention_kernels.h) that accept the call, ctx.children[2] holds what they
+// saved and ctx.saved the heads only; otherwise ctx.saved = {heads, P} (the reference path).
 Tensor CausalSelfAttention::forward_impl(const Tensor& x, Context& ctx) {
   GTL_CHECK(x.dim() == 3 && x.size(2) == dim_, "CausalSelfAttention '"
                                                    << path() << "': expected [B, T, " << dim_
@@ -50,29 +56,62 @@ Tensor CausalSelfAttention::forward_impl(const Tensor& x, Context& ctx) {
   Tensor qkv_out = qkv().forward(x.reshape({b * t, dim_}), ctx.children[0]);  // [B*T, 3D]
   Tensor heads = ops::permute(qkv_out.reshape({b, t, 3, h, d}), kSplitHeads);
   auto part = [&](int64_t i) { return heads.select(i).reshape({b * h, t, d}); };
-  Tensor p;
-  Tensor merged = attend(part(0), part(1), part(2), b, t, &p);
+  Tensor merged;
+  if (kernels_ != nullptr && kernels_->forward) {
+    Context kept;
+    Tensor y = kernels_->forward(part(0), part(1), part(2), kept.saved);
+    if (y.defined()) {
+      GTL_CHECK(y.shape() == Shape({b * h, t, d}) && y.dtype() == heads.dtype() &&
+                    y.device() == heads.device(),
+                "CausalSelfAttention '" << path() << "': the attention kernels returned "
+                                        << shape_str(y.shape()) << " " << dtype_name(y.dtype())
+                                        << ", expected [" << b * h << ", " << t << ", " << d << "] "
+                                        << dtype_name(heads.dtype()) << " on the input's device");
+      merged = merge_heads(y, b, t);
+      ctx.children.push_back(std::move(kept));
+      ctx.saved = {heads};
+    } else {
+      GTL_CHECK(kept.saved.empty(), "CausalSelfAttention '"
+                                        << path() << "': the attention kernels declined the call "
+                                        << "but saved " << kept.saved.size() << " tensors");
+    }
+  }
+  if (!merged.defined()) {
+    Tensor p;
+    merged = attend(part(0), part(1), part(2), b, t, &p);
+    ctx.saved = {heads, p};
+  }
   Tensor y = proj().forward(merged, ctx.children[1]);
-  ctx.saved = {heads, p};
   return y.reshape({b, t, dim_});
 }
 
 Tensor CausalSelfAttention::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
   const int64_t b = ctx.input_shape[0], t = ctx.input_shape[1], h = heads_, d = head_dim();
   const Tensor& heads = ctx.saved.at(0);
-  const Tensor& p = ctx.saved.at(1);
   auto part = [&](int64_t i) { return heads.select(i).reshape({b * h, t, d}); };
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  const bool by_kernels = ctx.children.size() == 3;
+  GTL_CHECK(!by_kernels || (kernels_ != nullptr && kernels_->backward),
+            "CausalSelfAttention '" << path() << "': its forward ran attention kernels that are "
+                                    << "gone (or have no backward): change them between steps");
 
   Tensor dmerged = proj().backward(ctx.children[1], dy.reshape({b * t, dim_}), mode);
-  Tensor dyh = ops::permute(cast_to(dmerged, p.dtype()).reshape({b, t, h, d}), kSwapHeadsAndTime)
-                   .reshape({b * h, t, d});
-  Tensor dheads = Tensor::empty({3, b * h, t, d}, p.dtype(), p.device());
-  Tensor dp = ops::batched_matmul(dyh, part(2), false, true);                   // dP = dY v^T
-  ops::batched_matmul_out(p, dyh, dheads.select(2), true, false);               // dV = P^T dY
-  Tensor ds = ops::softmax_backward(p, dp);                                     // masked entries: 0
-  ops::batched_matmul_out(ds, part(1), dheads.select(0), false, false, scale);  // dQ = dS k
-  ops::batched_matmul_out(ds, part(0), dheads.select(1), true, false, scale);   // dK = dS^T q
+  Tensor dyh =
+      ops::permute(cast_to(dmerged, heads.dtype()).reshape({b, t, h, d}), kSwapHeadsAndTime)
+          .reshape({b * h, t, d});
+  Tensor dheads = Tensor::empty({3, b * h, t, d}, heads.dtype(), heads.device());
+  Tensor dp, ds;  // the reference path's: held through qkv's backward (docs/core.md's peak)
+  if (by_kernels) {
+    kernels_->backward(part(0), part(1), part(2), ctx.children[2].saved, dyh, dheads.select(0),
+                       dheads.select(1), dheads.select(2));
+  } else {
+    const Tensor& p = ctx.saved.at(1);
+    dp = ops::batched_matmul(dyh, part(2), false, true);                          // dP = dY v^T
+    ops::batched_matmul_out(p, dyh, dheads.select(2), true, false);               // dV = P^T dY
+    ds = ops::softmax_backward(p, dp);                                            // masked: 0
+    ops::batched_matmul_out(ds, part(1), dheads.select(0), false, false, scale);  // dQ = dS k
+    ops::batched_matmul_out(ds, part(0), dheads.select(1), true, false, scale);   // dK = dS^T q
+  }
   Tensor dqkv = ops::permute(dheads.reshape({3, b, h, t, d}), ops::inverse_permutation(kSplitHeads))
                     .reshape({b * t, 3 * dim_});
   return qkv().backward(ctx.children[0], dqkv, mode).reshape({b, t, dim_});

@@ -25,10 +25,18 @@
 // float32 and rounds P once to the compute dtype. Input and output: [B, T, D]; the output in the
 // compute dtype (the block adds it to the float32 residual stream).
 //
+// Kernels (attention_kernels.h): set_kernels / use_attention_kernels hand the attention core of
+// the training path (S, mask, P, Y and their backward) to a kernel library, FlashAttention for
+// one; the layer then saves q, k, v and whatever the kernels keep instead of P. The costs below
+// stay the reference path's.
+//
 // forward_cached(x, cache, layer) is the decoding path (kv_cache.h): x holds only the new
 // positions, their k and v are appended to the cache, and their q attends to every cached key.
 #pragma once
 
+#include <memory>
+
+#include "gtl/nn/attention_kernels.h"
 #include "gtl/nn/kv_cache.h"
 #include "gtl/nn/module.h"
 
@@ -41,6 +49,12 @@ class CausalSelfAttention final : public Module {
   int64_t dim() const { return dim_; }
   int64_t heads() const { return heads_; }
   int64_t head_dim() const { return dim_ / heads_; }
+
+  // The kernels of the training path's attention core (nullptr, the default: the reference path).
+  void set_kernels(std::shared_ptr<const AttentionKernels> kernels) {
+    kernels_ = std::move(kernels);
+  }
+  const std::shared_ptr<const AttentionKernels>& kernels() const { return kernels_; }
 
   // New positions x [B, t, D] after cache.length() cached ones; appends their k, v to layer
   // `layer` of the cache (the caller advances it once every layer has). No gradient kept.
@@ -71,8 +85,11 @@ class CausalSelfAttention final : public Module {
   // weighted sum. Returns P through `probs` when asked.
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t batch, int64_t t,
                 Tensor* probs) const;
+  // Y [B*H, t, d] -> merged heads [B*t, D].
+  Tensor merge_heads(const Tensor& y, int64_t batch, int64_t t) const;
 
   int64_t dim_, heads_;
+  std::shared_ptr<const AttentionKernels> kernels_;
 };
 
 }  // namespace gtl::nn
