@@ -21,7 +21,7 @@ int64_t stage_parameters(const ModelSpec& model, const Config& config, int stage
   int64_t p = model.layers / config.pp * block;
   if (stage == 0) p += model.vocab * d / k + model.context * d;  // wte by rows, wpe whole
   if (stage == config.pp - 1) {
-    p += 2 * d;                                                      // ln_f
+    p += 2 * d;                                                       // ln_f
     if (!model.tied_head || config.pp > 1) p += model.vocab * d / k;  // the head's own table
   }
   return p;
@@ -58,14 +58,13 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   // A block's saved bytes for one micro-batch on one TP rank.
   const int64_t sp = config.sequence_parallel ? k : 1;
   const int64_t layernorms = 2 * (4 * n * d + 8 * n) / sp;  // x, mean, rstd: float32
-  const int64_t whole = 2 * n * d * c;                     // the qkv and fc1 inputs, gathered
-  const int64_t cut = (12 * n * d + scores) * c / k;       // q, k, v, P, merged, fc1, GELU
+  const int64_t whole = 2 * n * d * c;                      // the qkv and fc1 inputs, gathered
+  const int64_t cut = (12 * n * d + scores) * c / k;        // q, k, v, P, merged, fc1, GELU
   const int64_t saved = layernorms + whole + cut;
   const int64_t input = 4 * n * d / sp;
   const int64_t in_flight = std::min<int64_t>(config.pp - stage, config.accumulation);
-  m.activations = config.activation_checkpointing
-                      ? in_flight * blocks * input + (saved - input)
-                      : in_flight * blocks * saved;
+  m.activations = config.activation_checkpointing ? in_flight * blocks * input + (saved - input)
+                                                  : in_flight * blocks * saved;
 
   m.other = 4 * std::max(4 * n * d / k + d, 2 * scores / k - n * d / k - 2 * n + 3 * d);
   if (stage == 0) m.other += 8 * n * in_flight;  // ids

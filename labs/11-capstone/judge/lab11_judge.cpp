@@ -27,8 +27,8 @@ using lab11_cases::SweepCase;
 // Reads one breakdown recorded by the tests' record() and rejects it unless it is the reference's.
 void expect_breakdown(Recorded& r, const ModelSpec& m, const Config& c, int stage) {
   const MemoryBreakdown want = lab11_reference::stage_memory(m, c, stage);
-  const std::string at = lab11::describe(m) + ", " + lab11::describe(c) + ", stage " +
-                         std::to_string(stage);
+  const std::string at =
+      lab11::describe(m) + ", " + lab11::describe(c) + ", stage " + std::to_string(stage);
   const auto check = [&](const char* what, int64_t w) {
     const auto got = r.next<int64_t>(std::string(what) + " of " + at);
     if (got != w)
@@ -49,9 +49,9 @@ void expect_count(Recorded& r, const ModelSpec& m, const Config& c, int stage) {
   const int64_t want = lab11_reference::stage_parameters(m, c, stage);
   const auto got = r.next<int64_t>("the parameters of stage " + std::to_string(stage));
   if (got != want)
-    throw Rejection(r.test() + ": " + lab11::describe(m) + ", " + lab11::describe(c) +
-                    ", stage " + std::to_string(stage) + ": the student's stage_parameters gives " +
-                    show(got) + ", the judge computes " + show(want));
+    throw Rejection(r.test() + ": " + lab11::describe(m) + ", " + lab11::describe(c) + ", stage " +
+                    std::to_string(stage) + ": the student's stage_parameters gives " + show(got) +
+                    ", the judge computes " + show(want));
 }
 
 void anchor_cases(const std::string& test, const std::vector<lab11_cases::AnchorCase>& cases) {
@@ -75,8 +75,7 @@ std::string memory_anchor() {
 
 std::string memory_model() {
   {
-    const std::string name =
-        "MemoryModel.StagesHoldEachParameterOnceAndTheEmbeddingsOnlyAtTheEnds";
+    const std::string name = "MemoryModel.StagesHoldEachParameterOnceAndTheEmbeddingsOnlyAtTheEnds";
     Recorded r(name);
     for (const SweepCase& s : lab11_cases::seeded_sweep_cases(name, 40)) {
       Config c = s.config;

@@ -93,9 +93,9 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   const int64_t attention = 4 * (2 * probs / k - tokens * d / k - 2 * tokens + 3 * d);
   r.other = std::max(fc2, attention);
   if (stage == 0) r.other += held * 8 * tokens;  // the ids of every micro-batch held
-  if (stage == c.pp - 1)                        // targets, dx of the head and the last block,
+  if (stage == c.pp - 1)                         // targets, dx of the head and the last block,
     r.other += 8 * tokens + 8 * tokens * d + 8 * tokens * (m.vocab / k) + 4;  // logits, dlogits,
-                                                                             // the loss
+                                                                              // the loss
   return r;
 }
 

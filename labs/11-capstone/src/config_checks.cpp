@@ -23,8 +23,8 @@ void check_config(const ModelSpec& model, const Config& c) {
   GTL_CHECK(model.layers % c.pp == 0,
             "lab11: pp " << c.pp << " does not divide the " << model.layers << " blocks");
   GTL_CHECK(!c.sequence_parallel || model.context % c.tp == 0,
-            "lab11: sequence parallelism over tp " << c.tp << " needs tp to divide T = "
-                                                   << model.context);
+            "lab11: sequence parallelism over tp " << c.tp
+                                                   << " needs tp to divide T = " << model.context);
 }
 
 std::string describe(const Config& c) {
@@ -38,8 +38,8 @@ std::string describe(const Config& c) {
 
 std::string describe(const ModelSpec& m) {
   std::ostringstream s;
-  s << "GPT L " << m.layers << ", D " << m.dim << ", H " << m.heads << ", V " << m.vocab
-    << ", T " << m.context << (m.tied_head ? ", tied" : ", untied");
+  s << "GPT L " << m.layers << ", D " << m.dim << ", H " << m.heads << ", V " << m.vocab << ", T "
+    << m.context << (m.tied_head ? ", tied" : ", untied");
   return s.str();
 }
 

@@ -30,9 +30,9 @@ struct AnchorCase {
 // three blocks checkpointed.
 inline std::vector<AnchorCase> fixed_anchor_cases() {
   return {
-      {{1, 8, 2, 11, 5, true}, 2, false, 1},  {{2, 8, 4, 17, 13, false}, 3, false, 2},
-      {{3, 4, 1, 9, 1, true}, 5, false, 3},   {{2, 12, 3, 13, 7, true}, 3, false, 4},
-      {{3, 8, 2, 11, 5, true}, 2, true, 5},   {{3, 8, 4, 7, 13, false}, 2, true, 6},
+      {{1, 8, 2, 11, 5, true}, 2, false, 1}, {{2, 8, 4, 17, 13, false}, 3, false, 2},
+      {{3, 4, 1, 9, 1, true}, 5, false, 3},  {{2, 12, 3, 13, 7, true}, 3, false, 4},
+      {{3, 8, 2, 11, 5, true}, 2, true, 5},  {{3, 8, 4, 7, 13, false}, 2, true, 6},
   };
 }
 

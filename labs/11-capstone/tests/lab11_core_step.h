@@ -24,10 +24,10 @@ using lab11_cases::AnchorCase;
 
 // What the allocator measured over one training step of the core's GPT.
 struct Measured {
-  int64_t model = 0;      // allocated by building the GPT: its parameters and gradients
-  int64_t optimizer = 0;  // allocated by building AdamW
-  int64_t blocks = 0;     // held from the first block's forward to the last one's end
-  int64_t peak = 0;       // the step's peak
+  int64_t model = 0;       // allocated by building the GPT: its parameters and gradients
+  int64_t optimizer = 0;   // allocated by building AdamW
+  int64_t blocks = 0;      // held from the first block's forward to the last one's end
+  int64_t peak = 0;        // the step's peak
   int64_t parameters = 0;  // numel of the GPT's parameters (for the count)
 };
 

@@ -33,8 +33,8 @@ namespace {
 
 using lab11_cases::AnchorCase;
 using lab11_cases::SweepCase;
-using lab11_core_step::Measured;
 using lab11_core_step::measure_step;
+using lab11_core_step::Measured;
 
 std::string describe(const AnchorCase& a) {
   return lab11::describe(a.model) + ", batch " + std::to_string(a.batch) +
@@ -63,8 +63,8 @@ void expect_anchor(const AnchorCase& a, gtl::judge::Outputs& out) {
   const MemoryBreakdown b = stage_memory(a.model, c, 0);
   out.record(stage_parameters(a.model, c, 0));
   record(out, b);
-  const std::string where = describe(a) + ", " + lab11::describe(c) + " (" +
-                            gtl::test_seed::describe() + ")";
+  const std::string where =
+      describe(a) + ", " + lab11::describe(c) + " (" + gtl::test_seed::describe() + ")";
   EXPECT_EQ(stage_parameters(a.model, c, 0), m.parameters)
       << where << ": the parameter count differs from the core's GPT's (docs/core.md, "
       << "\"A small GPT\": P counts the tied table once). Revisit stage_parameters.";
@@ -123,8 +123,8 @@ TEST(MemoryModel, StagesHoldEachParameterOnceAndTheEmbeddingsOnlyAtTheEnds) {
         Config one = c;
         one.pp = 1;
         const ModelSpec& m = s.model;
-        const int64_t ends = m.vocab * m.dim + m.context * m.dim + 2 * m.dim +
-                             (m.tied_head ? 0 : m.vocab * m.dim);
+        const int64_t ends =
+            m.vocab * m.dim + m.context * m.dim + 2 * m.dim + (m.tied_head ? 0 : m.vocab * m.dim);
         EXPECT_EQ(p * c.pp, stage_parameters(m, one, 0) - ends)
             << where(m, c) << ": middle stage " << st << " holds " << p
             << " parameters; it holds blocks only (lab 07: the embeddings live on the first "
@@ -134,8 +134,8 @@ TEST(MemoryModel, StagesHoldEachParameterOnceAndTheEmbeddingsOnlyAtTheEnds) {
     const int64_t extra = (s.model.tied_head && c.pp > 1) ? s.model.vocab * s.model.dim : 0;
     EXPECT_EQ(sum, gpt_parameter_count(s.model) + extra)
         << where(s.model, c) << ": the stages hold " << sum << " parameters, the GPT has "
-        << gpt_parameter_count(s.model) << (extra ? " plus the last stage's copy of the tied table"
-                                                  : "")
+        << gpt_parameter_count(s.model)
+        << (extra ? " plus the last stage's copy of the tied table" : "")
         << ". Revisit which stage holds the embeddings and the head.";
   }
 }
@@ -233,8 +233,9 @@ TEST(MemoryModel, OneFOneBHoldsAtMostPpMinusSMicroBatches) {
     record(out, at_p);
     record(out, many);
     EXPECT_EQ(many.activations, at_p.activations)
-        << where(s.model, c) << ": stage 0 holds " << many.activations << " bytes with m = "
-        << c.accumulation << " but " << at_p.activations << " with m = pp: 1F1B holds at most "
+        << where(s.model, c) << ": stage 0 holds " << many.activations
+        << " bytes with m = " << c.accumulation << " but " << at_p.activations
+        << " with m = pp: 1F1B holds at most "
         << "pp - s micro-batches whatever m (lab 07)";
     for (int st = 0; st < c.pp; ++st) record(out, stage_memory(s.model, c, st));
     if (c.pp > 1 && !c.activation_checkpointing) {
