@@ -131,6 +131,56 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& model, const Config& config);
 // Given: whether the most loaded stage's total fits one GPU's memory (<= gpu_memory_bytes).
 bool fits(const ModelSpec& model, const ClusterSpec& cluster, const Config& config);
 
+// ---- TODO 2. Step time (step_time.cpp) ---------------------------------------------------------
+// Where a group's collectives run: no link (a group of one), NVLink inside a node, InfiniBand
+// between nodes.
+enum class Link { None, IntraNode, InterNode };
+
+// Where the dp x tp x pp ranks sit (Megatron-LM's order, the core's ProcessGrid's): world rank
+// r = (d * pp + s) * tp + t for DP rank d, stage s, TP rank t, node r / gpus_per_node. A TP
+// group is tp consecutive ranks, a pipeline takes every tp-th rank, a DP group every (tp pp)-th.
+// valid: dp * tp * pp is the cluster's GPU count and every TP group lies inside one node; else
+// `reason` says which rule failed, naming the numbers. Each link: the slowest link any of the
+// group's ranks crosses to a neighbour of the group (None for a group of one).
+struct Placement {
+  bool valid = false;
+  std::string reason;
+  Link tp = Link::None, pp = Link::None, dp = Link::None;
+};
+
+// 2. The placement of `config` on `cluster`.
+Placement place(const ClusterSpec& cluster, const Config& config);
+
+// One training step's time on the slowest pipeline stage, in seconds, by part (the handout's
+// "Step time" states what each part holds and what overlaps nothing):
+//   compute_s   the m micro-batches' forward and backward (and recomputation) FLOPs of the
+//               slowest stage on one GPU at `achieved_mfu` of the peak
+//   tp_comm_s   the TP collectives of those m micro-batches
+//   pp_comm_s   the point-to-point sends of those m micro-batches
+//   bubble_s    the 1F1B bubble: the idle time of pp - 1 micro-batch slots
+//   dp_comm_s   the DP gradient synchronisation (ZeRO's collectives instead, under ZeRO)
+//   step_s      their sum
+//   tokens_per_s  the global batch's tokens per second
+//   mfu           the model's FLOPs of the step (6N + 12LTD per token, no recomputation) over
+//                 step_s x the GPUs' peak
+struct StepTime {
+  double compute_s = 0, tp_comm_s = 0, pp_comm_s = 0, bubble_s = 0, dp_comm_s = 0, step_s = 0;
+  double tokens_per_s = 0, mfu = 0;
+};
+
+// 2. Throws gtl::Error (check_config; an invalid placement, with its reason; achieved_mfu not in
+// (0, 1]).
+StepTime step_time(const ModelSpec& model, const ClusterSpec& cluster, const Config& config,
+                   double achieved_mfu);
+
+// The core's model FLOPs per token of a training step, 6N + 12 L T D with N = 12 L D^2 + V D
+// (every GEMM weight; the tied table once, the position table not: docs/core.md, "MFU").
+inline double model_flops_per_token(const ModelSpec& m) {
+  const double d = static_cast<double>(m.dim), l = static_cast<double>(m.layers);
+  const double n = 12.0 * l * d * d + static_cast<double>(m.vocab) * d;
+  return 6.0 * n + 12.0 * l * static_cast<double>(m.context) * d;
+}
+
 // "dp 2 x tp 4 x pp 2, ZeRO-1, SP, micro-batch 1 x 8, bf16, checkpointed": for messages.
 std::string describe(const Config& config);
 std::string describe(const ModelSpec& model);

@@ -6,6 +6,9 @@
 //                  (lab11_reference.h, itself checked against the core's allocator at the same
 //                  shapes by lab11_reference_test)
 //   memory-model   every breakdown of the seeded sweeps, exactly, from the reference model
+//   placement      every placement, from the tests' rank-by-rank enumeration (lab11_cases.h)
+//   step-time      every figure of StepTime, from the reference (1e-12 relative, the handout's)
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -144,9 +147,104 @@ std::string memory_model() {
   return "every breakdown of the seeded sweeps the reference's";
 }
 
+// ---- TODO 2 ------------------------------------------------------------------------------------
+
+void expect_placement(Recorded& r, const lab11::ClusterSpec& cl, const Config& c) {
+  const auto want = lab11_cases::brute_force_placement(cl, c);
+  const std::string at = std::to_string(cl.nodes) + " node(s) of " +
+                         std::to_string(cl.gpus_per_node) + ", " + lab11::describe(c);
+  const auto valid = r.next<int>("valid of " + at);
+  if ((valid != 0) != want.valid)
+    throw Rejection(r.test() + ": " + at + ": valid " + show(valid) + ", the judge finds " +
+                    show(want.valid));
+  const int links[3] = {r.next<int>("tp link of " + at), r.next<int>("pp link of " + at),
+                        r.next<int>("dp link of " + at)};
+  if (!want.valid) return;
+  const int wants[3] = {static_cast<int>(want.tp), static_cast<int>(want.pp),
+                        static_cast<int>(want.dp)};
+  const char* names[3] = {"TP", "PP", "DP"};
+  for (int i = 0; i < 3; ++i)
+    if (links[i] != wants[i])
+      throw Rejection(r.test() + ": " + at + ": " + names[i] + "'s link " + show(links[i]) +
+                      ", the judge finds " + show(wants[i]) + " (0 none, 1 intra, 2 inter)");
+}
+
+std::string placement() {
+  Recorded r("Placement.EveryGridOfClustersUpToFourNodesAgreesWithEveryRankEnumerated");
+  for (int nodes = 1; nodes <= 4; ++nodes)
+    for (int gpn : {2, 4, 8}) {
+      lab11::ClusterSpec cl;
+      cl.nodes = nodes;
+      cl.gpus_per_node = gpn;
+      for (const Config& c : lab11_cases::grids(cl)) expect_placement(r, cl, c);
+      for (int tp : {3, 6}) {
+        Config c;
+        c.tp = tp;
+        c.dp = std::max(1, nodes * gpn / tp);
+        expect_placement(r, cl, c);
+      }
+    }
+  return "every placement the rank-by-rank enumeration's";
+}
+
+// 1e-12 relative: the handout's "Step time" tolerance.
+void expect_time(Recorded& r, const ModelSpec& m, const lab11::ClusterSpec& cl, const Config& c,
+                 double mfu) {
+  const lab11::StepTime w = lab11_reference::step_time(m, cl, c, mfu);
+  const std::string at = std::to_string(cl.nodes) + " node(s) of " +
+                         std::to_string(cl.gpus_per_node) + ", " + lab11::describe(m) + ", " +
+                         lab11::describe(c);
+  const double want[8] = {w.compute_s, w.tp_comm_s, w.pp_comm_s,    w.bubble_s,
+                          w.dp_comm_s, w.step_s,    w.tokens_per_s, w.mfu};
+  const char* names[8] = {"compute_s", "tp_comm_s", "pp_comm_s",    "bubble_s",
+                          "dp_comm_s", "step_s",    "tokens_per_s", "mfu"};
+  for (int i = 0; i < 8; ++i) {
+    const auto got = r.next<double>(std::string(names[i]) + " of " + at);
+    if (!(std::fabs(got - want[i]) <= 1e-12 * std::fabs(want[i])))
+      throw Rejection(r.test() + ": " + names[i] + " of " + at + ": the student's model gives " +
+                      show(got) + ", the judge computes " + show(want[i]));
+  }
+}
+
+std::string step_time_check() {
+  for (const std::string name :
+       {"StepTime.BubbleIsPpMinusOneSlotsOfTheMicroBatchesOfOneDpRank",
+        "StepTime.PartsAddUpAndTheGlobalBatchIsMicroTimesAccumulationTimesDp"}) {
+    Recorded r(name);
+    for (const auto& tc : lab11_cases::seeded_time_cases(name, 40))
+      expect_time(r, tc.model, tc.cluster, tc.config, tc.mfu);
+  }
+  {
+    Recorded r("StepTime.OneGpuRunsAtTheAchievedMfu");
+    lab11::ClusterSpec cl;
+    cl.gpus_per_node = 1;
+    for (const ModelSpec& m : {lab11_cases::gpt2_small(), ModelSpec{2, 64, 4, 256, 64, false}}) {
+      Config c;
+      c.micro_batch = 3;
+      c.accumulation = 5;
+      expect_time(r, m, cl, c, 0.4);
+      c.activation_checkpointing = true;
+      expect_time(r, m, cl, c, 0.4);
+    }
+  }
+  {
+    const std::string name = "StepTime.DpSynchronisationCrossesTheLinkItsGroupSpans";
+    Recorded r(name);
+    for (auto tc : lab11_cases::seeded_time_cases(name, 30)) {
+      expect_time(r, tc.model, tc.cluster, tc.config, tc.mfu);
+      tc.cluster.inter_node_bytes_per_s *= 2;
+      expect_time(r, tc.model, tc.cluster, tc.config, tc.mfu);
+    }
+  }
+  return "every step time the reference's within 1e-12";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return gtl::judge::run(argc, argv,
-                         {{"memory-anchor", memory_anchor}, {"memory-model", memory_model}});
+                         {{"memory-anchor", memory_anchor},
+                          {"memory-model", memory_model},
+                          {"placement", placement},
+                          {"step-time", step_time_check}});
 }

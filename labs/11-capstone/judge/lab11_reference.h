@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "capstone.h"
+#include "lab11_cases.h"
 
 namespace lab11_reference {
 
@@ -96,6 +97,58 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   if (stage == c.pp - 1)                         // targets, dx of the head and the last block,
     r.other += 8 * tokens + 8 * tokens * d + 8 * tokens * (m.vocab / k) + 4;  // logits, dlogits,
                                                                               // the loss
+  return r;
+}
+
+// ---- TODO 2: the step time of the handout's "Step time", part by part. The placement is the
+// tests' brute force (lab11_cases.h), every rank enumerated.
+inline lab11::StepTime step_time(const ModelSpec& m, const lab11::ClusterSpec& cl, const Config& c,
+                                 double mfu) {
+  const lab11_cases::BruteForcePlacement at = lab11_cases::brute_force_placement(cl, c);
+  const auto bw = [&](lab11::Link l) {
+    return l == lab11::Link::IntraNode ? cl.intra_node_bytes_per_s : cl.inter_node_bytes_per_s;
+  };
+  const double bytes = c.precision == Precision::Bf16Mixed ? 2.0 : 4.0;
+  const double k = c.tp, D = static_cast<double>(m.dim), T = static_cast<double>(m.context);
+  const double Ls = static_cast<double>(m.layers) / c.pp, V = static_cast<double>(m.vocab);
+  const double tokens = static_cast<double>(c.micro_batch) * T;
+  // FLOPs per token on a GPU of the last stage: its blocks' 6 x 12 D^2 + 12 T D each, the head's
+  // 6 V D, all cut in k; recomputation repeats the blocks' forward (a third).
+  const double block = 6.0 * 12.0 * D * D + 12.0 * T * D;
+  double per_token = (Ls * block + 6.0 * V * D) / k;
+  if (c.activation_checkpointing) per_token += Ls * block / 3.0 / k;
+  const double f = tokens * per_token / (mfu * cl.peak_flops);
+  // lab 08: 2 all-reduces (or all-gather + reduce-scatter pairs) of [N, D] forward, 2 backward,
+  // per block; recomputation 2 more. A ring all-reduce sends 2 (k-1)/k of the tensor.
+  double tpc = 0;
+  if (c.tp > 1) {
+    const double per_block = c.activation_checkpointing ? 6.0 : 4.0;
+    tpc = Ls * per_block * (2.0 * (k - 1.0) / k) * (tokens * D * bytes) / bw(at.tp);
+  }
+  // lab 07: one activation forward, one gradient backward across a stage boundary.
+  double ppc = 0;
+  if (c.pp > 1) {
+    const double rows = c.sequence_parallel ? tokens / k : tokens;
+    ppc = 2.0 * rows * D * bytes / bw(at.pp);
+  }
+  lab11::StepTime r;
+  const double mb = static_cast<double>(c.accumulation);
+  r.compute_s = mb * f;
+  r.tp_comm_s = mb * tpc;
+  r.pp_comm_s = mb * ppc;
+  r.bubble_s = (c.pp - 1.0) * (f + tpc + ppc);
+  if (c.dp > 1) {
+    const double share = static_cast<double>(lab11::gpt_parameter_count(m)) / (k * c.pp);
+    const double frac = (c.dp - 1.0) / c.dp;
+    // float32 gradients all-reduced (ZeRO: reduce-scatter + all-gather, the same bytes)
+    r.dp_comm_s = frac * 2.0 * 4.0 * share / bw(at.dp);
+    // ZeRO-3: the compute copy gathered for every micro-batch's forward and backward
+    if (c.zero_stage == 3) r.dp_comm_s += mb * 2.0 * frac * bytes * share / bw(at.dp);
+  }
+  r.step_s = r.compute_s + r.tp_comm_s + r.pp_comm_s + r.bubble_s + r.dp_comm_s;
+  r.tokens_per_s = tokens * mb * c.dp / r.step_s;
+  r.mfu = lab11::model_flops_per_token(m) * r.tokens_per_s /
+          (static_cast<double>(c.dp * c.tp * c.pp) * cl.peak_flops);
   return r;
 }
 

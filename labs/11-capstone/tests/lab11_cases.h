@@ -92,6 +92,117 @@ inline std::vector<SweepCase> seeded_sweep_cases(const std::string& test, int co
   return out;
 }
 
+// ---- TODO 2 ------------------------------------------------------------------------------------
+using lab11::ClusterSpec;
+using lab11::Link;
+
+// The placement by enumerating every rank (capstone.h's order r = (d pp + s) tp + t): each group's
+// members and the nodes they sit on. Slow, obviously right: what place() must agree with.
+struct BruteForcePlacement {
+  bool valid = false;
+  Link tp = Link::None, pp = Link::None, dp = Link::None;
+};
+inline BruteForcePlacement brute_force_placement(const ClusterSpec& cl, const Config& c) {
+  BruteForcePlacement out;
+  const int gpus = cl.nodes * cl.gpus_per_node;
+  if (c.dp * c.tp * c.pp != gpus) return out;
+  auto rank = [&](int d, int s, int t) { return (d * c.pp + s) * c.tp + t; };
+  auto node = [&](int r) { return r / cl.gpus_per_node; };
+  // The link of a group: None for one member, Inter when its members sit on several nodes.
+  auto link = [&](const std::vector<int>& members) {
+    if (members.size() < 2) return Link::None;
+    for (int r : members)
+      if (node(r) != node(members.front())) return Link::InterNode;
+    return Link::IntraNode;
+  };
+  auto worst = [](Link a, Link b) { return static_cast<int>(a) > static_cast<int>(b) ? a : b; };
+  for (int d = 0; d < c.dp; ++d)
+    for (int s = 0; s < c.pp; ++s) {
+      std::vector<int> g;
+      for (int t = 0; t < c.tp; ++t) g.push_back(rank(d, s, t));
+      out.tp = worst(out.tp, link(g));
+    }
+  if (out.tp == Link::InterNode) {
+    out.tp = Link::None;
+    out.pp = Link::None;
+    return out;
+  }
+  for (int d = 0; d < c.dp; ++d)
+    for (int t = 0; t < c.tp; ++t) {
+      std::vector<int> g;
+      for (int s = 0; s < c.pp; ++s) g.push_back(rank(d, s, t));
+      out.pp = worst(out.pp, link(g));
+    }
+  for (int s = 0; s < c.pp; ++s)
+    for (int t = 0; t < c.tp; ++t) {
+      std::vector<int> g;
+      for (int d = 0; d < c.dp; ++d) g.push_back(rank(d, s, t));
+      out.dp = worst(out.dp, link(g));
+    }
+  out.valid = true;
+  return out;
+}
+
+// Clusters for the placement and time checks: 1 to 4 nodes of 2, 4 or 8 GPUs (a few dozen GPUs:
+// every rank enumerated), bandwidths and peaks of the order of an H100 node's.
+struct TimeCase {
+  ClusterSpec cluster;
+  ModelSpec model;
+  Config config;
+  double mfu = 0.5;
+};
+
+// Every factorisation dp x tp x pp of the cluster's GPUs, with tp a power of two.
+inline std::vector<Config> grids(const ClusterSpec& cl) {
+  std::vector<Config> out;
+  const int gpus = cl.nodes * cl.gpus_per_node;
+  for (int tp = 1; tp <= gpus; tp *= 2)
+    for (int pp = 1; pp <= gpus; ++pp)
+      if (gpus % (tp * pp) == 0) {
+        Config c;
+        c.tp = tp;
+        c.pp = pp;
+        c.dp = gpus / (tp * pp);
+        out.push_back(c);
+      }
+  return out;
+}
+
+inline std::vector<TimeCase> seeded_time_cases(const std::string& test, int count) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  using gtl::test_seed::draw;
+  std::vector<TimeCase> out;
+  while (static_cast<int>(out.size()) < count) {
+    TimeCase tc;
+    tc.cluster.nodes = static_cast<int>(draw(g, 1, 4));
+    tc.cluster.gpus_per_node = 2 << draw(g, 0, 2);
+    tc.cluster.intra_node_bytes_per_s = 1e9 * static_cast<double>(draw(g, 100, 900));
+    tc.cluster.inter_node_bytes_per_s = 1e9 * static_cast<double>(draw(g, 5, 100));
+    tc.cluster.peak_flops = 1e12 * static_cast<double>(draw(g, 100, 2000));
+    std::vector<Config> all;  // the valid grids: TP inside a node
+    for (const Config& c : grids(tc.cluster))
+      if (tc.cluster.gpus_per_node % c.tp == 0) all.push_back(c);
+    Config c = all[static_cast<std::size_t>(draw(g, 0, static_cast<int64_t>(all.size()) - 1))];
+    // A model every one of these grids can cut: L a multiple of pp, H, V and T of tp.
+    tc.model.heads = c.tp * draw(g, 1, 4);
+    tc.model.dim = tc.model.heads * 16 * draw(g, 1, 8);
+    tc.model.layers = c.pp * draw(g, 1, 6);
+    tc.model.vocab = c.tp * draw(g, 1000, 20000);
+    tc.model.context = c.tp * 64 * draw(g, 1, 16);
+    tc.model.tied_head = draw(g, 0, 1) == 1;
+    c.zero_stage = static_cast<int>(draw(g, 0, 3));
+    c.sequence_parallel = c.tp > 1 && draw(g, 0, 1) == 1;
+    c.micro_batch = draw(g, 1, 8);
+    c.accumulation = draw(g, 1, 16);
+    c.activation_checkpointing = draw(g, 0, 1) == 1;
+    c.precision = draw(g, 0, 1) == 1 ? Precision::Bf16Mixed : Precision::Fp32;
+    tc.config = c;
+    tc.mfu = static_cast<double>(draw(g, 20, 70)) / 100.0;
+    out.push_back(tc);
+  }
+  return out;
+}
+
 // The fixed configurations of the property tests, on a GPT-2-small-like model (L 12, D 768,
 // H 12, V 50304, T 1024, tied).
 inline ModelSpec gpt2_small() {
