@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace lab11 {
 
@@ -180,6 +182,56 @@ inline double model_flops_per_token(const ModelSpec& m) {
   const double n = 12.0 * l * d * d + static_cast<double>(m.vocab) * d;
   return 6.0 * n + 12.0 * l * static_cast<double>(m.context) * d;
 }
+
+// ---- TODO 3. The search (search.cpp) -----------------------------------------------------------
+// What to plan for: a step of global_batch_tokens tokens, in one precision, at a stated MFU.
+struct SearchRequest {
+  int64_t global_batch_tokens = 0;
+  Precision precision = Precision::Bf16Mixed;
+  double achieved_mfu = 0.5;
+  int64_t max_micro_batch = 8;  // micro-batches of 1, 2, 4, ... up to this many sequences
+};
+
+// One configuration of the space, judged.
+struct Candidate {
+  Config config;
+  int64_t memory_bytes = 0;  // the most loaded stage's total
+  double tokens_per_s = 0;
+  bool fits = false;  // memory_bytes <= the cluster's gpu_memory_bytes
+};
+
+// The outcome: every candidate of the space in its order, and the best one that fits.
+struct Plan {
+  bool feasible = false;  // some candidate fits; else `best` is a default Candidate
+  Candidate best;
+  std::vector<Candidate> candidates;
+};
+
+// How the search prices a configuration (the overload below passes TODO 1's and TODO 2's).
+using MemoryFn = std::function<int64_t(const Config&)>;
+using SpeedFn = std::function<double(const Config&)>;
+
+// 3. The space, in this order (outermost first), every tuple that passes every rule:
+//   tp        1, 2, 4, ... dividing gpus_per_node, the heads and the vocabulary
+//   pp        1, 2, 3, ... dividing the layers, with tp pp dividing the cluster's GPUs;
+//             dp = GPUs / (tp pp)
+//   zero_stage 0, 1, 2, 3
+//   sequence_parallel  false, then true (true only for tp > 1 dividing T)
+//   micro_batch  1, 2, 4, ... up to request.max_micro_batch
+//   accumulation  global_batch_tokens / (micro_batch dp T): the tuple is in the space only when
+//                 that is an integer >= 1
+//   activation_checkpointing  false, then true
+//   precision  request.precision
+// Each candidate priced with `memory` and `speed` (each called once per candidate). The best:
+// the highest tokens_per_s among the candidates that fit; among exactly equal speeds the smaller
+// memory_bytes; among those the earliest in the order above. No candidate fitting (or none at
+// all) is not an error: feasible = false. Throws gtl::Error when global_batch_tokens < 1 or
+// max_micro_batch < 1.
+Plan search(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
+            const MemoryFn& memory, const SpeedFn& speed);
+
+// Given (search.cpp, outside the TODO): the search priced with memory_per_gpu and step_time.
+Plan search(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request);
 
 // "dp 2 x tp 4 x pp 2, ZeRO-1, SP, micro-batch 1 x 8, bf16, checkpointed": for messages.
 std::string describe(const Config& config);

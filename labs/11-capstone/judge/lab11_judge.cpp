@@ -8,6 +8,8 @@
 //   memory-model   every breakdown of the seeded sweeps, exactly, from the reference model
 //   placement      every placement, from the tests' rank-by-rank enumeration (lab11_cases.h)
 //   step-time      every figure of StepTime, from the reference (1e-12 relative, the handout's)
+//   search-space   every candidate list, from the tests' brute force over a superset
+//   search-choice  every choice, from the brute-force choice over the brute-force space
 #include <cmath>
 #include <string>
 #include <vector>
@@ -239,6 +241,91 @@ std::string step_time_check() {
   return "every step time the reference's within 1e-12";
 }
 
+// ---- TODO 3 ------------------------------------------------------------------------------------
+
+void expect_config(Recorded& r, const Config& want, const std::string& what) {
+  const int64_t w[9] = {want.dp,
+                        want.tp,
+                        want.pp,
+                        want.zero_stage,
+                        want.sequence_parallel,
+                        want.micro_batch,
+                        want.accumulation,
+                        want.activation_checkpointing,
+                        want.precision == lab11::Precision::Fp32};
+  const char* names[9] = {"dp",
+                          "tp",
+                          "pp",
+                          "zero_stage",
+                          "sequence_parallel",
+                          "micro_batch",
+                          "accumulation",
+                          "activation_checkpointing",
+                          "precision"};
+  for (int i = 0; i < 9; ++i) {
+    const auto got = r.next<int64_t>(std::string(names[i]) + " of " + what);
+    if (got != w[i])
+      throw Rejection(r.test() + ": " + what + ": " + names[i] + " " + show(got) +
+                      ", the judge's is " + show(w[i]) + " (" + lab11::describe(want) + ")");
+  }
+}
+
+std::string search_space() {
+  const std::string name = "Search.SpaceIsEveryRunnableTupleInOrder";
+  Recorded r(name);
+  for (const auto& s : lab11_cases::seeded_search_cases(name, 40)) {
+    const auto want = lab11_cases::brute_force_space(s.model, s.cluster, s.request);
+    const std::string at = lab11::describe(s.model) + ", " + std::to_string(s.cluster.nodes) +
+                           " x " + std::to_string(s.cluster.gpus_per_node) + " GPUs";
+    const auto n = r.next<std::size_t>("the number of candidates of " + at);
+    if (n != want.size())
+      throw Rejection(name + ": " + at + ": " + show(n) + " candidates, the judge's space has " +
+                      show(want.size()));
+    for (std::size_t i = 0; i < n; ++i) {
+      expect_config(r, want[i], at + ", candidate " + std::to_string(i));
+      const auto fits = r.next<int>("fits of candidate " + std::to_string(i));
+      const bool w = s.pricing.memory(want[i]) <= s.cluster.gpu_memory_bytes;
+      if ((fits != 0) != w)
+        throw Rejection(name + ": " + at + ", candidate " + std::to_string(i) + ": fits " +
+                        show(fits) + ", the judge's " + show(w));
+    }
+  }
+  return "every space the brute force's, in order";
+}
+
+std::string search_choice() {
+  const std::string name = "Search.BestIsTheFastestThatFitsTiesByMemoryThenOrder";
+  Recorded r(name);
+  for (const auto& s : lab11_cases::seeded_search_cases(name, 60)) {
+    std::vector<lab11::Candidate> cands;
+    for (const Config& c : lab11_cases::brute_force_space(s.model, s.cluster, s.request)) {
+      lab11::Candidate k;
+      k.config = c;
+      k.memory_bytes = s.pricing.memory(c);
+      k.tokens_per_s = s.pricing.speed(c);
+      k.fits = k.memory_bytes <= s.cluster.gpu_memory_bytes;
+      cands.push_back(k);
+    }
+    const int best = lab11_cases::brute_force_best(cands);
+    const std::string at = lab11::describe(s.model) + ", " + std::to_string(s.cluster.nodes) +
+                           " x " + std::to_string(s.cluster.gpus_per_node) + " GPUs";
+    const auto feasible = r.next<int>("feasible of " + at);
+    if ((feasible != 0) != (best >= 0))
+      throw Rejection(name + ": " + at + ": feasible " + show(feasible) + ", the judge's " +
+                      show(best >= 0));
+    expect_config(r, best >= 0 ? cands[static_cast<std::size_t>(best)].config : Config{},
+                  at + ", the best");
+  }
+  {
+    Recorded refuses("Search.RefusesAnEmptyBatchAndAnswersInfeasibleWithoutThrowing");
+    if (refuses.next<int>("whether a batch of 0 tokens threw") != 1)
+      throw Rejection(refuses.test() + ": a batch of 0 tokens did not throw gtl::Error");
+    if (refuses.next<int>("feasible where nothing fits") != 0)
+      throw Rejection(refuses.test() + ": feasible where nothing fits");
+  }
+  return "every choice the brute force's";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,5 +333,7 @@ int main(int argc, char** argv) {
                          {{"memory-anchor", memory_anchor},
                           {"memory-model", memory_model},
                           {"placement", placement},
-                          {"step-time", step_time_check}});
+                          {"step-time", step_time_check},
+                          {"search-space", search_space},
+                          {"search-choice", search_choice}});
 }

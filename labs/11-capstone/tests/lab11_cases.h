@@ -203,6 +203,114 @@ inline std::vector<TimeCase> seeded_time_cases(const std::string& test, int coun
   return out;
 }
 
+// ---- TODO 3 ------------------------------------------------------------------------------------
+using lab11::Candidate;
+using lab11::SearchRequest;
+
+// The space by brute force: every tuple of a superset (every integer tp, pp and micro-batch in
+// range), kept when it passes capstone.h's rules one by one, in capstone.h's order.
+inline std::vector<Config> brute_force_space(const ModelSpec& m, const ClusterSpec& cl,
+                                             const SearchRequest& r) {
+  auto power_of_two = [](int64_t x) { return x >= 1 && (x & (x - 1)) == 0; };
+  const int gpus = cl.nodes * cl.gpus_per_node;
+  std::vector<Config> out;
+  for (int tp = 1; tp <= gpus; ++tp)
+    for (int pp = 1; pp <= gpus; ++pp)
+      for (int zero = 0; zero <= 3; ++zero)
+        for (int sp = 0; sp <= 1; ++sp)
+          for (int64_t mb = 1; mb <= r.max_micro_batch; ++mb)
+            for (int ck = 0; ck <= 1; ++ck) {
+              if (!power_of_two(tp) || cl.gpus_per_node % tp || m.heads % tp || m.vocab % tp)
+                continue;
+              if (m.layers % pp || gpus % (tp * pp)) continue;
+              if (sp && (tp == 1 || m.context % tp)) continue;
+              const int dp = gpus / (tp * pp);
+              if (!power_of_two(mb) || r.global_batch_tokens % (mb * dp * m.context)) continue;
+              Config c;
+              c.dp = dp;
+              c.tp = tp;
+              c.pp = pp;
+              c.zero_stage = zero;
+              c.sequence_parallel = sp == 1;
+              c.micro_batch = mb;
+              c.accumulation = r.global_batch_tokens / (mb * dp * m.context);
+              c.activation_checkpointing = ck == 1;
+              c.precision = r.precision;
+              out.push_back(c);
+            }
+  return out;
+}
+
+// Seeded pricing functions with few distinct values, so that equal speeds and equal memories
+// are common: ties must be broken by the rule.
+struct ToyPricing {
+  uint64_t a = 1, b = 1;
+  int64_t memory(const Config& c) const {
+    const uint64_t h = static_cast<uint64_t>(c.dp * 7 + c.tp * 3 + c.pp * 5 + c.zero_stage * 11 +
+                                             c.micro_batch * 2 + (c.sequence_parallel ? 13 : 0) +
+                                             (c.activation_checkpointing ? 17 : 0));
+    return 1000 * static_cast<int64_t>(((h * a) >> 3) % 4 + 1);
+  }
+  double speed(const Config& c) const {
+    const uint64_t h = static_cast<uint64_t>(c.dp * 5 + c.tp * 11 + c.pp * 3 + c.zero_stage * 7 +
+                                             c.micro_batch * 13 + (c.sequence_parallel ? 2 : 0) +
+                                             (c.activation_checkpointing ? 19 : 0));
+    return 0.5 * static_cast<double>(((h * b) >> 2) % 5 + 1);
+  }
+};
+
+struct SearchCase {
+  ModelSpec model;
+  ClusterSpec cluster;
+  SearchRequest request;
+  ToyPricing pricing;
+};
+
+// Clusters of 1 to 4 nodes of 1 to 8 GPUs, models with 1 to 12 layers; global batches that some
+// micro-batches and DP sizes divide and others do not; memory limits from none fitting to all.
+inline std::vector<SearchCase> seeded_search_cases(const std::string& test, int count) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  using gtl::test_seed::draw;
+  std::vector<SearchCase> out;
+  for (int i = 0; i < count; ++i) {
+    SearchCase s;
+    s.cluster.nodes = static_cast<int>(draw(g, 1, 4));
+    s.cluster.gpus_per_node = static_cast<int>(draw(g, 1, 8));
+    s.cluster.gpu_memory_bytes = 1000 * draw(g, 0, 4) + 500 * draw(g, 0, 1);
+    s.model.layers = draw(g, 1, 12);
+    s.model.heads = draw(g, 1, 8);
+    s.model.dim = s.model.heads * 8;
+    s.model.vocab = 8 * draw(g, 1, 64);
+    s.model.context = draw(g, 1, 4) * 16;
+    s.request.global_batch_tokens = s.model.context * draw(g, 1, 96);
+    s.request.max_micro_batch = draw(g, 1, 8);
+    s.request.precision = draw(g, 0, 1) ? Precision::Bf16Mixed : Precision::Fp32;
+    s.pricing.a = static_cast<uint64_t>(draw(g, 1, 1000));
+    s.pricing.b = static_cast<uint64_t>(draw(g, 1, 1000));
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The index of the best candidate by the rule (-1 when none fits): the highest speed, then the
+// smaller memory, then the earliest.
+inline int brute_force_best(const std::vector<Candidate>& cands) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(cands.size()); ++i) {
+    const Candidate& c = cands[static_cast<std::size_t>(i)];
+    if (!c.fits) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const Candidate& b = cands[static_cast<std::size_t>(best)];
+    if (c.tokens_per_s > b.tokens_per_s ||
+        (c.tokens_per_s == b.tokens_per_s && c.memory_bytes < b.memory_bytes))
+      best = i;
+  }
+  return best;
+}
+
 // The fixed configurations of the property tests, on a GPT-2-small-like model (L 12, D 768,
 // H 12, V 50304, T 1024, tied).
 inline ModelSpec gpt2_small() {
