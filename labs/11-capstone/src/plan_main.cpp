@@ -1,0 +1,98 @@
+// lab11_plan: the plans of the handout's three runs, with your memory model, step-time model and
+// search (given: a program over TODOs 1 to 3). For each run it prints the request, the best
+// configuration that fits and its memory by category and step time by part, and the ten fastest
+// configurations that fit, as Markdown.
+//
+//   lab11_plan [--mfu 0.4]
+//
+// The cluster figures are NVIDIA's datasheet figures for an H100 SXM node (80 GB, 989 TFLOP/s
+// dense bf16, NVLink 450 GB/s per direction, 400 Gb/s InfiniBand per GPU): stated, not measured.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capstone.h"
+
+namespace {
+
+using namespace lab11;
+
+struct Run {
+  const char* name;
+  ModelSpec model;
+  int nodes;
+  int64_t global_batch_tokens;
+};
+
+double gib(int64_t b) {
+  return static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0);
+}
+
+void report(const Run& run, double mfu) {
+  ClusterSpec cl;  // the defaults: H100 SXM datasheet figures, 8 GPUs a node
+  cl.nodes = run.nodes;
+  SearchRequest req;
+  req.global_batch_tokens = run.global_batch_tokens;
+  req.achieved_mfu = mfu;
+  const Plan plan = search(run.model, cl, req);
+  const int gpus = cl.nodes * cl.gpus_per_node;
+  std::printf("## %s: %s (%.2f B parameters) on %d GPUs (%d node(s))\n\n", run.name,
+              describe(run.model).c_str(),
+              static_cast<double>(gpt_parameter_count(run.model)) / 1e9, gpus, cl.nodes);
+  std::printf(
+      "Global batch %lld tokens, bf16-mixed, achieved MFU %.2f of the peak (assumed); "
+      "%zu configurations in the space, %lld fit.\n\n",
+      static_cast<long long>(req.global_batch_tokens), mfu, plan.candidates.size(),
+      static_cast<long long>(std::count_if(plan.candidates.begin(), plan.candidates.end(),
+                                           [](const Candidate& c) { return c.fits; })));
+  if (!plan.feasible) {
+    std::printf("**No configuration fits.**\n\n");
+    return;
+  }
+  const Config& c = plan.best.config;
+  const MemoryBreakdown m = memory_per_gpu(run.model, c);
+  const StepTime t = step_time(run.model, cl, c, mfu);
+  std::printf("**Chosen:** %s.\n\n", describe(c).c_str());
+  std::printf(
+      "| memory of stage %d (GiB) | parameters | gradients | optimizer | activations | "
+      "other | total |\n|---|---|---|---|---|---|---|\n",
+      m.stage);
+  std::printf("| | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f of %.2f |\n\n", gib(m.parameters),
+              gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.other), gib(m.total()),
+              gib(cl.gpu_memory_bytes));
+  std::printf(
+      "| step (s) | compute | TP | sends | bubble | DP | total | tokens/s | MFU |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f | %.3f |\n\n", t.compute_s,
+              t.tp_comm_s, t.pp_comm_s, t.bubble_s, t.dp_comm_s, t.step_s, t.tokens_per_s, t.mfu);
+  std::vector<Candidate> fit;
+  for (const Candidate& k : plan.candidates)
+    if (k.fits) fit.push_back(k);
+  std::stable_sort(fit.begin(), fit.end(), [](const Candidate& a, const Candidate& b) {
+    return a.tokens_per_s > b.tokens_per_s ||
+           (a.tokens_per_s == b.tokens_per_s && a.memory_bytes < b.memory_bytes);
+  });
+  std::printf("| # | configuration | memory (GiB) | tokens/s |\n|---|---|---|---|\n");
+  for (std::size_t i = 0; i < std::min<std::size_t>(10, fit.size()); ++i)
+    std::printf("| %zu | %s | %.2f | %.0f |\n", i + 1, describe(fit[i].config).c_str(),
+                gib(fit[i].memory_bytes), fit[i].tokens_per_s);
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double mfu = 0.4;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--mfu") == 0) mfu = std::atof(argv[i + 1]);
+  const std::vector<Run> runs = {
+      {"1B", {24, 2048, 16, 50304, 2048, true}, 1, 256 * 2048},
+      {"7B", {32, 4096, 32, 50304, 4096, true}, 4, 1024 * 4096},
+      {"70B", {80, 8192, 64, 50304, 4096, true}, 64, 1024 * 4096},
+  };
+  for (const Run& r : runs) report(r, mfu);
+  return 0;
+}
