@@ -233,6 +233,32 @@ Plan search(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequ
 // Given (search.cpp, outside the TODO): the search priced with memory_per_gpu and step_time.
 Plan search(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request);
 
+// ---- TODO 4. The report (report.cpp) -----------------------------------------------------------
+// 4. The `rows` best candidates of `plan` that fit, as a Markdown table, best first in the
+// search's order of choice (the highest tokens_per_s, then the smaller memory_bytes, then the
+// earlier candidate): so row 1 is plan.best. Exactly these lines, each ending in "\n":
+//   | # | configuration | memory (GiB) | tokens/s |
+//   |---|---|---|---|
+//   | 1 | <describe(config)> | <memory_bytes / 2^30, "%.2f"> | <tokens_per_s, "%.0f"> |
+//   ...
+// Fewer rows when fewer fit. A plan that is not feasible: the one line "No configuration fits.\n".
+// Throws gtl::Error when rows < 1.
+std::string plan_table(const Plan& plan, int rows);
+
+// 4. One GPU's memory as an SVG stacked bar, bottom to top parameters, gradients, optimizer,
+// activations, other, under a line at the GPU's memory. Bar area: 400 px tall for
+// max(total, gpu_memory_bytes) bytes, from the baseline y = 420 up (SVG's y grows downwards).
+// Exactly one element per line:
+//   <svg xmlns="http://www.w3.org/2000/svg" width="200" height="440">
+//   <rect data-category="parameters" x="60" y="Y" width="80" height="H" fill="#4e79a7"/>
+//   (five, in order; fill #4e79a7, #f28e2b, #e15759, #76b7b2, #59a14f)
+//   <line data-limit="gpu" x1="40" x2="160" y1="Y" y2="Y" stroke="black"/>
+//   </svg>
+// with H = 400 x bytes / max(total, gpu_memory_bytes), Y of a rect = 420 - (its H and the H of
+// the rects below it), Y of the line = 420 - 400 x gpu_memory_bytes / max(...), each "%.2f".
+// Throws gtl::Error when gpu_memory_bytes < 1 or a category is negative.
+std::string memory_svg(const MemoryBreakdown& memory, int64_t gpu_memory_bytes);
+
 // "dp 2 x tp 4 x pp 2, ZeRO-1, SP, micro-batch 1 x 8, bf16, checkpointed": for messages.
 std::string describe(const Config& config);
 std::string describe(const ModelSpec& model);

@@ -10,7 +10,9 @@
 //   step-time      every figure of StepTime, from the reference (1e-12 relative, the handout's)
 //   search-space   every candidate list, from the tests' brute force over a superset
 //   search-choice  every choice, from the brute-force choice over the brute-force space
+//   report-*       every line of every table and SVG, from the lines capstone.h specifies
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -326,6 +328,44 @@ std::string search_choice() {
   return "every choice the brute force's";
 }
 
+// ---- TODO 4 ------------------------------------------------------------------------------------
+
+void expect_lines(Recorded& r, const std::vector<std::string>& want, const std::string& what) {
+  const auto n = r.next<std::size_t>("the number of lines of " + what);
+  if (n != want.size())
+    throw Rejection(r.test() + ": " + what + ": " + show(n) + " lines, the judge's " +
+                    show(want.size()));
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string got = r.line("line " + std::to_string(i + 1) + " of " + what);
+    if (got != want[i])
+      throw Rejection(r.test() + ": " + what + ", line " + std::to_string(i + 1) + ": \"" + got +
+                      "\", the judge's \"" + want[i] + "\"");
+  }
+}
+
+std::string report_table() {
+  const std::string name = "Report.TableListsTheBestThatFitBestFirst";
+  Recorded r(name);
+  std::mt19937_64 g = gtl::test_seed::generator(name + " rows");
+  for (const auto& s : lab11_cases::seeded_search_cases(name, 80)) {
+    const lab11::Plan plan = lab11_cases::brute_force_plan(s);
+    const int rows = static_cast<int>(gtl::test_seed::draw(g, 1, 12));
+    if (r.next<int>("the rows asked for") != rows)
+      throw Rejection(name + ": the rows recorded are not the seed's");
+    expect_lines(r, lab11_cases::expected_table(plan, rows),
+                 "the table of " + lab11::describe(s.model));
+  }
+  return "every table the judge's";
+}
+
+std::string report_svg() {
+  const std::string name = "Report.SvgStacksTheCategoriesToScaleUnderTheLimit";
+  Recorded r(name);
+  for (const auto& [m, gpu] : lab11_cases::seeded_breakdowns(name, 30))
+    expect_lines(r, lab11_cases::expected_svg(m, gpu), "an SVG of " + show(m.total()) + " bytes");
+  return "every SVG the judge's";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -335,5 +375,7 @@ int main(int argc, char** argv) {
                           {"placement", placement},
                           {"step-time", step_time_check},
                           {"search-space", search_space},
-                          {"search-choice", search_choice}});
+                          {"search-choice", search_choice},
+                          {"report-table", report_table},
+                          {"report-svg", report_svg}});
 }

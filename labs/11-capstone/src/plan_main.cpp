@@ -1,9 +1,11 @@
 // lab11_plan: the plans of the handout's three runs, with your memory model, step-time model and
-// search (given: a program over TODOs 1 to 3). For each run it prints the request, the best
-// configuration that fits and its memory by category and step time by part, and the ten fastest
-// configurations that fit, as Markdown.
+// search and report (given: a program over TODOs 1 to 4). For each run it prints the request, the
+// best configuration that fits and its memory by category and step time by part, and the ten
+// fastest configurations that fit (plan_table), as Markdown; with --svg-dir, the chosen plan's
+// memory as a bar (memory_svg).
 //
-//   lab11_plan [--mfu 0.4]
+//   lab11_plan [--mfu 0.4] [--svg-dir DIR]   (DIR/lab11-capstone-<run>.svg: the chosen plan's
+//   memory)
 //
 // The cluster figures are NVIDIA's datasheet figures for an H100 SXM node (80 GB, 989 TFLOP/s
 // dense bf16, NVLink 450 GB/s per direction, 400 Gb/s InfiniBand per GPU): stated, not measured.
@@ -31,7 +33,7 @@ double gib(int64_t b) {
   return static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0);
 }
 
-void report(const Run& run, double mfu) {
+void report(const Run& run, double mfu, const std::string& svg_dir) {
   ClusterSpec cl;  // the defaults: H100 SXM datasheet figures, 8 GPUs a node
   cl.nodes = run.nodes;
   SearchRequest req;
@@ -68,31 +70,34 @@ void report(const Run& run, double mfu) {
       "|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f | %.3f |\n\n", t.compute_s,
               t.tp_comm_s, t.pp_comm_s, t.bubble_s, t.dp_comm_s, t.step_s, t.tokens_per_s, t.mfu);
-  std::vector<Candidate> fit;
-  for (const Candidate& k : plan.candidates)
-    if (k.fits) fit.push_back(k);
-  std::stable_sort(fit.begin(), fit.end(), [](const Candidate& a, const Candidate& b) {
-    return a.tokens_per_s > b.tokens_per_s ||
-           (a.tokens_per_s == b.tokens_per_s && a.memory_bytes < b.memory_bytes);
-  });
-  std::printf("| # | configuration | memory (GiB) | tokens/s |\n|---|---|---|---|\n");
-  for (std::size_t i = 0; i < std::min<std::size_t>(10, fit.size()); ++i)
-    std::printf("| %zu | %s | %.2f | %.0f |\n", i + 1, describe(fit[i].config).c_str(),
-                gib(fit[i].memory_bytes), fit[i].tokens_per_s);
-  std::printf("\n");
+  std::printf("%s\n", plan_table(plan, 10).c_str());
+  if (!svg_dir.empty()) {
+    const std::string path = svg_dir + "/lab11-capstone-" + run.name + ".svg";
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "lab11_plan: cannot write %s\n", path.c_str());
+      std::exit(1);
+    }
+    std::fputs(memory_svg(m, cl.gpu_memory_bytes).c_str(), f);
+    std::fclose(f);
+    std::printf("Memory of the chosen plan, by category: `%s`.\n\n", path.c_str());
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   double mfu = 0.4;
-  for (int i = 1; i + 1 < argc; ++i)
+  std::string svg_dir;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--mfu") == 0) mfu = std::atof(argv[i + 1]);
+    if (std::strcmp(argv[i], "--svg-dir") == 0) svg_dir = argv[i + 1];
+  }
   const std::vector<Run> runs = {
-      {"1B", {24, 2048, 16, 50304, 2048, true}, 1, 256 * 2048},
-      {"7B", {32, 4096, 32, 50304, 4096, true}, 4, 1024 * 4096},
-      {"70B", {80, 8192, 64, 50304, 4096, true}, 64, 1024 * 4096},
+      {"1b", {24, 2048, 16, 50304, 2048, true}, 1, 256 * 2048},
+      {"7b", {32, 4096, 32, 50304, 4096, true}, 4, 1024 * 4096},
+      {"70b", {80, 8192, 64, 50304, 4096, true}, 64, 1024 * 4096},
   };
-  for (const Run& r : runs) report(r, mfu);
+  for (const Run& r : runs) report(r, mfu, svg_dir);
   return 0;
 }

@@ -4,7 +4,9 @@
 // so the judge draws the very same inputs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -309,6 +311,95 @@ inline int brute_force_best(const std::vector<Candidate>& cands) {
       best = i;
   }
   return best;
+}
+
+// ---- TODO 4 ------------------------------------------------------------------------------------
+
+// A plan built by the brute force (space, toy pricing, choice), so that TODO 4's checks need no
+// other TODO.
+inline lab11::Plan brute_force_plan(const SearchCase& s) {
+  lab11::Plan plan;
+  for (const Config& c : brute_force_space(s.model, s.cluster, s.request)) {
+    Candidate k;
+    k.config = c;
+    // Scaled to a GPU's sizes (about 11 to 46 GiB, 600 to 3100 tokens/s), fitting as priced.
+    k.memory_bytes = s.pricing.memory(c) * 12'345'679;
+    k.tokens_per_s = s.pricing.speed(c) * 1234.5;
+    k.fits = s.pricing.memory(c) <= s.cluster.gpu_memory_bytes;
+    plan.candidates.push_back(k);
+  }
+  const int best = brute_force_best(plan.candidates);
+  plan.feasible = best >= 0;
+  if (plan.feasible) plan.best = plan.candidates[static_cast<std::size_t>(best)];
+  return plan;
+}
+
+// The lines plan_table must write (capstone.h), the order found by taking the brute-force best
+// of what is left, again and again.
+inline std::vector<std::string> expected_table(const lab11::Plan& plan, int rows) {
+  if (!plan.feasible) return {"No configuration fits."};
+  std::vector<std::string> out = {"| # | configuration | memory (GiB) | tokens/s |",
+                                  "|---|---|---|---|"};
+  std::vector<Candidate> left = plan.candidates;
+  for (int row = 1; row <= rows; ++row) {
+    const int best = brute_force_best(left);
+    if (best < 0) break;
+    const Candidate c = left[static_cast<std::size_t>(best)];
+    left[static_cast<std::size_t>(best)].fits = false;  // taken
+    char line[512];
+    std::snprintf(line, sizeof line, "| %d | %s | %.2f | %.0f |", row,
+                  lab11::describe(c.config).c_str(),
+                  static_cast<double>(c.memory_bytes) / 1073741824.0, c.tokens_per_s);
+    out.push_back(line);
+  }
+  return out;
+}
+
+// The lines memory_svg must write (capstone.h).
+inline std::vector<std::string> expected_svg(const lab11::MemoryBreakdown& m, int64_t gpu) {
+  const double top = static_cast<double>(std::max(m.total(), gpu));
+  std::vector<std::string> out = {
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"200\" height=\"440\">"};
+  const char* names[5] = {"parameters", "gradients", "optimizer", "activations", "other"};
+  const char* fills[5] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f"};
+  const int64_t bytes[5] = {m.parameters, m.gradients, m.optimizer, m.activations, m.other};
+  double stack = 0;
+  char line[256];
+  for (int i = 0; i < 5; ++i) {
+    const double h = 400.0 * static_cast<double>(bytes[i]) / top;
+    stack += h;
+    std::snprintf(
+        line, sizeof line,
+        "<rect data-category=\"%s\" x=\"60\" y=\"%.2f\" width=\"80\" height=\"%.2f\" fill=\"%s\"/>",
+        names[i], 420.0 - stack, h, fills[i]);
+    out.push_back(line);
+  }
+  const double y = 420.0 - 400.0 * static_cast<double>(gpu) / top;
+  std::snprintf(
+      line, sizeof line,
+      "<line data-limit=\"gpu\" x1=\"40\" x2=\"160\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>", y,
+      y);
+  out.push_back(line);
+  out.push_back("</svg>");
+  return out;
+}
+
+// Seeded breakdowns of every shape: a category zero, the total above and below the GPU's memory.
+inline std::vector<std::pair<lab11::MemoryBreakdown, int64_t>> seeded_breakdowns(
+    const std::string& test, int count) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  using gtl::test_seed::draw;
+  std::vector<std::pair<lab11::MemoryBreakdown, int64_t>> out;
+  for (int i = 0; i < count; ++i) {
+    lab11::MemoryBreakdown m;
+    m.parameters = draw(g, 0, 3) * draw(g, 0, 40'000'000'000);
+    m.gradients = draw(g, 0, 40'000'000'000);
+    m.optimizer = draw(g, 0, 40'000'000'000);
+    m.activations = draw(g, 0, 1) * draw(g, 0, 80'000'000'000);
+    m.other = draw(g, 0, 5'000'000'000);
+    out.emplace_back(m, draw(g, 1, 160'000'000'000));
+  }
+  return out;
 }
 
 // The fixed configurations of the property tests, on a GPT-2-small-like model (L 12, D 768,
