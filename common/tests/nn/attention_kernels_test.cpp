@@ -8,7 +8,8 @@
 //     L * 4(B*H*T^2 - B*T*D - B*H*T) bytes fewer than the reference (P gone, o and lse kept),
 //     and its gradients equal the reference's to float32 rounding (bound below).
 // Plus: kernels that decline run the reference path, a backward whose kernels were removed
-// fails clearly, and so does a forward whose kernels return the wrong shape.
+// fails clearly, and so does a forward whose kernels return the wrong shape; checkpointed blocks
+// recompute through the kernels, bit for bit.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -143,7 +144,8 @@ struct Step {
   std::vector<std::vector<float>> grads;
 };
 
-Step run_step(const Shape5& s, std::shared_ptr<const nn::AttentionKernels> kernels) {
+Step run_step(const Shape5& s, std::shared_ptr<const nn::AttentionKernels> kernels,
+              bool checkpoint = false) {
   std::shared_ptr<Allocator> alloc = make_cpu_caching_allocator();
   Step out;
   AllocatorScope scope(alloc);
@@ -154,6 +156,7 @@ Step run_step(const Shape5& s, std::shared_ptr<const nn::AttentionKernels> kerne
   c.layers = s.layers;
   c.heads = s.heads;
   c.seed = 11;
+  c.checkpoint = checkpoint;
   nn::GPT gpt(c);
   EXPECT_EQ(nn::use_attention_kernels(gpt, kernels), s.layers)
       << "use_attention_kernels must set every block's attention";
@@ -272,5 +275,18 @@ TEST(AttentionKernels, MisuseFailsClearly) {
     layer.set_kernels(wrong);
     nn::Context ctx;
     expect_error_containing([&] { layer.forward(x, ctx); }, "the attention kernels returned");
+  }
+}
+
+// Checkpointed blocks run the kernels' forward again inside their backward
+// (activation_checkpoint.h): the gradients are those without checkpointing, bit for bit.
+TEST(AttentionKernels, CheckpointedBlocksRecomputeThroughTheKernels) {
+  for (const Shape5& s : kShapes) {
+    const Step plain = run_step(s, recompute()), ckpt = run_step(s, recompute(), true);
+    ASSERT_EQ(ckpt.grads.size(), plain.grads.size());
+    for (std::size_t i = 0; i < plain.grads.size(); ++i) {
+      EXPECT_EQ(gtl::testing::bitwise_diff(ckpt.grads[i], plain.grads[i]), "")
+          << describe(s) << ": parameter " << i;
+    }
   }
 }

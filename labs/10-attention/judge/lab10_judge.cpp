@@ -10,6 +10,8 @@
 
 #include "attention_cases.h"
 #include "gemm_cases.h"
+#include "gpt_steps.h"
+#include "gtl/memory/caching_allocator.h"
 #include "gtl_judge.h"
 
 namespace {
@@ -57,6 +59,44 @@ std::string attention(const std::string& test, const std::vector<Case>& all,
   std::string names;
   for (const Output& out : outputs) names += std::string(names.empty() ? "" : ", ") + out.name;
   return std::to_string(all.size()) + " cases right: " + names;
+}
+
+// TODO 5: the losses of the steps the student's kernels trained (through the harness's
+// FlashAttention) against this judge's own run of the reference path on the CPU, and the bytes
+// the first step held after its forward against that run's less what P costs and o and lse add.
+std::string gpt(const std::string& prefix) {
+  using namespace lab10_gpt_cases;
+  int n = 0;
+  {
+    Recorded r(prefix + ".TrainsLikeTheReferencePath");
+    for (const GptCase& c : cases(prefix)) {
+      std::shared_ptr<gtl::Allocator> alloc = gtl::make_cpu_caching_allocator();
+      gtl::AllocatorScope scope(alloc);
+      const Steps want = train_steps(c, nullptr, gtl::Device::cpu(), *alloc);
+      const std::vector<float> got = r.sequence<float>(describe(c) + ", losses", kSteps);
+      for (int step = 0; step < kSteps; ++step)
+        if (!(std::fabs(double(got[step]) - want.losses[step]) <=
+              kRelative * std::fabs(want.losses[step])))
+          throw Rejection(describe(c) + ", step " + std::to_string(step + 1) +
+                          ": the student's run gave the loss " + gtl::judge::show(got[step]) +
+                          ", the judge's reference path " + gtl::judge::show(want.losses[step]));
+      ++n;
+    }
+  }
+  Recorded r(prefix + ".HoldsWhatBackwardNeedsFromTheAllocator");
+  for (const GptCase& c : cases(prefix + "Memory")) {
+    std::shared_ptr<gtl::Allocator> alloc = gtl::make_cpu_caching_allocator();
+    gtl::AllocatorScope scope(alloc);
+    const Steps want = train_steps(c, nullptr, gtl::Device::cpu(), *alloc);
+    const int64_t bh = c.batch * c.heads;
+    const int64_t least = want.held_after_forward - c.layers * 4 * bh * c.t * c.t +
+                          c.layers * (4 * bh * c.t * c.head_dim() + 4 * bh * c.t);
+    const auto got = r.next<int64_t>(describe(c) + ", bytes held after the forward");
+    if (got != least)
+      throw Rejection(describe(c) + ": the student's step held " + std::to_string(got) +
+                      " bytes after its forward, the judge computes " + std::to_string(least));
+  }
+  return std::to_string(n) + " GPTs trained like the reference path, holding what they should";
 }
 
 // TODO 4's GEMMs: C for every shape, fp16 then bf16, as the tests recorded them.
@@ -114,5 +154,7 @@ int main(int argc, char** argv) {
         [] { return gemm("EmulatedWmmaGemm.TiledThroughSharedMemory", false); }},
        {"wmma-fast-emulated", [] { return gemm("EmulatedWmmaGemm.Fast", false); }},
        {"wmma-tiled", [] { return gemm("WmmaGemm.TiledThroughSharedMemory", true); }},
+       {"gpt-flash-emulated", [] { return gpt("FlashInTheGpt"); }},
+       {"gpt-flash", [] { return gpt("FlashInTheGpt"); }},
        {"wmma-fast", [] { return gemm("WmmaGemm.Fast", true); }}});
 }

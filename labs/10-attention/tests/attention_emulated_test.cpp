@@ -15,8 +15,8 @@
 
 #include "attention.h"
 #include "attention_cases.h"
-#include "emulated_mismatch.h"
 #include "gtl_judge_output.h"
+#include "tolerance_mismatch.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "attention_cases.h"
-#include "emulated_mismatch.h"
 #include "gtl_judge_output.h"
 #include "gtl_test.h"
+#include "tolerance_mismatch.h"
 
 #ifdef GTL_WITH_CUDA
 #include "attention.h"

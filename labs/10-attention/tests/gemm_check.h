@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "emulated_mismatch.h"
 #include "gemm_cases.h"
 #include "gtl_judge_output.h"
+#include "tolerance_mismatch.h"
 
 namespace lab10_gemm_cases {
 
