@@ -43,4 +43,24 @@ TEST(ReferenceAnchor, EqualsTheCoresAllocatorAtSeededShapes) {
     expect_reference_is_the_core(a);
 }
 
+// bf16: the blocks' saved bytes (docs/core.md's per-block formula with c = 2) equal what the
+// core's blocks keep under the bf16 policy, at every anchor shape without checkpointing.
+void expect_bf16_blocks(const AnchorCase& a) {
+  const lab11_core_step::Measured m = lab11_core_step::measure_step(a, /*bf16=*/true);
+  lab11::Config c;
+  c.micro_batch = a.batch;
+  c.precision = lab11::Precision::Bf16Mixed;
+  EXPECT_EQ(lab11_reference::stage_memory(a.model, c, 0).activations, m.blocks)
+      << lab11::describe(a.model) << ", batch " << a.batch << " (" << gtl::test_seed::describe()
+      << ")";
+}
+
+TEST(ReferenceAnchor, Bf16BlocksSaveWhatTheReferenceSays) {
+  for (const AnchorCase& a : lab11_cases::fixed_anchor_cases())
+    if (!a.checkpoint) expect_bf16_blocks(a);
+  for (const AnchorCase& a :
+       lab11_cases::seeded_anchor_cases("MemoryAnchor.Bf16BlocksKeepWhatTheCoresBlocksKeep"))
+    if (!a.checkpoint) expect_bf16_blocks(a);
+}
+
 }  // namespace

@@ -14,6 +14,7 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/gpt_block.h"
+#include "gtl/nn/precision.h"
 #include "gtl/optim/adamw.h"
 #include "lab11_cases.h"
 
@@ -37,11 +38,14 @@ inline Tensor ids_tensor(const std::vector<int64_t>& ids, const Shape& shape) {
   return t;
 }
 
-inline Measured measure_step(const AnchorCase& a) {
+inline Measured measure_step(const AnchorCase& a, bool bf16 = false) {
   std::shared_ptr<Allocator> alloc = make_cpu_caching_allocator();
   Measured m;
   {
     AllocatorScope scope(alloc);
+    // bf16: the GEMMs in bf16 on the fly (no compute copy: the blocks' saved bytes are what this
+    // measures then, not the persistent state).
+    nn::PrecisionScope precision(bf16 ? nn::PrecisionPolicy::bf16() : nn::PrecisionPolicy::fp32());
     nn::GPTConfig c;
     c.vocab = a.model.vocab;
     c.context = a.model.context;

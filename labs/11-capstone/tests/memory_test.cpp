@@ -100,6 +100,29 @@ TEST(MemoryAnchor, EveryCategoryEqualsTheCoresAllocatorAtSeededShapes) {
   for (const AnchorCase& a : lab11_cases::seeded_anchor_cases(name)) expect_anchor(a, out);
 }
 
+// bf16-mixed: the blocks' saved bytes (docs/core.md, with c = 2) against what the core's blocks
+// keep when the GEMMs run in bf16 (the anchor's other categories are float32 steps).
+void expect_bf16_blocks(const AnchorCase& a, gtl::judge::Outputs& out) {
+  if (a.checkpoint) return;
+  const Measured m = measure_step(a, /*bf16=*/true);
+  Config c = anchor_config(a);
+  c.precision = Precision::Bf16Mixed;
+  const MemoryBreakdown b = stage_memory(a.model, c, 0);
+  record(out, b);
+  EXPECT_EQ(b.activations, m.blocks)
+      << describe(a) << ", bf16-mixed (" << gtl::test_seed::describe() << "): activations "
+      << b.activations << " bytes, the core's blocks keep " << m.blocks
+      << " under bf16. Revisit which saved tensors are in the compute dtype and which stay "
+      << "float32 (handout, F4).";
+}
+
+TEST(MemoryAnchor, Bf16BlocksKeepWhatTheCoresBlocksKeep) {
+  const std::string name = "MemoryAnchor.Bf16BlocksKeepWhatTheCoresBlocksKeep";
+  gtl::judge::Outputs out(name);
+  for (const AnchorCase& a : lab11_cases::fixed_anchor_cases()) expect_bf16_blocks(a, out);
+  for (const AnchorCase& a : lab11_cases::seeded_anchor_cases(name)) expect_bf16_blocks(a, out);
+}
+
 // ---- MemoryModel: the parallel dimensions ------------------------------------------------------
 
 std::string where(const ModelSpec& m, const Config& c) {
