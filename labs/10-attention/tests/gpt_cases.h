@@ -18,9 +18,9 @@ struct GptCase {
 };
 
 inline std::string describe(const GptCase& c) {
-  return std::to_string(c.layers) + " blocks, " + std::to_string(c.heads) + " heads of " +
-         std::to_string(c.head_dim()) + ", T " + std::to_string(c.t) + ", batch " +
-         std::to_string(c.batch);
+  return std::to_string(c.layers) + (c.layers == 1 ? " block, " : " blocks, ") +
+         std::to_string(c.heads) + " heads of " + std::to_string(c.head_dim()) + ", T " +
+         std::to_string(c.t) + ", batch " + std::to_string(c.batch);
 }
 
 inline std::vector<GptCase> cases(const std::string& test) {
