@@ -15,9 +15,10 @@ namespace lab11 {
 std::string plan_table(const Plan& plan, int rows) {
   GTL_CHECK(rows >= 1, "plan_table: " << rows << " rows (>= 1)");
   std::string out;
-  // TODO(lab11) step 4 (table): the rows best candidates that fit, best first.
-  //   Spec: capstone.h, plan_table (the exact lines and the order).
-  //   Hint: std::stable_sort keeps "the earlier candidate" for free. About 20 lines.
+  // TODO(lab11) step 4 (table): the Pareto front of the fitting candidates, fastest first.
+  //   Spec: capstone.h, plan_table (which candidates, their order, the exact lines).
+  //   Hint: once the candidates are in the table's order, what does a row need to beat
+  //   among those before it? About 25 lines.
   (void)plan;
   // END TODO(lab11)
   return out;
@@ -31,7 +32,7 @@ std::string memory_svg(const MemoryBreakdown& memory, int64_t gpu_memory_bytes) 
                            << memory.activations << ", " << memory.other << " (all >= 0)");
   std::string out;
   // TODO(lab11) step 4 (figure): the stacked bar and the limit line.
-  //   Spec: capstone.h, memory_svg (the exact lines, the scale, the coordinates).
+  //   Spec: capstone.h, memory_svg (the lines, the scale, the coordinates).
   //   Hint: keep a running top of the stack. About 20 lines.
   // END TODO(lab11)
   return out;

@@ -6,7 +6,10 @@
 // are in starter/11-capstone/, one per TODO; the map from TODO to file, test and check is in the
 // handout, labs/11-capstone/README.md. Everything here is arithmetic on the CPU: the models are
 // the course's own layers counted exactly (the handout's "Facts" say what each earlier lab and the
-// core hold), not rules of thumb, and at dp = tp = pp = 1 the memory model must equal the core's
+// core hold), not rules of thumb, and at dp = tp = pp =//   | 1 | <describe(config)> |
+// <memory_bytes / 2^30, "%.2f"> | <tokens_per_s, "%.0f"> |
+//   ...
+// Fewer rows when the front is shorter.the memory model must equal the core's
 // allocator to the byte (the tests run the core's GPT to check it).
 //
 // The words used throughout (handout, "Background"):
@@ -234,28 +237,28 @@ Plan search(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequ
 Plan search(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request);
 
 // ---- TODO 4. The report (report.cpp) -----------------------------------------------------------
-// 4. The `rows` best candidates of `plan` that fit, as a Markdown table, best first in the
-// search's order of choice (the highest tokens_per_s, then the smaller memory_bytes, then the
-// earlier candidate): so row 1 is plan.best. Exactly these lines, each ending in "\n":
+// 4. The Pareto front of the candidates of `plan` that fit: those for which no other fitting
+// candidate is at least as fast (tokens_per_s) AND holds no more memory (memory_bytes), being
+// strictly better in one. Fastest first, equally fast ones in the order of plan.candidates; the
+// first `rows` of them, as a Markdown table. Reads plan.feasible and plan.candidates only.
+// Exactly these lines, each ending in "\n":
 //   | # | configuration | memory (GiB) | tokens/s |
 //   |---|---|---|---|
 //   | 1 | <describe(config)> | <memory_bytes / 2^30, "%.2f"> | <tokens_per_s, "%.0f"> |
 //   ...
-// Fewer rows when fewer fit. A plan that is not feasible: the one line "No configuration fits.\n".
+// Fewer rows when the front is shorter. A plan that is not feasible: the one line
+// "No configuration fits.\n".
 // Throws gtl::Error when rows < 1.
 std::string plan_table(const Plan& plan, int rows);
 
-// 4. One GPU's memory as an SVG stacked bar, bottom to top parameters, gradients, optimizer,
-// activations, other, under a line at the GPU's memory. Bar area: 400 px tall for
-// max(total, gpu_memory_bytes) bytes, from the baseline y = 420 up (SVG's y grows downwards).
-// Exactly one element per line:
+// 4. One GPU's memory as an SVG: the five categories stacked bottom to top (parameters first)
+// in a bar 400 px tall for max(total, gpu_memory_bytes) bytes standing on y = 420 (SVG's y grows
+// downwards), and a line at the GPU's memory. One element a line, Y (a top edge) and H "%.2f":
 //   <svg xmlns="http://www.w3.org/2000/svg" width="200" height="440">
 //   <rect data-category="parameters" x="60" y="Y" width="80" height="H" fill="#4e79a7"/>
-//   (five, in order; fill #4e79a7, #f28e2b, #e15759, #76b7b2, #59a14f)
+//   (one per category, in order; fills #4e79a7, #f28e2b, #e15759, #76b7b2, #59a14f)
 //   <line data-limit="gpu" x1="40" x2="160" y1="Y" y2="Y" stroke="black"/>
 //   </svg>
-// with H = 400 x bytes / max(total, gpu_memory_bytes), Y of a rect = 420 - (its H and the H of
-// the rects below it), Y of the line = 420 - 400 x gpu_memory_bytes / max(...), each "%.2f".
 // Throws gtl::Error when gpu_memory_bytes < 1 or a category is negative.
 std::string memory_svg(const MemoryBreakdown& memory, int64_t gpu_memory_bytes);
 

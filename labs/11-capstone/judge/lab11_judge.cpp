@@ -1,16 +1,18 @@
 // The judge of lab 11 (docs/grader.md, "The judge"): built from the course alone (the lab's
-// header, its given checks, the tests' shared cases and the judge's reference model), never from
-// the student's files. gtl-grade runs `lab11_judge <check>` after the check's tests; each case
-// reads what those tests recorded for the inputs the grading seed drew and recomputes it here:
+// header, its given checks, the tests' shared inputs and the judge's reference model and answers),
+// never from the student's files. gtl-grade runs `lab11_judge <check>` after the check's tests;
+// each case reads what those tests recorded for the inputs the grading seed drew and recomputes
+// it here:
 //   memory-anchor  every stage count and category at the anchor shapes, from the reference model
 //                  (lab11_reference.h, itself checked against the core's allocator at the same
 //                  shapes by lab11_reference_test)
 //   memory-model   every breakdown of the seeded sweeps, exactly, from the reference model
-//   placement      every placement, from the tests' rank-by-rank enumeration (lab11_cases.h)
+//   placement      every placement, from a rank-by-rank enumeration (lab11_answers.h)
 //   step-time      every figure of StepTime, from the reference (1e-12 relative, the handout's)
-//   search-space   every candidate list, from the tests' brute force over a superset
+//   search-space   every candidate list, from a brute force over a superset (lab11_answers.h)
 //   search-choice  every choice, from the brute-force choice over the brute-force space
-//   report-*       every line of every table and SVG, from the lines capstone.h specifies
+//   report-table   every line of every table, from the plan's Pareto front (lab11_answers.h)
+//   report-svg     every line of every SVG, from the lines capstone.h specifies
 #include <cmath>
 #include <random>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "capstone.h"
 #include "gtl_judge.h"
+#include "lab11_answers.h"
 #include "lab11_cases.h"
 #include "lab11_reference.h"
 
@@ -167,7 +170,7 @@ std::string memory_model() {
 // ---- TODO 2 ------------------------------------------------------------------------------------
 
 void expect_placement(Recorded& r, const lab11::ClusterSpec& cl, const Config& c) {
-  const auto want = lab11_cases::brute_force_placement(cl, c);
+  const auto want = lab11_answers::brute_force_placement(cl, c);
   const std::string at = std::to_string(cl.nodes) + " node(s) of " +
                          std::to_string(cl.gpus_per_node) + ", " + lab11::describe(c);
   const auto valid = r.next<int>("valid of " + at);
@@ -187,7 +190,7 @@ void expect_placement(Recorded& r, const lab11::ClusterSpec& cl, const Config& c
 }
 
 std::string placement() {
-  Recorded r("Placement.EveryGridOfClustersUpToFourNodesAgreesWithEveryRankEnumerated");
+  Recorded r("Placement.EveryGridOfClustersUpToFourNodesHasTheLinksItsGroupsSpan");
   for (int nodes = 1; nodes <= 4; ++nodes)
     for (int gpn : {2, 4, 8}) {
       lab11::ClusterSpec cl;
@@ -289,7 +292,7 @@ std::string search_space() {
   const std::string name = "Search.SpaceIsEveryRunnableTupleInOrder";
   Recorded r(name);
   for (const auto& s : lab11_cases::seeded_search_cases(name, 40)) {
-    const auto want = lab11_cases::brute_force_space(s.model, s.cluster, s.request);
+    const auto want = lab11_answers::brute_force_space(s.model, s.cluster, s.request);
     const std::string at = lab11::describe(s.model) + ", " + std::to_string(s.cluster.nodes) +
                            " x " + std::to_string(s.cluster.gpus_per_node) + " GPUs";
     const auto n = r.next<std::size_t>("the number of candidates of " + at);
@@ -312,16 +315,8 @@ std::string search_choice() {
   const std::string name = "Search.BestIsTheFastestThatFitsTiesByMemoryThenOrder";
   Recorded r(name);
   for (const auto& s : lab11_cases::seeded_search_cases(name, 60)) {
-    std::vector<lab11::Candidate> cands;
-    for (const Config& c : lab11_cases::brute_force_space(s.model, s.cluster, s.request)) {
-      lab11::Candidate k;
-      k.config = c;
-      k.memory_bytes = s.pricing.memory(c);
-      k.tokens_per_s = s.pricing.speed(c);
-      k.fits = k.memory_bytes <= s.cluster.gpu_memory_bytes;
-      cands.push_back(k);
-    }
-    const int best = lab11_cases::brute_force_best(cands);
+    const std::vector<lab11::Candidate> cands = lab11_answers::priced_space(s);
+    const int best = lab11_answers::brute_force_best(cands);
     const std::string at = lab11::describe(s.model) + ", " + std::to_string(s.cluster.nodes) +
                            " x " + std::to_string(s.cluster.gpus_per_node) + " GPUs";
     const auto feasible = r.next<int>("feasible of " + at);
@@ -357,25 +352,24 @@ void expect_lines(Recorded& r, const std::vector<std::string>& want, const std::
 }
 
 std::string report_table() {
-  const std::string name = "Report.TableListsTheBestThatFitBestFirst";
+  const std::string name = "Report.TableListsTheParetoFrontFastestFirst";
   Recorded r(name);
   std::mt19937_64 g = gtl::test_seed::generator(name + " rows");
-  for (const auto& s : lab11_cases::seeded_search_cases(name, 80)) {
-    const lab11::Plan plan = lab11_cases::brute_force_plan(s);
+  for (const lab11::Plan& plan : lab11_cases::seeded_plans(name, 80)) {
     const int rows = static_cast<int>(gtl::test_seed::draw(g, 1, 12));
     if (r.next<int>("the rows asked for") != rows)
       throw Rejection(name + ": the rows recorded are not the seed's");
-    expect_lines(r, lab11_cases::expected_table(plan, rows),
-                 "the table of " + lab11::describe(s.model));
+    expect_lines(r, lab11_answers::expected_table(plan, rows),
+                 "the table of " + std::to_string(plan.candidates.size()) + " candidates");
   }
-  return "every table the judge's";
+  return "every table the judge's Pareto front";
 }
 
 std::string report_svg() {
   const std::string name = "Report.SvgStacksTheCategoriesToScaleUnderTheLimit";
   Recorded r(name);
   for (const auto& [m, gpu] : lab11_cases::seeded_breakdowns(name, 30))
-    expect_lines(r, lab11_cases::expected_svg(m, gpu), "an SVG of " + show(m.total()) + " bytes");
+    expect_lines(r, lab11_answers::expected_svg(m, gpu), "an SVG of " + show(m.total()) + " bytes");
   return "every SVG the judge's";
 }
 

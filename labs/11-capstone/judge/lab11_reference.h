@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "capstone.h"
+#include "lab11_answers.h"
 #include "lab11_cases.h"
 
 namespace lab11_reference {
@@ -101,10 +102,10 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
 }
 
 // ---- TODO 2: the step time of the handout's "Step time", part by part. The placement is the
-// tests' brute force (lab11_cases.h), every rank enumerated.
+// judge's brute force (lab11_answers.h), every rank enumerated.
 inline lab11::StepTime step_time(const ModelSpec& m, const lab11::ClusterSpec& cl, const Config& c,
                                  double mfu) {
-  const lab11_cases::BruteForcePlacement at = lab11_cases::brute_force_placement(cl, c);
+  const lab11_answers::BruteForcePlacement at = lab11_answers::brute_force_placement(cl, c);
   const auto bw = [&](lab11::Link l) {
     return l == lab11::Link::IntraNode ? cl.intra_node_bytes_per_s : cl.inter_node_bytes_per_s;
   };

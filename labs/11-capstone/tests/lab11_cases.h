@@ -1,14 +1,15 @@
 // The inputs of lab 11's tests, shared with the judge (judge/lab11_judge.cpp): the GPT shapes the
-// core runs at dp = tp = pp = 1 (anchor) and the seeded models and configurations of the memory
-// model's sweeps. Each list is drawn from the grading seed (gtl_test_seed.h) and the test's name,
-// so the judge draws the very same inputs.
+// core runs at dp = tp = pp = 1 (anchor), the seeded models and configurations of the memory
+// model's sweeps, the clusters, search requests, plans and breakdowns of TODOs 2 to 4. Inputs
+// only: the answers are the judge's. Each list is drawn from the grading seed (gtl_test_seed.h)
+// and the test's name, so the judge draws the very same inputs.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capstone.h"
@@ -98,53 +99,6 @@ inline std::vector<SweepCase> seeded_sweep_cases(const std::string& test, int co
 using lab11::ClusterSpec;
 using lab11::Link;
 
-// The placement by enumerating every rank (capstone.h's order r = (d pp + s) tp + t): each group's
-// members and the nodes they sit on. Slow, obviously right: what place() must agree with.
-struct BruteForcePlacement {
-  bool valid = false;
-  Link tp = Link::None, pp = Link::None, dp = Link::None;
-};
-inline BruteForcePlacement brute_force_placement(const ClusterSpec& cl, const Config& c) {
-  BruteForcePlacement out;
-  const int gpus = cl.nodes * cl.gpus_per_node;
-  if (c.dp * c.tp * c.pp != gpus) return out;
-  auto rank = [&](int d, int s, int t) { return (d * c.pp + s) * c.tp + t; };
-  auto node = [&](int r) { return r / cl.gpus_per_node; };
-  // The link of a group: None for one member, Inter when its members sit on several nodes.
-  auto link = [&](const std::vector<int>& members) {
-    if (members.size() < 2) return Link::None;
-    for (int r : members)
-      if (node(r) != node(members.front())) return Link::InterNode;
-    return Link::IntraNode;
-  };
-  auto worst = [](Link a, Link b) { return static_cast<int>(a) > static_cast<int>(b) ? a : b; };
-  for (int d = 0; d < c.dp; ++d)
-    for (int s = 0; s < c.pp; ++s) {
-      std::vector<int> g;
-      for (int t = 0; t < c.tp; ++t) g.push_back(rank(d, s, t));
-      out.tp = worst(out.tp, link(g));
-    }
-  if (out.tp == Link::InterNode) {
-    out.tp = Link::None;
-    out.pp = Link::None;
-    return out;
-  }
-  for (int d = 0; d < c.dp; ++d)
-    for (int t = 0; t < c.tp; ++t) {
-      std::vector<int> g;
-      for (int s = 0; s < c.pp; ++s) g.push_back(rank(d, s, t));
-      out.pp = worst(out.pp, link(g));
-    }
-  for (int s = 0; s < c.pp; ++s)
-    for (int t = 0; t < c.tp; ++t) {
-      std::vector<int> g;
-      for (int d = 0; d < c.dp; ++d) g.push_back(rank(d, s, t));
-      out.dp = worst(out.dp, link(g));
-    }
-  out.valid = true;
-  return out;
-}
-
 // Clusters for the placement and time checks: 1 to 4 nodes of 2, 4 or 8 GPUs (a few dozen GPUs:
 // every rank enumerated), bandwidths and peaks of the order of an H100 node's.
 struct TimeCase {
@@ -209,40 +163,6 @@ inline std::vector<TimeCase> seeded_time_cases(const std::string& test, int coun
 using lab11::Candidate;
 using lab11::SearchRequest;
 
-// The space by brute force: every tuple of a superset (every integer tp, pp and micro-batch in
-// range), kept when it passes capstone.h's rules one by one, in capstone.h's order.
-inline std::vector<Config> brute_force_space(const ModelSpec& m, const ClusterSpec& cl,
-                                             const SearchRequest& r) {
-  auto power_of_two = [](int64_t x) { return x >= 1 && (x & (x - 1)) == 0; };
-  const int gpus = cl.nodes * cl.gpus_per_node;
-  std::vector<Config> out;
-  for (int tp = 1; tp <= gpus; ++tp)
-    for (int pp = 1; pp <= gpus; ++pp)
-      for (int zero = 0; zero <= 3; ++zero)
-        for (int sp = 0; sp <= 1; ++sp)
-          for (int64_t mb = 1; mb <= r.max_micro_batch; ++mb)
-            for (int ck = 0; ck <= 1; ++ck) {
-              if (!power_of_two(tp) || cl.gpus_per_node % tp || m.heads % tp || m.vocab % tp)
-                continue;
-              if (m.layers % pp || gpus % (tp * pp)) continue;
-              if (sp && (tp == 1 || m.context % tp)) continue;
-              const int dp = gpus / (tp * pp);
-              if (!power_of_two(mb) || r.global_batch_tokens % (mb * dp * m.context)) continue;
-              Config c;
-              c.dp = dp;
-              c.tp = tp;
-              c.pp = pp;
-              c.zero_stage = zero;
-              c.sequence_parallel = sp == 1;
-              c.micro_batch = mb;
-              c.accumulation = r.global_batch_tokens / (mb * dp * m.context);
-              c.activation_checkpointing = ck == 1;
-              c.precision = r.precision;
-              out.push_back(c);
-            }
-  return out;
-}
-
 // Seeded pricing functions with few distinct values, so that equal speeds and equal memories
 // are common: ties must be broken by the rule.
 struct ToyPricing {
@@ -294,93 +214,41 @@ inline std::vector<SearchCase> seeded_search_cases(const std::string& test, int 
   return out;
 }
 
-// The index of the best candidate by the rule (-1 when none fits): the highest speed, then the
-// smaller memory, then the earliest.
-inline int brute_force_best(const std::vector<Candidate>& cands) {
-  int best = -1;
-  for (int i = 0; i < static_cast<int>(cands.size()); ++i) {
-    const Candidate& c = cands[static_cast<std::size_t>(i)];
-    if (!c.fits) continue;
-    if (best < 0) {
-      best = i;
-      continue;
-    }
-    const Candidate& b = cands[static_cast<std::size_t>(best)];
-    if (c.tokens_per_s > b.tokens_per_s ||
-        (c.tokens_per_s == b.tokens_per_s && c.memory_bytes < b.memory_bytes))
-      best = i;
-  }
-  return best;
-}
-
 // ---- TODO 4 ------------------------------------------------------------------------------------
 
-// A plan built by the brute force (space, toy pricing, choice), so that TODO 4's checks need no
-// other TODO.
-inline lab11::Plan brute_force_plan(const SearchCase& s) {
-  lab11::Plan plan;
-  for (const Config& c : brute_force_space(s.model, s.cluster, s.request)) {
-    Candidate k;
-    k.config = c;
-    // Scaled to a GPU's sizes (about 11 to 46 GiB, 600 to 3100 tokens/s), fitting as priced.
-    k.memory_bytes = s.pricing.memory(c) * 12'345'679;
-    k.tokens_per_s = s.pricing.speed(c) * 1234.5;
-    k.fits = s.pricing.memory(c) <= s.cluster.gpu_memory_bytes;
-    plan.candidates.push_back(k);
+// Seeded plans for the table, built from drawn numbers so that TODO 4's checks need no other
+// TODO: up to 40 candidates (candidate i runs dp = i + 1, so no two describe alike; the other
+// fields drawn), memories of 1 to 4 levels of about 11.5 GiB and speeds of 1 to 5 steps of 617
+// tokens/s (equal speeds and equal memories are common), fitting when their level is at most the
+// plan's limit (0 to 4: from none fitting to all). `feasible`: some candidate fits; `best` is
+// left default: plan_table reads `feasible` and `candidates` only.
+inline std::vector<lab11::Plan> seeded_plans(const std::string& test, int count) {
+  std::mt19937_64 g = gtl::test_seed::generator(test);
+  using gtl::test_seed::draw;
+  std::vector<lab11::Plan> out;
+  for (int i = 0; i < count; ++i) {
+    lab11::Plan plan;
+    const int64_t n = draw(g, 0, 40), limit = draw(g, 0, 4);
+    for (int64_t j = 0; j < n; ++j) {
+      Candidate k;
+      k.config.dp = static_cast<int>(j + 1);
+      k.config.tp = 1 << draw(g, 0, 3);
+      k.config.pp = static_cast<int>(draw(g, 1, 4));
+      k.config.zero_stage = static_cast<int>(draw(g, 0, 3));
+      k.config.sequence_parallel = k.config.tp > 1 && draw(g, 0, 1) == 1;
+      k.config.micro_batch = 1 << draw(g, 0, 3);
+      k.config.accumulation = draw(g, 1, 64);
+      k.config.activation_checkpointing = draw(g, 0, 1) == 1;
+      k.config.precision = draw(g, 0, 1) == 1 ? Precision::Bf16Mixed : Precision::Fp32;
+      const int64_t level = draw(g, 1, 4);
+      k.memory_bytes = level * 12'345'678'901;
+      k.tokens_per_s = 617.25 * static_cast<double>(draw(g, 1, 5));
+      k.fits = level <= limit;
+      plan.feasible = plan.feasible || k.fits;
+      plan.candidates.push_back(k);
+    }
+    out.push_back(plan);
   }
-  const int best = brute_force_best(plan.candidates);
-  plan.feasible = best >= 0;
-  if (plan.feasible) plan.best = plan.candidates[static_cast<std::size_t>(best)];
-  return plan;
-}
-
-// The lines plan_table must write (capstone.h), the order found by taking the brute-force best
-// of what is left, again and again.
-inline std::vector<std::string> expected_table(const lab11::Plan& plan, int rows) {
-  if (!plan.feasible) return {"No configuration fits."};
-  std::vector<std::string> out = {"| # | configuration | memory (GiB) | tokens/s |",
-                                  "|---|---|---|---|"};
-  std::vector<Candidate> left = plan.candidates;
-  for (int row = 1; row <= rows; ++row) {
-    const int best = brute_force_best(left);
-    if (best < 0) break;
-    const Candidate c = left[static_cast<std::size_t>(best)];
-    left[static_cast<std::size_t>(best)].fits = false;  // taken
-    char line[512];
-    std::snprintf(line, sizeof line, "| %d | %s | %.2f | %.0f |", row,
-                  lab11::describe(c.config).c_str(),
-                  static_cast<double>(c.memory_bytes) / 1073741824.0, c.tokens_per_s);
-    out.push_back(line);
-  }
-  return out;
-}
-
-// The lines memory_svg must write (capstone.h).
-inline std::vector<std::string> expected_svg(const lab11::MemoryBreakdown& m, int64_t gpu) {
-  const double top = static_cast<double>(std::max(m.total(), gpu));
-  std::vector<std::string> out = {
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"200\" height=\"440\">"};
-  const char* names[5] = {"parameters", "gradients", "optimizer", "activations", "other"};
-  const char* fills[5] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f"};
-  const int64_t bytes[5] = {m.parameters, m.gradients, m.optimizer, m.activations, m.other};
-  double stack = 0;
-  char line[256];
-  for (int i = 0; i < 5; ++i) {
-    const double h = 400.0 * static_cast<double>(bytes[i]) / top;
-    stack += h;
-    std::snprintf(
-        line, sizeof line,
-        "<rect data-category=\"%s\" x=\"60\" y=\"%.2f\" width=\"80\" height=\"%.2f\" fill=\"%s\"/>",
-        names[i], 420.0 - stack, h, fills[i]);
-    out.push_back(line);
-  }
-  const double y = 420.0 - 400.0 * static_cast<double>(gpu) / top;
-  std::snprintf(
-      line, sizeof line,
-      "<line data-limit=\"gpu\" x1=\"40\" x2=\"160\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>", y,
-      y);
-  out.push_back(line);
-  out.push_back("</svg>");
   return out;
 }
 

@@ -1,12 +1,14 @@
 // TODO 3: the search. Priced with seeded pricing functions of few distinct values (so that equal
 // speeds and memories are common, and some clusters fit nothing), on seeded clusters, models and
 // global batches:
-//   Search.SpaceIsEveryRunnableTupleInOrder   the candidates are exactly the tuples that pass
-//       capstone.h's rules, in its order (a brute force over a superset, lab11_cases.h), each
-//       priced once, `fits` against the cluster's memory
-//   Search.BestIsTheFastestThatFitsTiesByMemoryThenOrder   the choice, the tie rule, and
-//       feasible = false where nothing fits
-// The judge rebuilds both from the same brute force.
+//   Search.SpaceIsEveryRunnableTupleInOrder   every candidate passes capstone.h's rules, each
+//       strictly after the one before in its order (so none twice), each priced once, `fits`
+//       iff its memory <= the GPU's; plain data parallelism is there where the batch divides
+//   Search.BestIsTheFastestThatFitsTiesByMemoryThenOrder   the best is a fitting candidate no
+//       other fitting candidate beats by the rule (faster; as fast with less memory; as fast,
+//       as much memory and earlier); feasible = false exactly where nothing fits
+// Every candidate list and choice is recorded: the judge compares them with its own brute force
+// over a superset (completeness: every runnable tuple, none missing).
 #include <gtest/gtest.h>
 
 #include "capstone.h"
@@ -54,9 +56,39 @@ bool same(const Config& a, const Config& b) {
          a.activation_checkpointing == b.activation_checkpointing && a.precision == b.precision;
 }
 
+// The fields of a candidate in the space's order, outermost first (precision is the request's).
+std::vector<int64_t> key(const Config& c) {
+  return {c.tp, c.pp, c.zero_stage, c.sequence_parallel, c.micro_batch, c.activation_checkpointing};
+}
+
+bool power_of_two(int64_t x) {
+  return x >= 1 && (x & (x - 1)) == 0;
+}
+
+// Which of capstone.h's rules `c` breaks, or "" when it passes them all.
+std::string broken_rule(const SearchCase& s, const Config& c) {
+  const ModelSpec& m = s.model;
+  const int gpus = s.cluster.nodes * s.cluster.gpus_per_node;
+  if (!power_of_two(c.tp) || s.cluster.gpus_per_node % c.tp || m.heads % c.tp || m.vocab % c.tp)
+    return "tp a power of two dividing gpus_per_node, H and V";
+  if (c.pp < 1 || m.layers % c.pp || gpus % (c.tp * c.pp)) return "pp dividing L, tp pp the GPUs";
+  if (c.dp * c.tp * c.pp != gpus) return "dp = GPUs / (tp pp)";
+  if (c.zero_stage < 0 || c.zero_stage > 3) return "ZeRO stage 0 to 3";
+  if (c.sequence_parallel && (c.tp == 1 || m.context % c.tp))
+    return "SP only for tp > 1 dividing T";
+  if (!power_of_two(c.micro_batch) || c.micro_batch > s.request.max_micro_batch)
+    return "micro-batches 1, 2, 4, ... up to max_micro_batch";
+  if (c.accumulation < 1 ||
+      c.micro_batch * c.accumulation * c.dp * m.context != s.request.global_batch_tokens)
+    return "micro_batch x accumulation x dp x T = the global batch";
+  if (c.precision != s.request.precision) return "the request's precision";
+  return "";
+}
+
 TEST(Search, SpaceIsEveryRunnableTupleInOrder) {
   const std::string test = "Search.SpaceIsEveryRunnableTupleInOrder";
   gtl::judge::Outputs out(test);
+  int plain = 0;
   for (const SearchCase& s : lab11_cases::seeded_search_cases(test, 40)) {
     int mem = 0, spd = 0;
     const Plan plan = run(s, mem, spd);
@@ -65,25 +97,42 @@ TEST(Search, SpaceIsEveryRunnableTupleInOrder) {
       record(out, c.config);
       out.record(c.fits);
     }
-    const std::vector<Config> want = lab11_cases::brute_force_space(s.model, s.cluster, s.request);
-    ASSERT_EQ(plan.candidates.size(), want.size())
-        << where(s) << ": " << plan.candidates.size() << " candidates, the space has "
-        << want.size() << " (revisit the rules: TP inside a node and dividing H and V, pp "
-        << "dividing L, SP only for tp > 1, micro-batches powers of two, and micro-batch x "
-        << "accumulation x dp x T = the global batch exactly)";
-    for (std::size_t i = 0; i < want.size(); ++i) {
+    for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
       const Candidate& c = plan.candidates[i];
-      ASSERT_TRUE(same(c.config, want[i]))
-          << where(s) << ": candidate " << i << " is " << describe(c.config) << ", expected "
-          << describe(want[i]) << " (the order of capstone.h, outermost first)";
+      const std::string rule = broken_rule(s, c.config);
+      ASSERT_EQ(rule, "") << where(s) << ": candidate " << i << ", " << describe(c.config)
+                          << ", breaks the rule: " << rule << " (capstone.h, search)";
+      if (i > 0) {
+        ASSERT_LT(key(plan.candidates[i - 1].config), key(c.config))
+            << where(s) << ": candidate " << i - 1 << " ("
+            << describe(plan.candidates[i - 1].config) << ") must come strictly before candidate "
+            << i << " (" << describe(c.config)
+            << "): capstone.h's order, outermost first, each tuple once";
+      }
       EXPECT_EQ(c.memory_bytes, s.pricing.memory(c.config)) << where(s) << ": candidate " << i;
       EXPECT_EQ(c.tokens_per_s, s.pricing.speed(c.config)) << where(s) << ": candidate " << i;
       EXPECT_EQ(c.fits, c.memory_bytes <= s.cluster.gpu_memory_bytes)
           << where(s) << ": candidate " << i << " fits iff its memory <= the GPU's";
     }
-    EXPECT_EQ(mem, static_cast<int>(want.size())) << where(s) << ": memory priced once each";
-    EXPECT_EQ(spd, static_cast<int>(want.size())) << where(s) << ": speed priced once each";
+    EXPECT_EQ(mem, static_cast<int>(plan.candidates.size()))
+        << where(s) << ": memory priced once per candidate";
+    EXPECT_EQ(spd, static_cast<int>(plan.candidates.size()))
+        << where(s) << ": speed priced once per candidate";
+    // Plain data parallelism over every GPU, micro-batches of one, is runnable whenever the
+    // batch divides: it must be there (the judge checks that every runnable tuple is).
+    const int64_t gpus = s.cluster.nodes * s.cluster.gpus_per_node;
+    if (s.request.global_batch_tokens % (gpus * s.model.context) == 0) {
+      ++plain;
+      bool found = false;
+      for (const Candidate& c : plan.candidates)
+        found = found || (c.config.tp == 1 && c.config.pp == 1 && c.config.zero_stage == 0 &&
+                          c.config.micro_batch == 1 && !c.config.activation_checkpointing);
+      EXPECT_TRUE(found) << where(s) << ": dp " << gpus << ", micro-batch 1 x "
+                         << s.request.global_batch_tokens / (gpus * s.model.context)
+                         << " is runnable and missing";
+    }
   }
+  EXPECT_GT(plain, 0) << "no seeded case where plain data parallelism divides the batch";
 }
 
 TEST(Search, BestIsTheFastestThatFitsTiesByMemoryThenOrder) {
@@ -95,39 +144,44 @@ TEST(Search, BestIsTheFastestThatFitsTiesByMemoryThenOrder) {
     const Plan plan = run(s, mem, spd);
     out.record(plan.feasible);
     record(out, plan.best.config);
-    // The reference choice over the space, priced the same way.
-    std::vector<Candidate> cands;
-    for (const Config& c : lab11_cases::brute_force_space(s.model, s.cluster, s.request)) {
-      Candidate k;
-      k.config = c;
-      k.memory_bytes = s.pricing.memory(c);
-      k.tokens_per_s = s.pricing.speed(c);
-      k.fits = k.memory_bytes <= s.cluster.gpu_memory_bytes;
-      cands.push_back(k);
+    // The choice judged against the plan's own candidates (the judge checks the list).
+    int fitting = 0, best_at = -1;
+    for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+      const Candidate& c = plan.candidates[i];
+      fitting += c.fits ? 1 : 0;
+      if (best_at < 0 && c.fits && same(c.config, plan.best.config)) best_at = static_cast<int>(i);
     }
-    const int best = lab11_cases::brute_force_best(cands);
-    if (best < 0) {
+    if (fitting == 0) {
       ++infeasible;
       EXPECT_FALSE(plan.feasible) << where(s) << ": no candidate fits, feasible must be false";
       continue;
     }
-    const Candidate& w = cands[static_cast<std::size_t>(best)];
-    for (const Candidate& c : cands)
-      if (c.fits && c.tokens_per_s == w.tokens_per_s && !same(c.config, w.config)) {
-        ++ties;
-        break;
-      }
-    ASSERT_TRUE(plan.feasible) << where(s) << ": " << describe(w.config) << " fits";
-    EXPECT_TRUE(same(plan.best.config, w.config))
-        << where(s) << ": the best is " << describe(w.config) << " (" << w.tokens_per_s
-        << " tokens/s, " << w.memory_bytes << " B), yours " << describe(plan.best.config) << " ("
-        << plan.best.tokens_per_s << " tokens/s, " << plan.best.memory_bytes
-        << " B): the fastest that fits, then the smaller memory, then the earliest";
+    ASSERT_TRUE(plan.feasible) << where(s) << ": " << fitting << " candidates fit";
+    ASSERT_GE(best_at, 0) << where(s) << ": the best, " << describe(plan.best.config)
+                          << ", is not a fitting candidate of the plan";
+    const Candidate& b = plan.best;
+    bool tied = false;
+    for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+      const Candidate& c = plan.candidates[i];
+      if (!c.fits || static_cast<int>(i) == best_at) continue;
+      tied = tied || c.tokens_per_s == b.tokens_per_s;
+      const bool better = c.tokens_per_s > b.tokens_per_s ||
+                          (c.tokens_per_s == b.tokens_per_s &&
+                           (c.memory_bytes < b.memory_bytes ||
+                            (c.memory_bytes == b.memory_bytes && static_cast<int>(i) < best_at)));
+      EXPECT_FALSE(better) << where(s) << ": candidate " << i << ", " << describe(c.config) << " ("
+                           << c.tokens_per_s << " tokens/s, " << c.memory_bytes
+                           << " B), beats the best, " << describe(b.config) << " ("
+                           << b.tokens_per_s << " tokens/s, " << b.memory_bytes
+                           << " B): the fastest that fits, then the smaller memory, then the "
+                           << "earliest";
+    }
+    ties += tied ? 1 : 0;
   }
   // The seeded cases must exercise what they are for (a case list that never ties proves
   // nothing about the tie rule).
   EXPECT_GT(infeasible, 0) << "no seeded case without a fitting candidate";
-  EXPECT_GT(ties, 0) << "no seeded case with equally fast candidates";
+  EXPECT_GT(ties, 0) << "no seeded case with equally fast candidates that fit";
 }
 
 TEST(Search, RefusesAnEmptyBatchAndAnswersInfeasibleWithoutThrowing) {

@@ -1,7 +1,9 @@
 // TODO 2: the placement and the step time.
 //   Placement  every factorisation dp x tp x pp of clusters of 1 to 4 nodes (2, 4 or 8 GPUs
-//              each) against a brute force that enumerates every rank and the nodes of every
-//              group (lab11_cases.h): validity and each group's link.
+//              each): validity, no link exactly for a group of one, nothing across nodes on
+//              one node, TP never across nodes; the handout's worked placements (S7) link by
+//              link. Every placement is recorded and the judge compares each link with its own
+//              rank-by-rank enumeration.
 //   StepTime   properties the handout states (the bubble in the per-DP-rank micro-batch count,
 //              the global batch, the parts adding up, one GPU's MFU, which link the DP
 //              synchronisation uses); every figure of seeded runs is recorded and the judge
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "capstone.h"
 #include "gtl/runtime/error.h"
@@ -44,28 +47,35 @@ void expect_placement(const ClusterSpec& cl, const Config& c, gtl::judge::Output
   out.record(static_cast<int>(p.tp));
   out.record(static_cast<int>(p.pp));
   out.record(static_cast<int>(p.dp));
-  const auto want = lab11_cases::brute_force_placement(cl, c);
+  const int gpus = cl.nodes * cl.gpus_per_node;
   const std::string at = std::to_string(cl.nodes) + " node(s) of " +
                          std::to_string(cl.gpus_per_node) + ", " + describe(c);
-  ASSERT_EQ(p.valid, want.valid) << at << ": valid must be " << want.valid
+  // TP groups are tp consecutive ranks starting at multiples of tp: each lies inside a node iff
+  // tp divides the node's GPUs (when the grid uses every GPU).
+  const bool want_valid = c.dp * c.tp * c.pp == gpus && cl.gpus_per_node % c.tp == 0;
+  ASSERT_EQ(p.valid, want_valid) << at << ": valid must be " << want_valid
                                  << " (every GPU used, every TP group inside one node); reason "
                                  << "given: \"" << p.reason << "\"";
-  if (!want.valid) {
+  if (!want_valid) {
     EXPECT_FALSE(p.reason.empty()) << at << ": an invalid placement says why";
     return;
   }
-  EXPECT_EQ(p.tp, want.tp) << at << ": TP's link is " << name(p.tp) << ", expected "
-                           << name(want.tp);
-  EXPECT_EQ(p.pp, want.pp) << at << ": the pipeline's link is " << name(p.pp) << ", expected "
-                           << name(want.pp) << " (TP innermost, then PP: a pipeline takes every "
-                           << "tp-th rank)";
-  EXPECT_EQ(p.dp, want.dp) << at << ": DP's link is " << name(p.dp) << ", expected "
-                           << name(want.dp);
+  const std::pair<const char*, std::pair<Link, int>> groups[3] = {
+      {"TP", {p.tp, c.tp}}, {"the pipeline", {p.pp, c.pp}}, {"DP", {p.dp, c.dp}}};
+  for (const auto& [group, link_size] : groups) {
+    const auto& [link, size] = link_size;
+    EXPECT_EQ(link == Link::None, size == 1)
+        << at << ": " << group << "'s link is " << name(link) << " for a group of " << size
+        << " (none exactly for a group of one)";
+    if (cl.nodes == 1) {
+      EXPECT_NE(link, Link::InterNode) << at << ": " << group << " crosses nodes on one node";
+    }
+  }
+  EXPECT_NE(p.tp, Link::InterNode) << at << ": a valid placement keeps TP inside a node";
 }
 
-TEST(Placement, EveryGridOfClustersUpToFourNodesAgreesWithEveryRankEnumerated) {
-  gtl::judge::Outputs out(
-      "Placement.EveryGridOfClustersUpToFourNodesAgreesWithEveryRankEnumerated");
+TEST(Placement, EveryGridOfClustersUpToFourNodesHasTheLinksItsGroupsSpan) {
+  gtl::judge::Outputs out("Placement.EveryGridOfClustersUpToFourNodesHasTheLinksItsGroupsSpan");
   for (int nodes = 1; nodes <= 4; ++nodes)
     for (int gpn : {2, 4, 8}) {
       ClusterSpec cl;
@@ -79,6 +89,41 @@ TEST(Placement, EveryGridOfClustersUpToFourNodesAgreesWithEveryRankEnumerated) {
         expect_placement(cl, c, out);
       }
     }
+}
+
+// The handout's worked placements (S7), rank by rank.
+TEST(Placement, TheHandoutsWorkedPlacements) {
+  struct Worked {
+    int nodes, gpus_per_node, dp, tp, pp;
+    Link tp_link, pp_link, dp_link;
+  };
+  const Worked cases[] = {
+      {2, 8, 2, 4, 2, Link::IntraNode, Link::IntraNode, Link::InterNode},
+      {4, 2, 1, 2, 4, Link::IntraNode, Link::InterNode, Link::None},
+      {2, 4, 1, 1, 8, Link::None, Link::InterNode, Link::None},
+      {2, 8, 8, 2, 1, Link::IntraNode, Link::None, Link::InterNode},
+      {1, 8, 2, 2, 2, Link::IntraNode, Link::IntraNode, Link::IntraNode},
+  };
+  for (const Worked& w : cases) {
+    ClusterSpec cl;
+    cl.nodes = w.nodes;
+    cl.gpus_per_node = w.gpus_per_node;
+    Config c;
+    c.dp = w.dp;
+    c.tp = w.tp;
+    c.pp = w.pp;
+    const Placement p = place(cl, c);
+    const std::string at = std::to_string(w.nodes) + " node(s) of " +
+                           std::to_string(w.gpus_per_node) + ", " + describe(c) +
+                           " (handout, S7's worked placements)";
+    ASSERT_TRUE(p.valid) << at << ": valid; reason given: \"" << p.reason << "\"";
+    EXPECT_EQ(p.tp, w.tp_link) << at << ": TP's link is " << name(p.tp) << ", expected "
+                               << name(w.tp_link);
+    EXPECT_EQ(p.pp, w.pp_link) << at << ": the pipeline's link is " << name(p.pp) << ", expected "
+                               << name(w.pp_link) << " (a pipeline takes every tp-th rank)";
+    EXPECT_EQ(p.dp, w.dp_link) << at << ": DP's link is " << name(p.dp) << ", expected "
+                               << name(w.dp_link) << " (a DP group takes every (tp pp)-th rank)";
+  }
 }
 
 TEST(Placement, ATpGroupAcrossNodesIsInvalidAndStepTimeRefusesIt) {
