@@ -99,7 +99,8 @@ void check_config(const ModelSpec& model, const Config& config);
 // peak is; the categories are:
 //   parameters   the weights the forward reads (fp32: the float32 weights; bf16-mixed: the bf16
 //                compute copy), the stage's and this TP rank's only; under ZeRO-3 the rank's
-//                shard plus the one unit gathered at the peak
+//                shard plus the one unit gathered at the peak (bf16-mixed: only the gathered
+//                unit's bf16 copy: the persistent shard is the float32 master, under optimizer)
 //   gradients    the float32 gradients (under ZeRO-2/3: the shard plus the one unit's full
 //                gradient at the peak)
 //   optimizer    AdamW's m and v, and under bf16-mixed the float32 master weights (sharded from

@@ -1,8 +1,8 @@
 // lab11_plan: the plans of the handout's three runs, with your memory model, step-time model and
 // search and report (given: a program over TODOs 1 to 4). For each run it prints the request, the
-// best configuration that fits and its memory by category and step time by part, and the ten
-// fastest configurations that fit (plan_table), as Markdown; with --svg-dir, the chosen plan's
-// memory as a bar (memory_svg).
+// best configuration that fits and its memory by category and step time by part, and at most ten
+// rows of the Pareto front of the configurations that fit (plan_table), as Markdown; with
+// --svg-dir, the chosen plan's memory as a bar (memory_svg).
 //
 //   lab11_plan [--mfu 0.4] [--svg-dir DIR]   (DIR/lab11-capstone-<run>.svg: the chosen plan's
 //   memory)
