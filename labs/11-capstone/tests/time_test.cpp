@@ -100,6 +100,7 @@ TEST(Placement, TheHandoutsWorkedPlacements) {
   const Worked cases[] = {
       {2, 8, 2, 4, 2, Link::IntraNode, Link::IntraNode, Link::InterNode},
       {4, 2, 1, 2, 4, Link::IntraNode, Link::InterNode, Link::None},
+      {2, 2, 1, 2, 2, Link::IntraNode, Link::InterNode, Link::None},
       {2, 4, 1, 1, 8, Link::None, Link::InterNode, Link::None},
       {2, 8, 8, 2, 1, Link::IntraNode, Link::None, Link::InterNode},
       {1, 8, 2, 2, 2, Link::IntraNode, Link::IntraNode, Link::IntraNode},
