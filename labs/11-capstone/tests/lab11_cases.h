@@ -39,8 +39,8 @@ inline std::vector<AnchorCase> fixed_anchor_cases() {
   };
 }
 
-// Two shapes drawn from the seed: L 1-3, H 1-4, head width 1-4, V 5-40, T 1-16, B 1-4, tied or
-// not, checkpointed or not.
+// Two shapes drawn from the seed: L 1-3, H 1-4, head width 1-4, V 5-40, T 1-16, B 1-4 (B T >= 2:
+// F5's regime), tied or not, checkpointed or not.
 inline std::vector<AnchorCase> seeded_anchor_cases(const std::string& test) {
   std::mt19937_64 g = gtl::test_seed::generator(test);
   using gtl::test_seed::draw;
@@ -56,6 +56,9 @@ inline std::vector<AnchorCase> seeded_anchor_cases(const std::string& test) {
     a.batch = draw(g, 1, 4);
     a.checkpoint = draw(g, 0, 1) == 1;
     a.seed = static_cast<uint64_t>(draw(g, 1, 1000));
+    // F5's regime: with one token a step (N = 1) and a vocabulary many times the width, the
+    // step peaks in the loss's and the head's backward instead, a moment the model leaves out.
+    if (a.batch * a.model.context == 1) a.batch = 2;
     out.push_back(a);
   }
   return out;
