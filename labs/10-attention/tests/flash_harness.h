@@ -18,8 +18,6 @@ struct Call {
   bool backward = false;
   lab10::AttentionShape shape;
   cudaStream_t stream = nullptr;
-  const float* o = nullptr;  // the o and lse a forward wrote, or a backward was given
-  const float* lse = nullptr;
 };
 
 // Every call since the last clear, in order.

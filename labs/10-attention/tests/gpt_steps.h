@@ -16,6 +16,7 @@
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/parameter_buffer.h"
 #include "gtl/optim/adamw.h"
+#include "nn/gpt_test_util.h"
 
 namespace lab10_gpt_cases {
 
@@ -24,12 +25,6 @@ struct Steps {
   std::vector<std::vector<float>> first_grads;  // every parameter's, after the first backward
   int64_t held_after_forward = 0;               // `alloc`'s bytes when the first forward returns
 };
-
-inline gtl::Tensor ids_tensor(const std::vector<int64_t>& ids, const gtl::Shape& shape) {
-  gtl::Tensor t = gtl::Tensor::empty(shape, gtl::DType::Int64);
-  std::copy(ids.begin(), ids.end(), t.data<int64_t>());
-  return t;
-}
 
 inline Steps train_steps(const GptCase& c, std::shared_ptr<const gtl::nn::AttentionKernels> kernels,
                          gtl::Device device, gtl::Allocator& alloc) {
@@ -53,8 +48,8 @@ inline Steps train_steps(const GptCase& c, std::shared_ptr<const gtl::nn::Attent
       ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.vocab)));
       targets.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.vocab)));
     }
-    const Tensor in = ids_tensor(ids, {c.batch, c.t}).to(device);
-    const Tensor tg = ids_tensor(targets, {c.batch * c.t}).to(device);
+    const Tensor in = gtl::testing::ids_tensor(ids, {c.batch, c.t}).to(device);
+    const Tensor tg = gtl::testing::ids_tensor(targets, {c.batch * c.t}).to(device);
     const nn::CrossEntropyLoss head;
     nn::Context ctx, loss_ctx;
     const Tensor logits = gpt.forward(in, ctx);

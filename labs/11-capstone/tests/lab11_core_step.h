@@ -17,6 +17,7 @@
 #include "gtl/nn/precision.h"
 #include "gtl/optim/adamw.h"
 #include "lab11_cases.h"
+#include "nn/gpt_test_util.h"
 
 namespace lab11_core_step {
 
@@ -31,12 +32,6 @@ struct Measured {
   int64_t peak = 0;        // the step's peak
   int64_t parameters = 0;  // numel of the GPT's parameters (for the count)
 };
-
-inline Tensor ids_tensor(const std::vector<int64_t>& ids, const Shape& shape) {
-  Tensor t = Tensor::empty(shape, DType::Int64);
-  std::copy(ids.begin(), ids.end(), t.data<int64_t>());
-  return t;
-}
 
 inline Measured measure_step(const AnchorCase& a, bool bf16 = false) {
   std::shared_ptr<Allocator> alloc = make_cpu_caching_allocator();
@@ -81,8 +76,8 @@ inline Measured measure_step(const AnchorCase& a, bool bf16 = false) {
       ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
       targets.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
     }
-    const Tensor in = ids_tensor(ids, {a.batch, t});
-    const Tensor tg = ids_tensor(targets, {n});
+    const Tensor in = gtl::testing::ids_tensor(ids, {a.batch, t});
+    const Tensor tg = gtl::testing::ids_tensor(targets, {n});
     const nn::CrossEntropyLoss head;
     nn::Context ctx, loss_ctx;
     Tensor logits = gpt.forward(in, ctx);
