@@ -70,6 +70,8 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   if (stage == 0) m.other += 8 * n * in_flight;  // ids
   if (stage == config.pp - 1) {
     m.other += 8 * n + 4 * (2 * n * d) + 4 * 2 * n * (model.vocab / k) + 4;
+  } else {
+    m.other += 4 * n * d / sp;  // the gradient the next stage sent, held through the backward
   }
   // END SOLUTION(lab11)
   return m;

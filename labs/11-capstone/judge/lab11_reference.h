@@ -98,6 +98,8 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   if (stage == c.pp - 1)                         // targets, dx of the head and the last block,
     r.other += 8 * tokens + 8 * tokens * d + 8 * tokens * (m.vocab / k) + 4;  // logits, dlogits,
                                                                               // the loss
+  else  // the gradient the next stage sent (float32, the residual stream: cut by SP)
+    r.other += 4 * tokens * d / sp;
   return r;
 }
 

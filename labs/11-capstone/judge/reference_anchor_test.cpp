@@ -7,6 +7,7 @@
 #include "gtl_test_seed.h"
 #include "lab11_cases.h"
 #include "lab11_core_step.h"
+#include "lab11_proof_cases.h"
 #include "lab11_reference.h"
 
 namespace {
@@ -64,3 +65,22 @@ TEST(ReferenceAnchor, Bf16BlocksSaveWhatTheReferenceSays) {
 }
 
 }  // namespace
+
+// Beyond one GPU: at the proof's twins (dp x pp, tp = 1, ZeRO-0, float32; fixed and seeded), each
+// stage's total of the reference model equals the share the tests derive from the core's
+// GPTStage alone, which the solution's ranks peak at exactly (lab11_proof_test): the facts of
+// stages (F10's copy of a tied table, F11's micro-batches in flight, F16's other on a stage that
+// is not the last) measured, not assumed.
+TEST(ReferenceProof, EveryStageEqualsTheTwinsShare) {
+  for (const lab11_proof_cases::ProofCase& c :
+       lab11_proof_cases::proof_cases("ReferenceProof.EveryStageEqualsTheTwinsShare")) {
+    for (int s = 0; s < c.config.pp; ++s) {
+      const int64_t share =
+          lab11_proof_cases::stage_share(c, lab11_proof_cases::stage_pieces(c, s), s);
+      const lab11::MemoryBreakdown r = lab11_reference::stage_memory(c.model, c.config, s);
+      EXPECT_EQ(r.total(), share) << c.name() << ", stage " << s << ": parameters " << r.parameters
+                                  << ", gradients " << r.gradients << ", optimizer " << r.optimizer
+                                  << ", activations " << r.activations << ", other " << r.other;
+    }
+  }
+}

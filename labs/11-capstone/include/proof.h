@@ -1,0 +1,73 @@
+// Lab 11, TODO 5: the proof. A plan is a claim about bytes and messages; this part runs a plan's
+// twin (the same dp x pp shape, a small GPT) on in-process ranks (gtl::dist::run_ranks) and
+// checks the claim against what each rank's allocator and trace saw.
+//
+// This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your file
+// is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
+//
+// What runs here: dp x pp ranks, tp = 1, ZeRO-0, float32, no SP. The core has the pieces for that
+// (nn::GPTStage, the communicator, AdamW); the tensor-parallel layers and ZeRO's units are labs
+// 06 and 08's own code, which this lab's tree does not hold (check_provable refuses the rest).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "capstone.h"
+#include "gtl/distributed/communicator.h"
+#include "gtl/optim/param.h"
+
+namespace lab11 {
+
+// The sequences of one step: `sequences` = micro_batch x accumulation x dp of them, T = the
+// model's context tokens each, row-major [sequences, T]; targets[i] is the token that follows
+// ids[i] (the next-token loss, data/text_dataset.h). DP rank d trains on the d-th contiguous
+// block of micro_batch x accumulation sequences, its micro-batches in order.
+struct ProofBatch {
+  int64_t sequences = 0;
+  std::vector<int64_t> ids, targets;
+};
+
+// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: tp = 1,
+// zero_stage 0, float32, no sequence parallelism. Throws gtl::Error naming the field otherwise.
+void check_provable(const ModelSpec& model, const Config& config);
+
+// One rank of the twin, built by make_plan_rank.
+class PlanRank {
+ public:
+  virtual ~PlanRank() = default;
+
+  // 5. One training step on this rank: its DP rank's `accumulation` micro-batches through the
+  // pipeline in 1F1B order, the gradients made those of the mean loss over ALL of the batch's
+  // tokens, one AdamW step. Returns, on a rank of the last stage, its DP rank's mean loss (over
+  // its micro_batch x accumulation sequences), and NaN on every other rank. Every rank of the
+  // world calls it with the same batch.
+  virtual float step(const ProofBatch& batch) = 0;
+
+  // This rank's parameters (its stage's), by their names in the whole model (nn::GPTStage).
+  virtual std::vector<gtl::optim::ParamRef> parameters() const = 0;
+};
+
+// 5. World rank r of config.dp x config.pp ranks (r = d pp + s: DP rank d, stage s, the core's
+// ProcessGrid with tp = 1): stage s of the core's GPT (ModelSpec, `seed`; every block checkpointed
+// under activation_checkpointing), and AdamW (learning rate `lr`, the core's other defaults) on
+// its parameters. Collective over `world` (every rank calls it). Throws gtl::Error
+// (check_provable; a world of another size than dp x pp) before communicating.
+//
+// What the checks hold it to (handout, TODO 5): after each step every rank's parameters equal a
+// single process's training on the whole batch (within the stated tolerance), and the two copies
+// of a tied table stay equal; at its peak, each rank's allocator holds exactly what one
+// micro-batch on that stage holds, plus what 1F1B keeps of the others; the trace holds exactly
+// the plan's traffic: the activations and their gradients between neighbouring stages, one
+// message per micro-batch and direction, and the gradient synchronisation, each tensor once,
+// in the group that needs it; nothing else.
+//
+// The last stage holds a micro-batch's logits and their gradient until the micro-batch's backward
+// has finished, as the core's trainer does (docs/core.md, "Memory of a training step": the model
+// of TODO 1 counts them); everything else a rank keeps is yours to decide, and is measured.
+std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
+                                         const Config& config, gtl::dist::Communicator& world,
+                                         float lr);
+
+}  // namespace lab11

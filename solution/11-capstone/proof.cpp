@@ -1,0 +1,199 @@
+// Lab 11, TODO 5: a plan's twin on in-process ranks, built from the core's pieces: the GPT's
+// pipeline stages (nn::GPTStage), the process grid, the communicator and AdamW.
+//
+// The proof is the allocator and the trace: what this file keeps alive, and what it sends to
+// whom, is measured on every rank and held against the plan. A schedule that keeps one
+// micro-batch too many, a message sent twice, a gradient averaged in the wrong group: each shows
+// up there, not in the loss.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "gtl/distributed/process_grid.h"
+#include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/gpt_stage.h"
+#include "gtl/optim/adamw.h"
+#include "gtl/runtime/error.h"
+#include "proof.h"
+
+namespace lab11 {
+
+namespace {
+
+using gtl::DType;
+using gtl::Tensor;
+using gtl::dist::Communicator;
+namespace nn = gtl::nn;
+
+// Sequences [first, first + count) of the batch's ids (shape [count, T]) or of its targets
+// (shape [count * T]), as the int64 tensor the GPT and the loss take.
+[[maybe_unused]] Tensor rows(const std::vector<int64_t>& all, int64_t first, int64_t count,
+                             int64_t t, bool flat) {
+  Tensor out =
+      flat ? Tensor::empty({count * t}, DType::Int64) : Tensor::empty({count, t}, DType::Int64);
+  std::copy(all.begin() + first * t, all.begin() + (first + count) * t, out.data<int64_t>());
+  return out;
+}
+
+nn::GPTConfig gpt_config(const ModelSpec& model, uint64_t seed, const Config& config) {
+  nn::GPTConfig c;
+  c.vocab = model.vocab;
+  c.context = model.context;
+  c.dim = model.dim;
+  c.layers = model.layers;
+  c.heads = model.heads;
+  c.tie_head = model.tied_head;
+  c.checkpoint = config.activation_checkpointing;
+  c.seed = seed;
+  return c;
+}
+
+class TwinRank final : public PlanRank {
+ public:
+  TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, Communicator& world,
+           float lr);
+  float step(const ProofBatch& batch) override;
+  std::vector<gtl::optim::ParamRef> parameters() const override {
+    return stage_ != nullptr ? stage_->parameters() : std::vector<gtl::optim::ParamRef>{};
+  }
+
+ private:
+  ModelSpec model_;
+  Config config_;
+  std::unique_ptr<nn::GPTStage> stage_;  // built by the constructor
+  // SOLUTION(lab11) step 5
+  std::unique_ptr<gtl::dist::ProcessGrid> grid_;
+  std::unique_ptr<Communicator> tied_;  // the first and last stage of one pipeline
+  std::unique_ptr<gtl::optim::AdamW> adamw_;
+  // END SOLUTION(lab11)
+};
+
+TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, Communicator& world,
+                   float lr)
+    : model_(model), config_(config) {
+  // r = d pp + s: this rank's stage is its world rank modulo pp.
+  stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), world.rank() % config.pp,
+                                          config.pp);
+  // SOLUTION(lab11) step 5
+  grid_ = std::make_unique<gtl::dist::ProcessGrid>(world, 1, config.pp, config.dp);
+  const int s = grid_->pp_rank(), pp = config.pp;
+  // The two copies of a tied table (stage 0's and the last stage's) are one parameter: their
+  // gradients are summed between those two ranks of each pipeline, before DP averages them.
+  const bool holds_table = model.tied_head && pp > 1 && (s == 0 || s == pp - 1);
+  tied_ = world.split(holds_table ? grid_->dp_rank() : -1, world.rank());
+  gtl::optim::AdamWOptions options;
+  options.lr = lr;
+  adamw_ = std::make_unique<gtl::optim::AdamW>(stage_->parameters(), options);
+  // END SOLUTION(lab11)
+}
+
+float TwinRank::step(const ProofBatch& batch) {
+  const int64_t t = model_.context, mb = config_.micro_batch, m = config_.accumulation;
+  GTL_CHECK(batch.sequences == mb * m * config_.dp &&
+                static_cast<int64_t>(batch.ids.size()) == batch.sequences * t &&
+                batch.targets.size() == batch.ids.size(),
+            "PlanRank::step: expected " << mb * m * config_.dp << " sequences of " << t
+                                        << " ids and targets, got " << batch.sequences
+                                        << " sequences, " << batch.ids.size() << " ids, "
+                                        << batch.targets.size() << " targets");
+  float loss_sum = std::numeric_limits<float>::quiet_NaN();
+  // SOLUTION(lab11) step 5
+  const int s = grid_->pp_rank(), pp = config_.pp;
+  const bool first = s == 0, last = s == pp - 1;
+  const int64_t own = grid_->dp_rank() * mb * m;  // this DP rank's first sequence
+  Communicator& pipe = grid_->pp_group();
+  const nn::CrossEntropyLoss loss;
+  std::vector<nn::Context> ctx(static_cast<std::size_t>(m));
+  int64_t forwarded = 0, backwarded = 0;
+  if (last) loss_sum = 0;
+  auto activation = [&] { return Tensor::empty({mb, t, model_.dim}); };
+  // The input of the next micro-batch to forward: its ids on stage 0, else a buffer to receive
+  // the previous stage's activation into.
+  auto next_input = [&]() -> Tensor {
+    return first ? rows(batch.ids, own + forwarded * mb, mb, t, false) : activation();
+  };
+  // Forward micro-batch `forwarded`; returns what goes to the next stage (nothing on the last,
+  // which runs the loss and its backward at once: its 1F1B has no warm-up).
+  auto forward = [&](const Tensor& x) {
+    Tensor y = stage_->forward(x, ctx[static_cast<std::size_t>(forwarded++)]);
+    return y;
+  };
+  // Backward of micro-batch `backwarded` from dy (dlogits on the last stage); returns dx.
+  auto backward = [&](const Tensor& dy) {
+    const nn::GradMode mode = backwarded == 0 ? nn::GradMode::Overwrite : nn::GradMode::Accumulate;
+    return stage_->backward(ctx[static_cast<std::size_t>(backwarded++)], dy, mode);
+  };
+  // The last stage: forward, loss (mean over the micro-batch; 1/m makes the sum over m the DP
+  // rank's mean), backward, with the targets, logits, dlogits and loss held throughout.
+  auto last_step = [&](const Tensor& x) {
+    const Tensor targets = rows(batch.targets, own + forwarded * mb, mb, t, true);
+    const Tensor logits = forward(x);
+    nn::Context loss_ctx;
+    const Tensor l = loss.forward(logits, targets, loss_ctx);
+    loss_sum += l.item();
+    const Tensor dlogits = loss.backward(loss_ctx, 1.f / static_cast<float>(m));
+    return backward(dlogits);
+  };
+  const int64_t warmup = last ? 0 : std::min<int64_t>(pp - s - 1, m);
+  for (int64_t i = 0; i < warmup; ++i) {
+    Tensor x = next_input();
+    if (!first) pipe.recv(x, s - 1);
+    pipe.send(forward(x), s + 1);
+  }
+  Tensor x;
+  if (forwarded < m) {
+    x = next_input();
+    if (!first) pipe.recv(x, s - 1);
+  }
+  while (forwarded < m) {  // steady state: one forward, one backward
+    Tensor dx;
+    if (last) {
+      dx = last_step(x);
+    } else {
+      Tensor dy = activation();
+      pipe.send_recv(forward(x), s + 1, dy, s + 1);
+      dx = backward(dy);
+    }
+    x = Tensor();
+    if (forwarded < m) {
+      x = next_input();
+      if (!first) pipe.send_recv(dx, s - 1, x, s - 1);
+    } else if (!first) {
+      pipe.send(dx, s - 1);
+    }
+  }
+  while (backwarded < m) {  // cool-down: the warm-up's micro-batches
+    Tensor dy = activation();
+    pipe.recv(dy, s + 1);
+    const Tensor dx = backward(dy);
+    if (!first) pipe.send(dx, s - 1);
+  }
+  // The gradients of the DP rank's mean loss: the tied table's two halves summed, then every
+  // gradient averaged over the DP ranks (equal micro-batches: the mean of means is the mean).
+  if (const gtl::optim::ParamRef* table = stage_->tied_table(); table != nullptr) {
+    tied_->all_reduce(table->grad, gtl::dist::ReduceOp::Sum);
+  }
+  if (config_.dp > 1) {
+    for (const gtl::optim::ParamRef& p : stage_->parameters()) {
+      grid_->dp_group().all_reduce(p.grad, gtl::dist::ReduceOp::Avg);
+    }
+  }
+  adamw_->step();
+  if (last) loss_sum /= static_cast<float>(m);
+  // END SOLUTION(lab11)
+  return loss_sum;
+}
+
+}  // namespace
+
+std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
+                                         const Config& config, Communicator& world, float lr) {
+  check_provable(model, config);
+  GTL_CHECK(world.world_size() == config.dp * config.pp,
+            "make_plan_rank: a world of " << world.world_size() << " ranks for dp " << config.dp
+                                          << " x pp " << config.pp);
+  return std::make_unique<TwinRank>(model, seed, config, world, lr);
+}
+
+}  // namespace lab11

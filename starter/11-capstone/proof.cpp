@@ -1,0 +1,118 @@
+// Lab 11, TODO 5: a plan's twin on in-process ranks, built from the core's pieces: the GPT's
+// pipeline stages (nn::GPTStage), the process grid, the communicator and AdamW.
+//
+// The proof is the allocator and the trace: what this file keeps alive, and what it sends to
+// whom, is measured on every rank and held against the plan. A schedule that keeps one
+// micro-batch too many, a message sent twice, a gradient averaged in the wrong group: each shows
+// up there, not in the loss.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "gtl/distributed/process_grid.h"
+#include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/gpt_stage.h"
+#include "gtl/optim/adamw.h"
+#include "gtl/runtime/error.h"
+#include "proof.h"
+
+namespace lab11 {
+
+namespace {
+
+using gtl::DType;
+using gtl::Tensor;
+using gtl::dist::Communicator;
+namespace nn = gtl::nn;
+
+// Sequences [first, first + count) of the batch's ids (shape [count, T]) or of its targets
+// (shape [count * T]), as the int64 tensor the GPT and the loss take.
+[[maybe_unused]] Tensor rows(const std::vector<int64_t>& all, int64_t first, int64_t count,
+                             int64_t t, bool flat) {
+  Tensor out =
+      flat ? Tensor::empty({count * t}, DType::Int64) : Tensor::empty({count, t}, DType::Int64);
+  std::copy(all.begin() + first * t, all.begin() + (first + count) * t, out.data<int64_t>());
+  return out;
+}
+
+nn::GPTConfig gpt_config(const ModelSpec& model, uint64_t seed, const Config& config) {
+  nn::GPTConfig c;
+  c.vocab = model.vocab;
+  c.context = model.context;
+  c.dim = model.dim;
+  c.layers = model.layers;
+  c.heads = model.heads;
+  c.tie_head = model.tied_head;
+  c.checkpoint = config.activation_checkpointing;
+  c.seed = seed;
+  return c;
+}
+
+class TwinRank final : public PlanRank {
+ public:
+  TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, Communicator& world,
+           float lr);
+  float step(const ProofBatch& batch) override;
+  std::vector<gtl::optim::ParamRef> parameters() const override {
+    return stage_ != nullptr ? stage_->parameters() : std::vector<gtl::optim::ParamRef>{};
+  }
+
+ private:
+  ModelSpec model_;
+  Config config_;
+  std::unique_ptr<nn::GPTStage> stage_;  // built by the constructor
+  // TODO(lab11) step 5: what this rank keeps between steps besides its stage.
+  //   About 4 lines.
+  // END TODO(lab11)
+};
+
+TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, Communicator& world,
+                   float lr)
+    : model_(model), config_(config) {
+  // r = d pp + s: this rank's stage is its world rank modulo pp.
+  stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), world.rank() % config.pp,
+                                          config.pp);
+  // TODO(lab11) step 5: this rank's groups, its stage of the GPT and its optimizer.
+  //   Spec: proof.h, make_plan_rank.
+  //   Hint: list every parameter that more than one rank holds a copy of, and for each the
+  //   ranks holding it: each such set is a group whose gradients must be combined. Groups are
+  //   collective to make (every rank of the world calls each split). About 10 lines.
+  (void)lr;
+  // END TODO(lab11)
+}
+
+float TwinRank::step(const ProofBatch& batch) {
+  const int64_t t = model_.context, mb = config_.micro_batch, m = config_.accumulation;
+  GTL_CHECK(batch.sequences == mb * m * config_.dp &&
+                static_cast<int64_t>(batch.ids.size()) == batch.sequences * t &&
+                batch.targets.size() == batch.ids.size(),
+            "PlanRank::step: expected " << mb * m * config_.dp << " sequences of " << t
+                                        << " ids and targets, got " << batch.sequences
+                                        << " sequences, " << batch.ids.size() << " ids, "
+                                        << batch.targets.size() << " targets");
+  float loss_sum = std::numeric_limits<float>::quiet_NaN();
+  // TODO(lab11) step 5: one training step of this rank.
+  //   Spec: proof.h, PlanRank::step; the handout's TODO 5 says what is measured.
+  //   Hint: write stage s's 1F1B order as three phases (lab 07): how many forwards run before
+  //   its first backward, and whom each message goes to and comes from. Sends are rendezvous:
+  //   two neighbours that send to each other at the same point must do it in one call. Then
+  //   decide, for every tensor you make, which call it must not outlive: the allocator sees each
+  //   one. About 70 lines.
+  (void)batch;
+  // END TODO(lab11)
+  return loss_sum;
+}
+
+}  // namespace
+
+std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
+                                         const Config& config, Communicator& world, float lr) {
+  check_provable(model, config);
+  GTL_CHECK(world.world_size() == config.dp * config.pp,
+            "make_plan_rank: a world of " << world.world_size() << " ranks for dp " << config.dp
+                                          << " x pp " << config.pp);
+  return std::make_unique<TwinRank>(model, seed, config, world, lr);
+}
+
+}  // namespace lab11
