@@ -57,6 +57,7 @@ class TwinRank final : public PlanRank {
   std::vector<gtl::optim::ParamRef> parameters() const override {
     return stage_ != nullptr ? stage_->parameters() : std::vector<gtl::optim::ParamRef>{};
   }
+  gtl::nn::Module& stage() override { return *stage_; }
 
  private:
   ModelSpec model_;

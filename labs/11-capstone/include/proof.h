@@ -16,6 +16,7 @@
 
 #include "capstone.h"
 #include "gtl/distributed/communicator.h"
+#include "gtl/nn/module.h"
 #include "gtl/optim/param.h"
 
 namespace lab11 {
@@ -47,6 +48,9 @@ class PlanRank {
 
   // This rank's parameters (its stage's), by their names in the whole model (nn::GPTStage).
   virtual std::vector<gtl::optim::ParamRef> parameters() const = 0;
+
+  // Its stage (given: built by make_plan_rank): lab11_prove traces its modules for the timeline.
+  virtual gtl::nn::Module& stage() = 0;
 };
 
 // 5. World rank r of config.dp x config.pp ranks (r = d pp + s: DP rank d, stage s, the core's
