@@ -67,9 +67,10 @@ class PlanRank {
 // message per micro-batch and direction, and the gradient synchronisation, each tensor once,
 // in the group that needs it; nothing else.
 //
-// The last stage holds a micro-batch's logits and their gradient until the micro-batch's backward
-// has finished, as the core's trainer does (docs/core.md, "Memory of a training step": the model
-// of TODO 1 counts them); everything else a rank keeps is yours to decide, and is measured.
+// The last stage holds a micro-batch's targets, logits, their gradient and its loss until the
+// micro-batch's backward has finished, as the core's trainer does (docs/core.md, "Memory of a
+// training step": the model of TODO 1 counts them); everything else a rank keeps is yours to
+// decide, and is measured.
 std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
                                          const Config& config, gtl::dist::Communicator& world,
                                          float lr);
