@@ -67,7 +67,7 @@ TwinRun run_twin(const ProofCase& c) {
   TwinRun run;
   run.ranks.resize(static_cast<std::size_t>(world));
   dist::RunOptions options;
-  options.timeout = std::chrono::seconds(30);  // a hang fails at once; a busy machine does not
+  options.timeout = std::chrono::seconds(30);  // a deadlock fails (and ends its test)
   for (int r = 0; r < world; ++r) options.allocators.push_back(make_cpu_caching_allocator());
   try {
     dist::run_ranks(
