@@ -6,8 +6,9 @@
 // is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
 //
 // What runs here: dp x pp ranks, tp = 1, ZeRO-0, float32, no SP. The core has the pieces for that
-// (nn::GPTStage, the communicator, AdamW); the tensor-parallel layers and ZeRO's units are labs
-// 06 and 08's own code, which this lab's tree does not hold (check_provable refuses the rest).
+// (nn::GPTStage, the communicator, AdamW); the tensor-parallel layers (lab 08) and the ZeRO
+// strategies (lab 06) are those labs' own code, which this lab's tree does not hold
+// (check_provable refuses the rest).
 #pragma once
 
 #include <cstdint>

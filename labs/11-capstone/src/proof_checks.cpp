@@ -1,5 +1,5 @@
-// What the proof can run (proof.h): the core holds dp x pp in float32; TP, ZeRO and bf16 are
-// labs 06 and 08's code.
+// What the proof can run (proof.h): the core holds what dp x pp needs in float32; the TP layers
+// and the ZeRO strategies (and their bf16 forms) are labs 08's and 06's code.
 #include "gtl/runtime/error.h"
 #include "proof.h"
 
@@ -10,7 +10,7 @@ void check_provable(const ModelSpec& model, const Config& config) {
   GTL_CHECK(config.tp == 1 && config.zero_stage == 0 && !config.sequence_parallel &&
                 config.precision == Precision::Fp32,
             "check_provable: the proof runs dp x pp with tp = 1, ZeRO-0, float32 and no SP (the "
-            "core has no tensor-parallel layers or ZeRO units), got "
+            "tensor-parallel layers and the ZeRO strategies are labs 08's and 06's code), got "
                 << describe(config));
 }
 
