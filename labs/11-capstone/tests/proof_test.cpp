@@ -290,3 +290,34 @@ TEST(ProofStep, TheTraceHoldsThePlansTrafficAndNothingElse) {
     }
   }
 }
+
+// Given code (check_provable, make_plan_rank's checks): what the twins cannot run is refused by
+// name, before any rank communicates. Not a graded check: it holds for the starter too.
+TEST(ProofGiven, RefusesWhatTheTwinCannotRunByName) {
+  const ModelSpec model{4, 16, 2, 30, 8, true};
+  auto refused = [&](Config c, const std::string& what, int world) {
+    dist::RunOptions options;
+    options.timeout = std::chrono::seconds(30);
+    gtl::testing::expect_error_naming(
+        [&] {
+          dist::run_ranks(
+              world,
+              [&](dist::Communicator& comm) { lab11::make_plan_rank(model, 1, c, comm, kLr); },
+              options);
+        },
+        {what}, lab11::describe(c));
+  };
+  Config tp;
+  tp.tp = 2;
+  refused(tp, "tp = 1, ZeRO-0, float32 and no SP", 2);
+  Config zero;
+  zero.dp = 2;
+  zero.zero_stage = 1;
+  refused(zero, "tp = 1, ZeRO-0, float32 and no SP", 2);
+  Config bf16;
+  bf16.precision = lab11::Precision::Bf16Mixed;
+  refused(bf16, "tp = 1, ZeRO-0, float32 and no SP", 1);
+  Config pp;
+  pp.pp = 2;
+  refused(pp, "a world of 3 ranks for dp 1 x pp 2", 3);
+}
