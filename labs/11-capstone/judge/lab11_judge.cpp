@@ -13,7 +13,13 @@
 //   search-choice  every choice, from the brute-force choice over the brute-force space
 //   report-table   every line of every table, from the plan's Pareto front (lab11_answers.h)
 //   report-svg     every line of every SVG, from the lines capstone.h specifies
+//   proof-loss     every loss and step-1 gradient of every twin rank, from one process training
+//                  the core's GPT (the handout's bars); every copy of a parameter the same
+//   proof-memory   every rank's peak, derived from its allocation events, against its stage's
+//                  share measured on the core's GPTStage
+//   proof-traffic  every rank's summed traffic, against the plan's
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +28,7 @@
 #include "gtl_judge.h"
 #include "lab11_answers.h"
 #include "lab11_cases.h"
+#include "lab11_proof_cases.h"
 #include "lab11_reference.h"
 
 namespace {
@@ -373,6 +380,115 @@ std::string report_svg() {
   return "every SVG the judge's";
 }
 
+// ---- TODO 5: the proof
+// --------------------------------------------------------------------------- The twins' recorded
+// outputs against what the judge computes from the course alone: one process training the core's
+// GPT (proof-loss), the shares measured on the core's GPTStage (proof-memory), the plan's messages
+// (proof-traffic).
+using lab11_proof_cases::ProofCase;
+
+std::string proof_loss() {
+  const std::string test = "ProofStep.TrainsAsOneProcessOnTheWholeBatch";
+  Recorded r(test);
+  for (const ProofCase& c : lab11_proof_cases::proof_cases(test)) {
+    const lab11_proof_cases::OneProcess ref = lab11_proof_cases::one_process(c);
+    const int pp = c.config.pp, world = c.config.dp * pp;
+    double sums[2] = {0, 0};
+    std::map<std::string, uint64_t> copies;  // each parameter's digest after step 2
+    for (int rank = 0; rank < world; ++rank) {
+      const std::string at = c.name() + ", world rank " + std::to_string(rank);
+      if (r.next<int>("the stage of " + at) != rank % pp)
+        throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
+      for (int step = 0; step < 2; ++step) {
+        const double loss = r.next<double>("a loss of " + at);
+        if (rank % pp == pp - 1) {
+          sums[step] += loss;
+        } else if (!std::isnan(loss)) {
+          throw Rejection(test + ": " + at + " is not on the last stage and returned a loss " +
+                          show(loss));
+        }
+      }
+      const auto n = r.next<std::size_t>("the parameter count of " + at);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::string param = r.next<std::string>("a parameter's name on " + at);
+        const auto found = ref.grads1.find(param);
+        if (found == ref.grads1.end())
+          throw Rejection(test + ": " + at + " holds " + param + ", which the GPT has not");
+        const std::vector<float> g =
+            r.sequence<float>("the gradient of " + param + " on " + at, found->second.size());
+        const double e = lab11_proof_cases::relative_l2(g, found->second);
+        if (!(e <= lab11_proof_cases::kGradientBar))
+          throw Rejection(test + ": " + at + ": the gradient of " + param +
+                          " after step 1 is off one process's by " + show(e) +
+                          " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
+        const auto digest = r.next<uint64_t>("the value of " + param + " on " + at);
+        const auto [copy, first] = copies.emplace(param, digest);
+        if (!first && copy->second != digest)
+          throw Rejection(test + ": " + at + ": its copy of " + param +
+                          " differs from another rank's after step 2");
+      }
+    }
+    if (copies.size() != ref.grads1.size())
+      throw Rejection(test + ": " + c.name() + ": the ranks hold " + show(copies.size()) +
+                      " of the GPT's " + show(ref.grads1.size()) + " parameters");
+    for (int step = 0; step < 2; ++step) {
+      const double mean = sums[step] / c.config.dp;
+      if (!(std::fabs(mean - ref.loss[step]) <=
+            lab11_proof_cases::kLossBar[step] * std::fabs(ref.loss[step])))
+        throw Rejection(test + ": " + c.name() + ": the DP ranks' mean loss of step " +
+                        show(step + 1) + " is " + show(mean) + ", one process's " +
+                        show(ref.loss[step]));
+    }
+  }
+  return "";
+}
+
+std::string proof_memory() {
+  const std::string test = "ProofStep.EachRankPeaksAtExactlyItsStagesShare";
+  Recorded r(test);
+  for (const ProofCase& c : lab11_proof_cases::proof_cases(test)) {
+    const int pp = c.config.pp;
+    std::vector<int64_t> shares;
+    for (int s = 0; s < pp; ++s) {
+      shares.push_back(lab11_proof_cases::stage_share(c, lab11_proof_cases::stage_pieces(c, s), s));
+    }
+    for (int rank = 0; rank < c.config.dp * pp; ++rank) {
+      const std::string at = c.name() + ", world rank " + std::to_string(rank);
+      if (r.next<int>("the stage of " + at) != rank % pp)
+        throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
+      const int64_t peak = r.peak_of_events("the allocations of " + at);
+      const int64_t share = shares[static_cast<std::size_t>(rank % pp)];
+      if (peak != share)
+        throw Rejection(test + ": " + at + ": its allocations peak at " + show(peak) +
+                        " bytes, its stage's share is " + show(share));
+    }
+  }
+  return "";
+}
+
+std::string proof_traffic() {
+  const std::string test = "ProofStep.TheTraceHoldsThePlansTrafficAndNothingElse";
+  Recorded r(test);
+  for (const ProofCase& c : lab11_proof_cases::proof_cases(test)) {
+    const int pp = c.config.pp;
+    std::vector<int64_t> parameters;
+    for (int s = 0; s < pp; ++s) {
+      parameters.push_back(lab11_proof_cases::stage_parameter_count(c, s));
+    }
+    for (int rank = 0; rank < c.config.dp * pp; ++rank) {
+      const std::string at = c.name() + ", world rank " + std::to_string(rank);
+      if (r.next<int>("the stage of " + at) != rank % pp)
+        throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
+      const std::vector<int64_t> want =
+          lab11_proof_cases::flatten(lab11_proof_cases::expected_traffic(
+              c, rank, parameters[static_cast<std::size_t>(rank % pp)]));
+      if (r.sequence<int64_t>("the traffic of " + at, want.size()) != want)
+        throw Rejection(test + ": " + at + ": its traffic is not the plan's");
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -384,5 +500,8 @@ int main(int argc, char** argv) {
                           {"search-space", search_space},
                           {"search-choice", search_choice},
                           {"report-table", report_table},
-                          {"report-svg", report_svg}});
+                          {"report-svg", report_svg},
+                          {"proof-loss", proof_loss},
+                          {"proof-memory", proof_memory},
+                          {"proof-traffic", proof_traffic}});
 }

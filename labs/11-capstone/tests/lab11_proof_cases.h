@@ -5,13 +5,17 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "capstone.h"
+#include "gtl/distributed/trace.h"
 #include "gtl/memory/caching_allocator.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/gpt.h"
@@ -162,6 +166,161 @@ inline StagePieces stage_pieces(const ProofCase& c, int s) {
 inline int64_t stage_share(const ProofCase& c, const StagePieces& p, int s) {
   const int64_t in_flight = std::min<int64_t>(c.config.pp - s, c.config.accumulation);
   return p.built + p.one_micro_batch + (in_flight - 1) * p.held;
+}
+
+// The stage's parameter count (its gradient's elements), from the core's GPTStage.
+inline int64_t stage_parameter_count(const ProofCase& c, int s) {
+  const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
+  AllocatorScope scope(scratch);
+  const nn::GPTStage stage(gpt_config(c), s, c.config.pp);
+  int64_t n = 0;
+  for (const nn::ParamRef& p : stage.parameters()) n += p.value.numel();
+  return n;
+}
+
+// ---- proof-loss: one process training the core's GPT on each whole batch --------------------
+struct OneProcess {
+  float loss[2] = {0, 0};
+  std::map<std::string, std::vector<float>> grads1;  // by name, after step 1
+};
+
+inline OneProcess one_process(const ProofCase& c) {
+  const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
+  AllocatorScope scope(scratch);
+  nn::GPT gpt(gpt_config(c));
+  optim::AdamWOptions options;
+  options.lr = kLr;
+  optim::AdamW adamw(gpt.parameters(), options);
+  OneProcess out;
+  for (int step = 0; step < 2; ++step) {
+    const ProofBatch b = make_batch(c, static_cast<uint64_t>(step + 1));
+    const Tensor ids = gtl::testing::ids_tensor(b.ids, {b.sequences, c.model.context});
+    const Tensor targets = gtl::testing::ids_tensor(b.targets, {b.sequences * c.model.context});
+    const nn::CrossEntropyLoss loss;
+    nn::Context ctx, loss_ctx;
+    const Tensor logits = gpt.forward(ids, ctx);
+    out.loss[step] = loss.forward(logits, targets, loss_ctx).item();
+    gpt.backward(ctx, loss.backward(loss_ctx));
+    if (step == 0) {
+      for (const nn::ParamRef& p : gpt.parameters()) out.grads1[p.name] = p.grad.to_vector();
+    }
+    adamw.step();
+  }
+  return out;
+}
+
+// The bars of proof-loss (handout, "Tolerances"): the loss of step 1 and of step 2 (relative),
+// every gradient of step 1 (relative L2).
+inline constexpr double kLossBar[2] = {1e-5, 1e-4};
+inline constexpr double kGradientBar = 1e-5;
+
+// |a - e|_2 / |e|_2 (|a|_2 when e is zero).
+inline double relative_l2(const std::vector<float>& a, const std::vector<float>& e) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    num += (double(a[i]) - e[i]) * (double(a[i]) - e[i]);
+    den += double(e[i]) * e[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// ---- proof-traffic: what a rank's trace holds over the two steps ------------------------------
+struct Traffic {
+  std::map<int, int64_t> sent, received, messages;  // point to point, by peer (world rank)
+  std::map<std::vector<int>, int64_t> all_reduced;  // all-reduce payload bytes, by group
+  int64_t odd_messages = 0;       // messages of another size than one micro-batch's activation
+  int64_t other_collectives = 0;  // collectives over more than one rank that are not all-reduces
+  bool operator==(const Traffic& o) const {
+    return sent == o.sent && received == o.received && messages == o.messages &&
+           all_reduced == o.all_reduced && odd_messages == o.odd_messages &&
+           other_collectives == o.other_collectives;
+  }
+};
+
+// One micro-batch's activation (or its gradient) between stages: [micro_batch, T, D] float32.
+inline int64_t activation_bytes(const ProofCase& c) {
+  return 4 * c.config.micro_batch * c.model.context * c.model.dim;
+}
+
+// Sums a rank's events (peers of a point-to-point event: the destination, then the source).
+inline Traffic traffic_of(const std::vector<dist::TraceEvent>& events, int64_t activation) {
+  Traffic t;
+  for (const dist::TraceEvent& e : events) {
+    if (e.kind == dist::TraceKind::PointToPoint && !e.peers.empty()) {
+      if (e.op == "send" || e.op == "send_recv") {
+        t.sent[e.peers.front()] += e.bytes_sent;
+        ++t.messages[e.peers.front()];
+        if (e.bytes_sent != activation) ++t.odd_messages;
+      }
+      if (e.op == "recv" || e.op == "send_recv") t.received[e.peers.back()] += e.bytes_received;
+    } else if (e.kind == dist::TraceKind::Collective && e.op != "split" && e.group.size() > 1) {
+      if (e.op == "all_reduce") {
+        t.all_reduced[e.group] += e.bytes;
+      } else {
+        ++t.other_collectives;
+      }
+    }
+  }
+  return t;
+}
+
+// The plan's traffic of world rank r over two steps: m activations to the next stage and m
+// gradients to the previous one a step, as many received; the stage's gradients (4 bytes a
+// parameter) all-reduced in the DP group once a step; with a tied head and pp > 1, the table's
+// gradient all-reduced between the pipeline's first and last stage once a step.
+inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_parameters) {
+  const int pp = c.config.pp, dp = c.config.dp, s = r % pp, d = r / pp;
+  const int64_t m = c.config.accumulation, a = activation_bytes(c);
+  Traffic t;
+  for (const int peer : {r - 1, r + 1}) {
+    if ((peer == r - 1 && s == 0) || (peer == r + 1 && s == pp - 1)) continue;
+    t.sent[peer] = t.received[peer] = 2 * m * a;
+    t.messages[peer] = 2 * m;
+  }
+  if (dp > 1) {
+    std::vector<int> group;
+    for (int i = 0; i < dp; ++i) group.push_back(i * pp + s);
+    t.all_reduced[group] = 2 * 4 * stage_parameters;
+  }
+  if (c.model.tied_head && pp > 1 && (s == 0 || s == pp - 1)) {
+    t.all_reduced[{d * pp, d * pp + pp - 1}] += 2 * 4 * c.model.vocab * c.model.dim;
+  }
+  return t;
+}
+
+// A Traffic as one sequence of integers, for the judge: the two counts, then each map as its
+// size and its entries (a group as its size, its members, its bytes).
+inline std::vector<int64_t> flatten(const Traffic& t) {
+  std::vector<int64_t> v = {t.odd_messages, t.other_collectives};
+  for (const std::map<int, int64_t>* by_peer : {&t.sent, &t.received, &t.messages}) {
+    v.push_back(static_cast<int64_t>(by_peer->size()));
+    for (const auto& [peer, n] : *by_peer) v.insert(v.end(), {peer, n});
+  }
+  v.push_back(static_cast<int64_t>(t.all_reduced.size()));
+  for (const auto& [group, n] : t.all_reduced) {
+    v.push_back(static_cast<int64_t>(group.size()));
+    v.insert(v.end(), group.begin(), group.end());
+    v.push_back(n);
+  }
+  return v;
+}
+
+// "to rank 1: 6144 bytes in 6 messages; ...": for messages.
+inline std::string describe(const Traffic& t) {
+  std::ostringstream s;
+  for (const auto& [peer, n] : t.sent) {
+    s << "sent to rank " << peer << ": " << n << " bytes in " << t.messages.at(peer)
+      << " messages; ";
+  }
+  for (const auto& [peer, n] : t.received) s << "received from rank " << peer << ": " << n << "; ";
+  for (const auto& [group, n] : t.all_reduced) {
+    s << "all-reduced in {";
+    for (std::size_t i = 0; i < group.size(); ++i) s << (i > 0 ? "," : "") << group[i];
+    s << "}: " << n << "; ";
+  }
+  s << t.odd_messages << " message(s) not of one activation's size, " << t.other_collectives
+    << " collective(s) other than all-reduces";
+  return s.str();
 }
 
 }  // namespace lab11_proof_cases
