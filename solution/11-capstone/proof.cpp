@@ -117,8 +117,7 @@ float TwinRank::step(const ProofBatch& batch) {
   // Forward micro-batch `forwarded`; returns what goes to the next stage (nothing on the last,
   // which runs the loss and its backward at once: its 1F1B has no warm-up).
   auto forward = [&](const Tensor& x) {
-    Tensor y = stage_->forward(x, ctx[static_cast<std::size_t>(forwarded++)]);
-    return y;
+    return stage_->forward(x, ctx[static_cast<std::size_t>(forwarded++)]);
   };
   // Backward of micro-batch `backwarded` from dy (dlogits on the last stage); returns dx.
   auto backward = [&](const Tensor& dy) {

@@ -9,8 +9,8 @@
 #include "gtl/nn/linear.h"
 #include "gtl/nn/position_embedding.h"
 #include "gtl/nn/precision.h"
+#include "gtl/nn/tied_head.h"
 #include "gtl/nn/token_embedding.h"
-#include "gtl/ops/matmul.h"
 
 namespace gtl::nn {
 
@@ -49,18 +49,12 @@ GPT::GPT(const GPTConfig& config) : Module("gpt"), config_(config) {
 
 ComputeCost GPT::forward_cost(const Shape& input_shape) const {
   if (!config_.tie_head) return {};
-  const double n = static_cast<double>(shape_numel(input_shape));
-  const double d = static_cast<double>(config_.dim), v = static_cast<double>(config_.vocab);
-  const double c = static_cast<double>(dtype_size(current_precision().compute));
-  return {2 * n * d * v, (n * d + v * d + n * v) * c};
+  return tied_head::forward_cost(shape_numel(input_shape), config_.dim, config_.vocab);
 }
 
 ComputeCost GPT::backward_cost(const Shape& input_shape) const {
   if (!config_.tie_head) return {};
-  const double n = static_cast<double>(shape_numel(input_shape));
-  const double d = static_cast<double>(config_.dim), v = static_cast<double>(config_.vocab);
-  const double c = static_cast<double>(dtype_size(current_precision().compute));
-  return {4 * n * d * v, 2 * (n * v + v * d + n * d) * c};
+  return tied_head::backward_cost(shape_numel(input_shape), config_.dim, config_.vocab);
 }
 
 Tensor GPT::head_forward(const Tensor& h, Context& ctx) {
@@ -68,9 +62,7 @@ Tensor GPT::head_forward(const Tensor& h, Context& ctx) {
     ctx.children.back().clear();
     return head_->forward(h, ctx.children.back());
   }
-  Tensor hc = cast_to_compute(h);
-  ctx.saved = {hc};
-  return ops::matmul(hc, weight_as(wte_->weight(), hc.dtype()), false, true);
+  return tied_head::forward(h, wte_->weight(), ctx);
 }
 
 Tensor GPT::forward_impl(const Tensor& ids, Context& ctx) {
@@ -96,18 +88,9 @@ Tensor GPT::backward_impl(Context& ctx, const Tensor& dlogits, GradMode mode) {
   if (head_ != nullptr) {
     dh = head_->backward(ctx.children.back(), dlogits, mode);
   } else {
-    const Tensor& hc = ctx.saved.at(0);
-    const ParamRef& w = wte_->weight();
-    Tensor dl = cast_to(dlogits, hc.dtype());
-    dh = ops::matmul(dl, weight_as(w, hc.dtype()));  // [N, D] = dlogits W
-    // The head's part of the table's gradient, dlogits^T h [V, D], written with the caller's
-    // mode; the embedding's scatter-add is accumulated onto it below.
-    if (dl.dtype() == w.grad.dtype()) {
-      ops::matmul_out(dl, hc, w.grad, true, false, 1.f, mode == GradMode::Accumulate ? 1.f : 0.f);
-    } else {
-      write_grad(w, ops::matmul(dl, hc, true, false), mode);
-    }
-    ctx.saved.clear();
+    // The head's part of the table's gradient, written with the caller's mode; the embedding's
+    // scatter-add is accumulated onto it below.
+    dh = tied_head::backward(ctx, dlogits, wte_->weight(), mode, &Module::write_grad);
   }
   Tensor d = cast_to(dh, DType::Float32).reshape({b, t, config_.dim});
   const std::size_t body = head_ != nullptr ? n - 1 : n;

@@ -11,8 +11,8 @@
 #include "gtl/nn/linear.h"
 #include "gtl/nn/position_embedding.h"
 #include "gtl/nn/precision.h"
+#include "gtl/nn/tied_head.h"
 #include "gtl/nn/token_embedding.h"
-#include "gtl/ops/matmul.h"
 
 namespace gtl::nn {
 
@@ -106,21 +106,16 @@ const ParamRef* GPTStage::tied_table() const {
   return &static_cast<const TokenEmbedding*>(wte_)->weight();
 }
 
+// The head's GEMMs on the stage's B*T rows (the input is ids [B, T] or x [B, T, D]).
 ComputeCost GPTStage::forward_cost(const Shape& input_shape) const {
   if (!reads_table()) return {};
-  // The head's GEMM on the stage's N = B*T rows (the input is ids [B, T] or x [B, T, D]).
-  const double n = static_cast<double>(input_shape.at(0) * input_shape.at(1));
-  const double d = static_cast<double>(config_.dim), v = static_cast<double>(config_.vocab);
-  const double c = static_cast<double>(dtype_size(current_precision().compute));
-  return {2 * n * d * v, (n * d + v * d + n * v) * c};
+  return tied_head::forward_cost(input_shape.at(0) * input_shape.at(1), config_.dim, config_.vocab);
 }
 
 ComputeCost GPTStage::backward_cost(const Shape& input_shape) const {
   if (!reads_table()) return {};
-  const double n = static_cast<double>(input_shape.at(0) * input_shape.at(1));
-  const double d = static_cast<double>(config_.dim), v = static_cast<double>(config_.vocab);
-  const double c = static_cast<double>(dtype_size(current_precision().compute));
-  return {4 * n * d * v, 2 * (n * v + v * d + n * d) * c};
+  return tied_head::backward_cost(input_shape.at(0) * input_shape.at(1), config_.dim,
+                                  config_.vocab);
 }
 
 Tensor GPTStage::forward_impl(const Tensor& input, Context& ctx) {
@@ -148,10 +143,7 @@ Tensor GPTStage::forward_impl(const Tensor& input, Context& ctx) {
   const int64_t b = x.size(0), t = x.size(1);
   const Tensor h = ln_f_->forward(x, ctx.children[i++]).reshape({b * t, c.dim});
   if (head_ != nullptr) return head_->forward(h, ctx.children[i]);
-  Tensor hc = cast_to_compute(h);
-  ctx.saved = {hc};
-  const ParamRef& table = static_cast<TokenEmbedding*>(wte_)->weight();
-  return ops::matmul(hc, weight_as(table, hc.dtype()), false, true);
+  return tied_head::forward(h, static_cast<TokenEmbedding*>(wte_)->weight(), ctx);
 }
 
 Tensor GPTStage::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
@@ -164,18 +156,10 @@ Tensor GPTStage::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
     if (head_ != nullptr) {
       dh = head_->backward(ctx.children[ln_f + 1], dy, mode);
     } else {
-      const Tensor& hc = ctx.saved.at(0);
-      const ParamRef& w = static_cast<TokenEmbedding*>(wte_)->weight();
-      Tensor dl = cast_to(dy, hc.dtype());
-      dh = ops::matmul(dl, weight_as(w, hc.dtype()));  // [N, D] = dlogits W
       // The head's part of the table's gradient, with the caller's mode (with one stage, the
       // embedding's scatter-add is accumulated onto it below, as in GPT).
-      if (dl.dtype() == w.grad.dtype()) {
-        ops::matmul_out(dl, hc, w.grad, true, false, 1.f, mode == GradMode::Accumulate ? 1.f : 0.f);
-      } else {
-        write_grad(w, ops::matmul(dl, hc, true, false), mode);
-      }
-      ctx.saved.clear();
+      dh = tied_head::backward(ctx, dy, static_cast<TokenEmbedding*>(wte_)->weight(), mode,
+                               &Module::write_grad);
     }
     d = cast_to(dh, DType::Float32).reshape({b, t, config_.dim});
     d = ln_f_->backward(ctx.children[ln_f], d, mode);

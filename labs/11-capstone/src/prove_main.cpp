@@ -18,11 +18,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -31,18 +29,13 @@
 #include "gtl/distributed/module_trace.h"
 #include "gtl/distributed/timeline.h"
 #include "gtl/memory/caching_allocator.h"
-#include "gtl/nn/cross_entropy.h"
-#include "gtl/nn/gpt.h"
-#include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
+#include "lab11_proof_cases.h"
 #include "proof.h"
 
 namespace {
 
 using namespace lab11;
-using gtl::Tensor;
-
-constexpr float kLr = 1e-2f;
 
 struct Args {
   ModelSpec model{8, 64, 4, 256, 32, true};
@@ -112,46 +105,13 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-ProofBatch batch(const Args& a, uint64_t step) {
-  std::mt19937_64 rng(a.seed * 7919 + step);
-  ProofBatch b;
-  b.sequences = a.config.micro_batch * a.config.accumulation * a.config.dp;
-  for (int64_t i = 0; i < b.sequences * a.model.context; ++i) {
-    b.ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
-    b.targets.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
-  }
-  return b;
-}
-
-// One process on each whole batch: the losses the twin must reproduce.
-std::vector<float> one_process(const Args& a) {
-  gtl::nn::GPTConfig c;
-  c.vocab = a.model.vocab;
-  c.context = a.model.context;
-  c.dim = a.model.dim;
-  c.layers = a.model.layers;
-  c.heads = a.model.heads;
-  c.tie_head = a.model.tied_head;
+// The tests' twin of the arguments (lab11_proof_cases.h): the same batches, the same one process.
+lab11_proof_cases::ProofCase proof_case(const Args& a) {
+  lab11_proof_cases::ProofCase c;
+  c.model = a.model;
+  c.config = a.config;
   c.seed = a.seed;
-  gtl::nn::GPT gpt(c);
-  gtl::optim::AdamWOptions options;
-  options.lr = kLr;
-  gtl::optim::AdamW adamw(gpt.parameters(), options);
-  std::vector<float> losses;
-  for (uint64_t step = 1; step <= 2; ++step) {
-    const ProofBatch b = batch(a, step);
-    Tensor ids = Tensor::empty({b.sequences, a.model.context}, gtl::DType::Int64);
-    Tensor targets = Tensor::empty({b.sequences * a.model.context}, gtl::DType::Int64);
-    std::copy(b.ids.begin(), b.ids.end(), ids.data<int64_t>());
-    std::copy(b.targets.begin(), b.targets.end(), targets.data<int64_t>());
-    const gtl::nn::CrossEntropyLoss loss;
-    gtl::nn::Context ctx, loss_ctx;
-    const Tensor logits = gpt.forward(ids, ctx);
-    losses.push_back(loss.forward(logits, targets, loss_ctx).item());
-    gpt.backward(ctx, loss.backward(loss_ctx));
-    adamw.step();
-  }
-  return losses;
+  return c;
 }
 
 struct Rank {
@@ -174,6 +134,7 @@ std::string group_name(const std::vector<int>& g) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  const lab11_proof_cases::ProofCase pc = proof_case(a);
   const int world = a.config.dp * a.config.pp;
   std::vector<Rank> ranks(static_cast<std::size_t>(world));
   gtl::dist::RunOptions options;
@@ -184,14 +145,15 @@ int main(int argc, char** argv) {
         world,
         [&](gtl::dist::Communicator& comm) {
           Rank& me = ranks[static_cast<std::size_t>(comm.rank())];
-          std::unique_ptr<PlanRank> rank = make_plan_rank(a.model, a.seed, a.config, comm, kLr);
+          std::unique_ptr<PlanRank> rank =
+              make_plan_rank(a.model, a.seed, a.config, comm, lab11_proof_cases::kLr);
           const std::size_t built = comm.trace()->events().size();
-          me.loss[0] = rank->step(batch(a, 1));
+          me.loss[0] = rank->step(lab11_proof_cases::make_batch(pc, 1));
           const std::size_t first = comm.trace()->events().size();
           {
             const gtl::nn::HookHandle traced =
                 gtl::dist::trace_modules(rank->stage(), comm.trace());
-            me.loss[1] = rank->step(batch(a, 2));
+            me.loss[1] = rank->step(lab11_proof_cases::make_batch(pc, 2));
           }
           const std::vector<gtl::dist::TraceEvent> all = comm.trace()->events();
           me.step2.assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
@@ -210,7 +172,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "lab11_prove: the twin failed: %s\n", e.what());
     return 1;
   }
-  const std::vector<float> ref = one_process(a);
+  const lab11_proof_cases::OneProcess one = lab11_proof_cases::one_process(pc);
+  const float* ref = one.loss;
   const int pp = a.config.pp;
   std::printf("## The twin: %s; %s\n\n", describe(a.model).c_str(), describe(a.config).c_str());
   std::printf(
