@@ -726,7 +726,11 @@ nlohmann::json complete_event(const Interval& iv, int pid) {
 std::string to_chrome_trace(const Timeline& timeline) {
   nlohmann::json events = nlohmann::json::array();
   for (int r = 0; r < static_cast<int>(timeline.ranks.size()); ++r) {
-    events.push_back(metadata("process_name", r, 0, "rank " + std::to_string(r)));
+    const bool named = r < static_cast<int>(timeline.names.size()) &&
+                       !timeline.names[static_cast<std::size_t>(r)].empty();
+    events.push_back(metadata(
+        "process_name", r, 0,
+        named ? timeline.names[static_cast<std::size_t>(r)] : "rank " + std::to_string(r)));
     for (TimelineStream stream : {TimelineStream::Compute, TimelineStream::Communication}) {
       events.push_back(metadata("thread_name", r, static_cast<int>(stream), stream_name(stream)));
     }

@@ -156,6 +156,9 @@ struct WorldSummary {
 
 struct Timeline {
   std::vector<RankTimeline> ranks;  // index = world rank
+  // Each rank's process name in the Chrome trace; "rank r" where empty or missing (a timeline
+  // drawn by hand may name its processes otherwise: "stage 2 (world rank 16)").
+  std::vector<std::string> names;
 
   double step_time() const;  // max over ranks of end_time (0 for no ranks)
   WorldSummary world() const;
@@ -166,9 +169,10 @@ struct Timeline {
 Timeline simulate_timeline(const std::vector<std::vector<TraceEvent>>& traces,
                            const CostModel& model = CostModel{});
 
-// The Chrome trace format (JSON object form): one process per rank (pid = rank), one thread per
-// stream (tid 0 compute, 1 communication), named by metadata events; one "X" complete event per
-// interval, ts and dur in microseconds, args {op, module, bytes, seq}.
+// The Chrome trace format (JSON object form): one process per rank (pid = rank, named "rank r"
+// or by Timeline::names), one thread per stream (tid 0 compute, 1 communication), named by
+// metadata events; one "X" complete event per interval, ts and dur in microseconds, args {op,
+// module, bytes, seq}.
 std::string to_chrome_trace(const Timeline& timeline);
 void write_chrome_trace(const Timeline& timeline, const std::string& path);
 

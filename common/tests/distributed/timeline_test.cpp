@@ -487,6 +487,16 @@ TEST(Timeline, ChromeTraceHasOneProcessPerRankAndOneThreadPerStream) {
   }
   EXPECT_EQ(complete, static_cast<int>(intervals)) << "one X event per interval";
   EXPECT_EQ(metadata, 2 * 3) << "per rank: process_name and two thread_names";
+  EXPECT_EQ(doc.at("traceEvents").at(0).at("args").at("name"), "rank 0") << "the default name";
+
+  Timeline named = tl;  // names given for some ranks: the others keep "rank r"
+  named.names = {"stage 0 (world rank 0)"};
+  const nlohmann::json named_doc = nlohmann::json::parse(to_chrome_trace(named));
+  std::vector<std::string> processes;
+  for (const nlohmann::json& e : named_doc.at("traceEvents")) {
+    if (e.at("name") == "process_name") processes.push_back(e.at("args").at("name"));
+  }
+  EXPECT_EQ(processes, (std::vector<std::string>{"stage 0 (world rank 0)", "rank 1"}));
 
   const std::string path = ::testing::TempDir() + "timeline_test_trace.json";
   write_chrome_trace(tl, path);

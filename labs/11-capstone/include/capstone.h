@@ -6,10 +6,7 @@
 // are in starter/11-capstone/, one per TODO; the map from TODO to file, test and check is in the
 // handout, labs/11-capstone/README.md. Everything here is arithmetic on the CPU: the models are
 // the course's own layers counted exactly (the handout's "Facts" say what each earlier lab and the
-// core hold), not rules of thumb, and at dp = tp = pp =//   | 1 | <describe(config)> |
-// <memory_bytes / 2^30, "%.2f"> | <tokens_per_s, "%.0f"> |
-//   ...
-// Fewer rows when the front is shorter.the memory model must equal the core's
+// core hold), not rules of thumb, and at dp = tp = pp = 1 the memory model must equal the core's
 // allocator to the byte (the tests run the core's GPT to check it).
 //
 // The words used throughout (handout, "Background"):
@@ -24,6 +21,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "gtl/distributed/timeline.h"
 
 namespace lab11 {
 
@@ -178,6 +177,19 @@ struct StepTime {
 // (0, 1]).
 StepTime step_time(const ModelSpec& model, const ClusterSpec& cluster, const Config& config,
                    double achieved_mfu);
+
+// Given (src/step_timeline.cpp): one step of `config` as the model prices it `time` (TODO 2's),
+// drawn as a timeline of one DP replica's pipeline (every DP replica and TP rank runs the same):
+// process s = stage s, its m forward and m backward passes in 1F1B's order on the compute stream
+// (every stage priced as the slowest, S5; a forward a third of a slot's compute and 2 of its TP
+// collectives, a quarter and 2 of 6 when checkpointed, half its sends), each pass's TP
+// collectives and send on the communication stream after it (nothing overlaps), an "idle
+// (bubble)" interval wherever a stage waits for a neighbour, and after a stage's last backward
+// its DP synchronisation (time.dp_comm_s). The schedule is simulated, not read off the model:
+// its step_time() equals time.step_s, and every stage's "idle (bubble)" intervals sum to
+// time.bubble_s, exactly when the model's bubble is 1F1B's. gtl::dist::to_chrome_trace writes
+// it for ui.perfetto.dev (lab11_plan --trace-dir).
+gtl::dist::Timeline step_timeline(const Config& config, const StepTime& time);
 
 // The core's model FLOPs per token of a training step, 6N + 12 L T D with N = 12 L D^2 + V D
 // (every GEMM weight; the tied table once, the position table not: docs/core.md, "MFU").
