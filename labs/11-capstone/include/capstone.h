@@ -181,7 +181,7 @@ StepTime step_time(const ModelSpec& model, const ClusterSpec& cluster, const Con
 // Given (src/step_timeline.cpp): one step of `config` as the model prices it `time` (TODO 2's),
 // drawn as a timeline of one DP replica's pipeline (every DP replica and TP rank runs the same):
 // process s = stage s, its m forward and m backward passes in 1F1B's order on the compute stream
-// (every stage priced as the slowest, S5; a forward a third of a slot's compute and 2 of its TP
+// (every stage priced as the slowest, S5; a forward a third of a slot's compute and 2 of its 4 TP
 // collectives, a quarter and 2 of 6 when checkpointed, half its sends), each pass's TP
 // collectives and send on the communication stream after it (nothing overlaps), an "idle
 // (bubble)" interval wherever a stage waits for a neighbour, and after a stage's last backward
