@@ -83,8 +83,14 @@ StepTime step_time(const ModelSpec& model, const ClusterSpec& cluster, const Con
     const double dp = config.dp;
     const double p = static_cast<double>(gpt_parameter_count(model)) / (k * config.pp);
     const double ring = (dp - 1.0) / dp / bandwidth(where.dp);
-    st.dp_comm_s = 2.0 * 4.0 * p * ring;
-    if (config.zero_stage == 3) st.dp_comm_s += m * 2.0 * c * p * ring;
+    const double pass = 4.0 * p * ring;  // one reduce-scatter (or all-gather) in float32
+    if (config.zero_stage <= 1) {
+      st.dp_comm_s = 2.0 * pass;  // an all-reduce, or ZeRO-1's reduce-scatter + all-gather
+    } else {
+      // No whole gradient survives a micro-batch: one reduce-scatter each; then ZeRO-2 gathers
+      // the updated values once, ZeRO-3 the compute copy for every forward and backward.
+      st.dp_comm_s = m * pass + (config.zero_stage == 2 ? pass : m * 2.0 * c * p * ring);
+    }
   }
   st.step_s = st.compute_s + st.tp_comm_s + st.pp_comm_s + st.bubble_s + st.dp_comm_s;
   const double tokens = n * m * config.dp;

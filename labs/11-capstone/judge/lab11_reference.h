@@ -143,10 +143,16 @@ inline lab11::StepTime step_time(const ModelSpec& m, const lab11::ClusterSpec& c
   if (c.dp > 1) {
     const double share = static_cast<double>(lab11::gpt_parameter_count(m)) / (k * c.pp);
     const double frac = (c.dp - 1.0) / c.dp;
-    // float32 gradients all-reduced (ZeRO: reduce-scatter + all-gather, the same bytes)
-    r.dp_comm_s = frac * 2.0 * 4.0 * share / bw(at.dp);
-    // ZeRO-3: the compute copy gathered for every micro-batch's forward and backward
-    if (c.zero_stage == 3) r.dp_comm_s += mb * 2.0 * frac * bytes * share / bw(at.dp);
+    const double scatter = frac * 4.0 * share / bw(at.dp);  // float32, one ring pass
+    if (c.zero_stage <= 1) {
+      r.dp_comm_s = 2.0 * scatter;  // all-reduce; ZeRO-1: reduce-scatter + all-gather
+    } else {
+      // ZeRO-2/3 keep no whole gradient between micro-batches: one reduce-scatter each
+      r.dp_comm_s = mb * scatter;
+      // ZeRO-2: the updated values all-gathered once; ZeRO-3: the compute copy gathered for
+      // every micro-batch's forward and backward
+      r.dp_comm_s += c.zero_stage == 2 ? scatter : mb * 2.0 * frac * bytes * share / bw(at.dp);
+    }
   }
   r.step_s = r.compute_s + r.tp_comm_s + r.pp_comm_s + r.bubble_s + r.dp_comm_s;
   r.tokens_per_s = tokens * mb * c.dp / r.step_s;
