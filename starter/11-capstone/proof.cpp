@@ -74,7 +74,7 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   // r = d pp + s: this rank's stage is its world rank modulo pp.
   stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), world.rank() % config.pp,
                                           config.pp);
-  // TODO(lab11) step 5: this rank's groups, its stage of the GPT and its optimizer.
+  // TODO(lab11) step 5: this rank's groups and its optimizer (its stage is built above).
   //   Spec: proof.h, make_plan_rank.
   //   Hint: list every parameter that more than one rank holds a copy of, and for each the
   //   ranks holding it: each such set is a group whose gradients must be combined. Groups are

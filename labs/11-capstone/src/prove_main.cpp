@@ -11,7 +11,7 @@
 //
 //   lab11_prove [--dp 2] [--pp 4] [--micro-batch 1] [--accumulation 8] [--layers 8] [--dim 64]
 //               [--heads 4] [--vocab 256] [--context 32] [--untied] [--checkpoint]
-//               [--seed 1] [--trace FILE]
+//               [--seed 1] [--trace FILE]          (--help prints this)
 //
 // Nothing here is timed: the timeline is the cost model's, from the order the ranks did things
 // in (the traces), the same on every machine.
@@ -61,6 +61,15 @@ Args parse(int argc, char** argv) {
   a.config.accumulation = 8;
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
+    if (f == "--help" || f == "-h") {
+      std::printf(
+          "lab11_prove [--dp 2] [--pp 4] [--micro-batch 1] [--accumulation 8] [--layers 8]\n"
+          "            [--dim 64] [--heads 4] [--vocab 256] [--context 32] [--untied]\n"
+          "            [--checkpoint] [--seed 1] [--trace FILE]\n"
+          "Trains a dp x pp twin (tp 1, ZeRO-0, float32) for two steps through your TODO 5 and\n"
+          "prints its losses, peaks and traffic against the plan (labs/11-capstone/README.md).\n");
+      std::exit(0);
+    }
     if (f == "--untied") {
       a.model.tied_head = false;
     } else if (f == "--checkpoint") {

@@ -133,7 +133,12 @@ TEST(ProofStep, TrainsAsOneProcessOnTheWholeBatch) {
           << "step " << step + 1 << ": the DP ranks' mean loss is " << mean
           << ", one process on the whole batch gets " << ref.loss[step] << " (relative bar "
           << kLossBar[step]
-          << "; revisit: which tokens each DP rank and micro-batch takes, the mean of means)";
+          << (step == 0 ? "; revisit: which tokens each DP rank and micro-batch takes, the mean "
+                          "of means)"
+                        : "; step 2 trains on step 1's update: revisit which ranks combine "
+                          "which gradients (the DP group, a tied table's two copies), with "
+                          "which reduction, and the weight of each micro-batch's loss; the "
+                          "gradient checks below name the parameters)");
     }
     std::map<std::string, const RankRun*> first_holder;
     for (const RankRun& r : run.ranks) {
