@@ -48,9 +48,15 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
 
   const int64_t opt_bytes = fp32 ? 8 : 12;  // m, v (+ float32 masters)
   m.optimizer = opt_bytes * (config.zero_stage >= 1 ? sharded : params);
-  m.gradients = config.zero_stage >= 2 ? 4 * sharded + 4 * gathered_unit : 4 * params;
-  if (config.zero_stage < 3) {
-    m.parameters = c * params;
+  if (config.zero_stage == 0) {
+    m.gradients = 4 * params;
+  } else {  // ZeRO-1: the whole gradient, padded; ZeRO-2/3: the shards and one unit's buffer
+    m.gradients = config.zero_stage == 1 ? 4 * sharded * dp : 4 * sharded + 4 * gathered_unit;
+  }
+  if (config.zero_stage == 0 || (config.zero_stage < 3 && !fp32)) {
+    m.parameters = c * params;  // bf16 ZeRO-1/2: the compute copy; the value shard is the master
+  } else if (config.zero_stage < 3) {
+    m.parameters = 4 * sharded * dp + 4 * sharded;  // the full values, padded, and their shard
   } else {  // fp32: the value shards are the weights; bf16: they are the masters (optimizer)
     m.parameters = (fp32 ? 4 * sharded : 0) + c * gathered_unit;
   }

@@ -62,9 +62,14 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   const int64_t moments = 8 * (c.zero_stage >= 1 ? shard : all);
   const int64_t masters = half ? 4 * (c.zero_stage >= 1 ? shard : all) : 0;
   r.optimizer = moments + masters;
-  r.gradients = c.zero_stage >= 2 ? 4 * (shard + unit_padded) : 4 * all;
-  if (c.zero_stage <= 2)
-    r.parameters = (half ? 2 : 4) * all;
+  // ZeRO-1 keeps the FlatParameters' whole gradient, padded (lab 06's table: 4 Pp)
+  r.gradients = c.zero_stage >= 2   ? 4 * (shard + unit_padded)
+                : c.zero_stage == 1 ? 4 * shard * dp
+                                    : 4 * all;
+  if (c.zero_stage == 0 || (c.zero_stage <= 2 && half))
+    r.parameters = (half ? 2 : 4) * all;  // bf16 ZeRO-1/2: the value shard is the master
+  else if (c.zero_stage <= 2)
+    r.parameters = 4 * (shard * dp + shard);  // lab 06: 4 Pp values + 4 S values' shard
   else if (half)
     r.parameters = 2 * unit_padded;  // the bf16 copy of the unit gathered; shards are masters
   else

@@ -4,6 +4,13 @@
 // reference the judge holds the students' models to is the core's truth, not a second opinion.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtl/nn/flat_parameter.h"
 #include "gtl_test_seed.h"
 #include "lab11_cases.h"
 #include "lab11_core_step.h"
@@ -82,5 +89,74 @@ TEST(ReferenceProof, EveryStageEqualsTheTwinsShare) {
                                   << ", gradients " << r.gradients << ", optimizer " << r.optimizer
                                   << ", activations " << r.activations << ", other " << r.other;
     }
+  }
+}
+
+// F8 in float32 (lab 06's memory table): ZeRO-1 and -2 as lab 06 builds them, each of a stage's
+// units (its blocks, and the rest) a core FlatParameter over the dp ranks with AdamW over this
+// rank's shard. Rank 0's persistent bytes (between steps: ZeRO-2's full gradients released)
+// equal the reference's parameters + gradients (less ZeRO-2's one unit's buffer, a transient of
+// the backward) + optimizer, to the byte: full values and gradients padded, the values' shard.
+TEST(ReferenceZero, Fp32ShardsEqualTheCoresFlatParameters) {
+  std::mt19937_64 g =
+      gtl::test_seed::generator("ReferenceZero.Fp32ShardsEqualTheCoresFlatParameters");
+  using gtl::test_seed::draw;
+  for (int trial = 0; trial < 12; ++trial) {
+    lab11::ModelSpec model;
+    lab11::Config c;
+    c.pp = static_cast<int>(draw(g, 1, 3));
+    model.layers = c.pp * draw(g, 1, 2);
+    model.heads = draw(g, 1, 3);
+    model.dim = model.heads * 4 * draw(g, 1, 2);
+    model.vocab = draw(g, 7, 61);
+    model.context = draw(g, 2, 9);
+    model.tied_head = draw(g, 0, 1) == 1;
+    c.dp = static_cast<int>(draw(g, 2, 7));
+    c.zero_stage = static_cast<int>(draw(g, 1, 2));
+    const int s = static_cast<int>(draw(g, 0, c.pp - 1));
+    const std::string at = lab11::describe(model) + "; " + lab11::describe(c) + ", stage " +
+                           std::to_string(s) + " (" + gtl::test_seed::describe() + ")";
+
+    const std::shared_ptr<gtl::Allocator> alloc = gtl::make_cpu_caching_allocator();
+    gtl::AllocatorScope scope(alloc);
+    lab11_proof_cases::ProofCase pc;
+    pc.model = model;
+    pc.config = c;
+    gtl::nn::GPTStage stage(lab11_proof_cases::gpt_config(pc), s, c.pp);
+    gtl::nn::FlatParameter::Options options;
+    options.shard_grads = c.zero_stage >= 2;
+    std::vector<std::unique_ptr<gtl::nn::FlatParameter>> units;
+    std::set<const gtl::nn::ParamRef*> in_blocks;
+    for (const auto& child : stage.children()) {
+      if (child->path().rfind("h.", 0) != 0) continue;
+      for (gtl::nn::ParamRef* p : child->parameter_slots()) in_blocks.insert(p);
+      units.push_back(
+          std::make_unique<gtl::nn::FlatParameter>(*child, gtl::Device::cpu(), c.dp, 0, options));
+    }
+    std::vector<gtl::nn::ParamRef*> rest;
+    for (gtl::nn::ParamRef* p : stage.parameter_slots()) {
+      if (in_blocks.count(p) == 0) rest.push_back(p);
+    }
+    if (!rest.empty()) {
+      units.push_back(std::make_unique<gtl::nn::FlatParameter>(rest, "rest", gtl::Device::cpu(),
+                                                               c.dp, 0, options));
+    }
+    std::vector<gtl::nn::ParamRef> shards;
+    for (const auto& u : units) {
+      if (c.zero_stage >= 2) u->release_grads();
+      if (const std::optional<gtl::nn::ParamRef> p = u->shard_param()) shards.push_back(*p);
+    }
+    gtl::optim::AdamW adamw(shards, gtl::optim::AdamWOptions{});
+    adamw.step();  // AdamW allocates m and v at its first step or before: either way, held now
+    const int64_t held = alloc->stats().allocated_bytes;
+
+    const lab11::MemoryBreakdown r = lab11_reference::stage_memory(model, c, s);
+    const int64_t unit_buffer = c.zero_stage >= 2
+                                    ? 4 * units.front()->padded_numel()  // one block's, F9
+                                    : 0;
+    EXPECT_EQ(r.parameters + r.gradients - unit_buffer + r.optimizer, held)
+        << at << ": parameters " << r.parameters << ", gradients " << r.gradients
+        << " (one unit's buffer " << unit_buffer << " of them transient), optimizer "
+        << r.optimizer;
   }
 }
