@@ -183,13 +183,13 @@ StepTime step_time(const ModelSpec& model, const ClusterSpec& cluster, const Con
 // drawn as a timeline of one DP replica's pipeline (every DP replica and TP rank runs the same):
 // process s = stage s, its m forward and m backward passes in 1F1B's order on the compute stream
 // (every stage priced as the slowest, S5; a forward a third of a slot's compute and 2 of its 4 TP
-// collectives, a quarter and 2 of 6 when checkpointed, half its sends), each pass's TP
-// collectives and send on the communication stream after it (nothing overlaps), an "idle
-// (bubble)" interval wherever a stage waits for a neighbour, and after a stage's last backward
-// its DP synchronisation (time.dp_comm_s). The schedule is simulated, not read off the model:
-// its step_time() equals time.step_s, and every stage's "idle (bubble)" intervals sum to
-// time.bubble_s, exactly when the model's bubble is 1F1B's. gtl::dist::to_chrome_trace writes
-// it for ui.perfetto.dev (lab11_plan --trace-dir).
+// collectives, a quarter and 2 of 6 when checkpointed, half its sends), each pass's TP collectives
+// and send on the communication stream after it (nothing overlaps), an "idle (bubble)" interval
+// wherever a stage waits for a neighbour, and after a stage's last backward its DP synchronisation
+// (time.dp_comm_s; under ZeRO-2/3 its per-micro-batch part drawn there too). The schedule is
+// simulated, not read off the model: its step_time() equals time.step_s, and every stage's "idle
+// (bubble)" intervals sum to time.bubble_s, exactly when the model's bubble is 1F1B's.
+// gtl::dist::to_chrome_trace writes it for ui.perfetto.dev (lab11_plan --trace-dir).
 gtl::dist::Timeline step_timeline(const Config& config, const StepTime& time);
 
 // The core's model FLOPs per token of a training step, 6N + 12 L T D with N = 12 L D^2 + V D

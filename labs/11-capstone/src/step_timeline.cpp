@@ -128,8 +128,14 @@ gtl::dist::Timeline step_timeline(const Config& config, const StepTime& time) {
   for (int s = 0; s < pp; ++s) {
     RankTimeline& r = tl.ranks[static_cast<std::size_t>(s)];
     const double at = free_at[static_cast<std::size_t>(s)];
+    // Under ZeRO-2/3 part of it runs after each micro-batch's backward (S6); the model charges
+    // it all the same, so it is drawn as one block here, and says so.
+    const std::string zero = "ZeRO-" + std::to_string(config.zero_stage);
     add(r, TimelineStream::Communication, Category::Communication,
-        "DP synchronisation (ZeRO-" + std::to_string(config.zero_stage) + ")", at, time.dp_comm_s);
+        config.zero_stage >= 2
+            ? "DP synchronisation (" + zero + ": every micro-batch's reduce-scatter, drawn here)"
+            : "DP synchronisation (" + zero + ")",
+        at, time.dp_comm_s);
     add(r, TimelineStream::Compute, Category::IdleWait, "wait for the DP synchronisation", at,
         time.dp_comm_s);
     r.comm_busy += time.dp_comm_s;
