@@ -39,11 +39,13 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   const int64_t n = config.micro_batch * t, scores = config.micro_batch * model.heads * t * t;
   const int64_t blocks = model.layers / config.pp;
 
-  // ZeRO's units (lab 06): one per block, one for the rest of the stage; each padded to dp.
+  // ZeRO's units (F8): one per block, one for a tied table two stages hold, one for the rest of
+  // the stage; each padded to dp.
   const int64_t block = (12 * d * d + 7 * d) / k + 6 * d;
-  const int64_t rest = params - blocks * block;
+  const bool copy = model.tied_head && config.pp > 1 && (stage == 0 || stage == config.pp - 1);
+  const int64_t table = copy ? model.vocab * d / k : 0, rest = params - blocks * block - table;
   auto shard = [dp](int64_t numel) { return (numel + dp - 1) / dp; };
-  const int64_t sharded = blocks * shard(block) + shard(rest);
+  const int64_t sharded = blocks * shard(block) + shard(table) + shard(rest);
   const int64_t gathered_unit = shard(block) * dp;  // one block's padded full buffer
 
   const int64_t opt_bytes = fp32 ? 8 : 12;  // m, v (+ float32 masters)

@@ -1,5 +1,6 @@
 // Lab 11, TODO 5: a plan's twin on in-process ranks, built from the core's pieces: the GPT's
-// pipeline stages (nn::GPTStage), the process grid, the communicator and AdamW.
+// pipeline stages (nn::GPTStage), the process grid, the communicator, AdamW and, for ZeRO-1, the
+// flat parameter (nn::FlatParameter).
 //
 // The proof is the allocator and the trace: what this file keeps alive, and what it sends to
 // whom, is measured on every rank and held against the plan. A schedule that keeps one
@@ -9,9 +10,12 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <set>
 
 #include "gtl/distributed/process_grid.h"
 #include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt_stage.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
@@ -67,6 +71,7 @@ class TwinRank final : public PlanRank {
   std::unique_ptr<gtl::dist::ProcessGrid> grid_;
   std::unique_ptr<Communicator> tied_;  // the first and last stage of one pipeline
   std::unique_ptr<gtl::optim::AdamW> adamw_;
+  std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO-1: each block, and the rest
   // END SOLUTION(lab11)
 };
 
@@ -85,7 +90,41 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   tied_ = world.split(holds_table ? grid_->dp_rank() : -1, world.rank());
   gtl::optim::AdamWOptions options;
   options.lr = lr;
-  adamw_ = std::make_unique<gtl::optim::AdamW>(stage_->parameters(), options);
+  if (config.zero_stage == 0) {
+    adamw_ = std::make_unique<gtl::optim::AdamW>(stage_->parameters(), options);
+    return;
+  }
+  // ZeRO-1 (F8): each block a FlatParameter over the DP group; a tied table alone, so that its
+  // two copies are cut, reduced and updated alike (in a shared unit, each copy's elements would
+  // sit in other chunks, summed in another order: the copies would drift apart); the rest.
+  nn::FlatParameter::Options flat;
+  flat.shard_grads = false;
+  const int dp = config.dp, d = grid_->dp_rank();
+  auto add_unit = [&](std::vector<nn::ParamRef*> params) {
+    if (params.empty()) return;
+    units_.push_back(std::make_unique<nn::FlatParameter>(params, params.front()->name,
+                                                         gtl::Device::cpu(), dp, d, flat));
+  };
+  std::set<const nn::ParamRef*> placed;
+  for (const auto& child : stage_->children()) {
+    if (child->path().rfind("h.", 0) != 0) continue;
+    const std::vector<nn::ParamRef*> block = child->parameter_slots();
+    placed.insert(block.begin(), block.end());
+    add_unit(block);
+  }
+  std::vector<nn::ParamRef*> table, rest;
+  for (nn::ParamRef* p : stage_->parameter_slots()) {
+    if (placed.count(p) > 0) continue;
+    const nn::ParamRef* tied = stage_->tied_table();
+    (tied != nullptr && p->name == tied->name ? table : rest).push_back(p);
+  }
+  add_unit(table);
+  add_unit(rest);
+  std::vector<nn::ParamRef> shards;
+  for (const auto& u : units_) {
+    if (std::optional<nn::ParamRef> shard = u->shard_param()) shards.push_back(*shard);
+  }
+  adamw_ = std::make_unique<gtl::optim::AdamW>(shards, options);
   // END SOLUTION(lab11)
 }
 
@@ -174,12 +213,22 @@ float TwinRank::step(const ProofBatch& batch) {
   if (const gtl::optim::ParamRef* table = stage_->tied_table(); table != nullptr) {
     tied_->all_reduce(table->grad, gtl::dist::ReduceOp::Sum);
   }
-  if (config_.dp > 1) {
-    for (const gtl::optim::ParamRef& p : stage_->parameters()) {
-      grid_->dp_group().all_reduce(p.grad, gtl::dist::ReduceOp::Avg);
+  Communicator& dp = grid_->dp_group();
+  if (units_.empty()) {
+    if (config_.dp > 1) {
+      for (const gtl::optim::ParamRef& p : stage_->parameters()) {
+        dp.all_reduce(p.grad, gtl::dist::ReduceOp::Avg);
+      }
     }
+    adamw_->step();
+  } else {  // ZeRO-1: each rank averages and updates its chunk, then every chunk is gathered
+    for (const auto& u : units_) {
+      dp.reduce_scatter(u->grads(), u->full_grads_chunk(grid_->dp_rank()),
+                        gtl::dist::ReduceOp::Avg);
+    }
+    adamw_->step();
+    for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
   }
-  adamw_->step();
   if (last) loss_sum /= static_cast<float>(m);
   // END SOLUTION(lab11)
   return loss_sum;

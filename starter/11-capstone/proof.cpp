@@ -1,5 +1,6 @@
 // Lab 11, TODO 5: a plan's twin on in-process ranks, built from the core's pieces: the GPT's
-// pipeline stages (nn::GPTStage), the process grid, the communicator and AdamW.
+// pipeline stages (nn::GPTStage), the process grid, the communicator, AdamW and, for ZeRO-1, the
+// flat parameter (nn::FlatParameter).
 //
 // The proof is the allocator and the trace: what this file keeps alive, and what it sends to
 // whom, is measured on every rank and held against the plan. A schedule that keeps one
@@ -9,9 +10,12 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <set>
 
 #include "gtl/distributed/process_grid.h"
 #include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt_stage.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
@@ -64,7 +68,7 @@ class TwinRank final : public PlanRank {
   Config config_;
   std::unique_ptr<nn::GPTStage> stage_;  // built by the constructor
   // TODO(lab11) step 5: what this rank keeps between steps besides its stage.
-  //   About 4 lines.
+  //   About 5 lines.
   // END TODO(lab11)
 };
 
@@ -78,7 +82,9 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   //   Spec: proof.h, make_plan_rank.
   //   Hint: list every parameter that more than one rank holds a copy of, and for each the
   //   ranks holding it: each such set is a group whose gradients must be combined. Groups are
-  //   collective to make (every rank of the world calls each split). About 10 lines.
+  //   collective to make (every rank of the world calls each split). Under ZeRO-1, the handout's
+  //   F8 says which parameters share a unit; ask of each copy what must come out the same on
+  //   every rank holding one. About 10 lines, 25 more for ZeRO-1.
   (void)lr;
   // END TODO(lab11)
 }
@@ -99,7 +105,8 @@ float TwinRank::step(const ProofBatch& batch) {
   //   its first backward, and whom each message goes to and comes from. Sends are rendezvous:
   //   two neighbours that send to each other at the same point must do it in one call. Then
   //   decide, for every tensor you make, which call it must not outlive: the allocator sees each
-  //   one. About 70 lines.
+  //   one. Under ZeRO-1 (lab 06), after the pipeline: who averages which chunk, who updates it,
+  //   and how the others' updates reach every rank. About 70 lines, 10 more for ZeRO-1.
   (void)batch;
   // END TODO(lab11)
   return loss_sum;

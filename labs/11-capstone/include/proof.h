@@ -5,10 +5,10 @@
 // This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your file
 // is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
 //
-// What runs here: dp x pp ranks, tp = 1, ZeRO-0, float32, no SP. The core has the pieces for that
-// (nn::GPTStage, the communicator, AdamW); the tensor-parallel layers (lab 08) and the ZeRO
-// strategies (lab 06) are those labs' own code, which this lab's tree does not hold
-// (check_provable refuses the rest).
+// What runs here: dp x pp ranks, tp = 1, ZeRO-0 or ZeRO-1, float32, no SP. The core has the
+// pieces for that (nn::GPTStage, the communicator, AdamW, nn::FlatParameter); the tensor-parallel
+// layers (lab 08), ZeRO-2's and -3's per-unit hooks and the bf16 forms (lab 06) are those labs'
+// own code, which this lab's tree does not hold (check_provable refuses the rest).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,8 @@ struct ProofBatch {
 };
 
 // Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: tp = 1,
-// zero_stage 0, float32, no sequence parallelism. Throws gtl::Error naming the field otherwise.
+// zero_stage 0 or 1, float32, no sequence parallelism. Throws gtl::Error naming the field
+// otherwise.
 void check_provable(const ModelSpec& model, const Config& config);
 
 // One rank of the twin, built by make_plan_rank.
@@ -57,8 +58,10 @@ class PlanRank {
 // 5. World rank r of config.dp x config.pp ranks (r = d pp + s: DP rank d, stage s, the core's
 // ProcessGrid with tp = 1): stage s of the core's GPT (ModelSpec, `seed`; every block checkpointed
 // under activation_checkpointing), and AdamW (learning rate `lr`, the core's other defaults) on
-// its parameters. Collective over `world` (every rank calls it). Throws gtl::Error
-// (check_provable; a world of another size than dp x pp) before communicating.
+// its parameters; under ZeRO-1, the stage's units (the handout's F8) each an nn::FlatParameter
+// over the DP group, and AdamW on this rank's shards of them. Collective over `world` (every rank
+// calls it). Throws gtl::Error (check_provable; a world of another size than dp x pp) before
+// communicating.
 //
 // What the checks hold it to (handout, TODO 5): after each step every rank's parameters equal a
 // single process's training on the whole batch (within the stated tolerance), and the two copies

@@ -408,6 +408,8 @@ std::string proof_loss() {
                           show(loss));
         }
       }
+      const bool zero = c.config.zero_stage == 1;
+      std::map<std::string, std::vector<float>> grads;  // ZeRO-1: checked by unit, below
       const auto n = r.next<std::size_t>("the parameter count of " + at);
       for (std::size_t i = 0; i < n; ++i) {
         const std::string param = r.next<std::string>("a parameter's name on " + at);
@@ -417,15 +419,30 @@ std::string proof_loss() {
         const std::vector<float> g =
             r.sequence<float>("the gradient of " + param + " on " + at, found->second.size());
         const double e = lab11_proof_cases::relative_l2(g, found->second);
-        if (!(e <= lab11_proof_cases::kGradientBar))
+        if (!zero && !(e <= lab11_proof_cases::kGradientBar))
           throw Rejection(test + ": " + at + ": the gradient of " + param +
                           " after step 1 is off one process's by " + show(e) +
                           " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
+        if (zero) grads[param] = g;
         const auto digest = r.next<uint64_t>("the value of " + param + " on " + at);
         const auto [copy, first] = copies.emplace(param, digest);
         if (!first && copy->second != digest)
           throw Rejection(test + ": " + at + ": its copy of " + param +
                           " differs from another rank's after step 2");
+      }
+      if (!zero) continue;
+      const std::map<std::string, std::vector<float>>& want = ref.grads1;
+      try {
+        for (const lab11_proof_cases::UnitChunk& u :
+             lab11_proof_cases::owned_chunks(c, rank % pp, rank / pp, grads, want)) {
+          const double e = lab11_proof_cases::relative_l2(u.got, u.want);
+          if (!(e <= lab11_proof_cases::kGradientBar))
+            throw Rejection(test + ": " + at + ": its own chunk of the gradient of the unit of " +
+                            u.unit + " after step 1 is off one process's by " + show(e) +
+                            " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
+        }
+      } catch (const std::out_of_range&) {
+        throw Rejection(test + ": " + at + " does not hold every parameter of its stage");
       }
     }
     if (copies.size() != ref.grads1.size())
@@ -448,16 +465,14 @@ std::string proof_memory() {
   Recorded r(test);
   for (const ProofCase& c : lab11_proof_cases::proof_cases(test)) {
     const int pp = c.config.pp;
-    std::vector<int64_t> shares;
-    for (int s = 0; s < pp; ++s) {
-      shares.push_back(lab11_proof_cases::stage_share(c, lab11_proof_cases::stage_pieces(c, s), s));
-    }
     for (int rank = 0; rank < c.config.dp * pp; ++rank) {
       const std::string at = c.name() + ", world rank " + std::to_string(rank);
       if (r.next<int>("the stage of " + at) != rank % pp)
         throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
-      const int64_t peak = r.peak_of_events("the allocations of " + at);
-      const int64_t share = shares[static_cast<std::size_t>(rank % pp)];
+      const auto built = r.next<int64_t>("what " + at + " holds once built");
+      const int64_t peak = r.peak_of_events("the allocations of " + at, built);
+      const int64_t share = lab11_proof_cases::stage_share(
+          c, lab11_proof_cases::stage_pieces(c, rank % pp, rank / pp), rank % pp);
       if (peak != share)
         throw Rejection(test + ": " + at + ": its allocations peak at " + show(peak) +
                         " bytes, its stage's share is " + show(share));
@@ -471,9 +486,10 @@ std::string proof_traffic() {
   Recorded r(test);
   for (const ProofCase& c : lab11_proof_cases::proof_cases(test)) {
     const int pp = c.config.pp;
-    std::vector<int64_t> parameters;
+    std::vector<int64_t> parameters, padded;
     for (int s = 0; s < pp; ++s) {
       parameters.push_back(lab11_proof_cases::stage_parameter_count(c, s));
+      padded.push_back(lab11_proof_cases::stage_padded_count(c, s));
     }
     for (int rank = 0; rank < c.config.dp * pp; ++rank) {
       const std::string at = c.name() + ", world rank " + std::to_string(rank);
@@ -481,7 +497,8 @@ std::string proof_traffic() {
         throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
       const std::vector<int64_t> want =
           lab11_proof_cases::flatten(lab11_proof_cases::expected_traffic(
-              c, rank, parameters[static_cast<std::size_t>(rank % pp)]));
+              c, rank, parameters[static_cast<std::size_t>(rank % pp)],
+              padded[static_cast<std::size_t>(rank % pp)]));
       if (r.sequence<int64_t>("the traffic of " + at, want.size()) != want)
         throw Rejection(test + ": " + at + ": its traffic is not the plan's");
     }

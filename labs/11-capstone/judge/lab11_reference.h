@@ -55,8 +55,12 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   const int64_t blocks = m.layers / c.pp;
   const int64_t unit = block_parameters(m, k), rest = non_block_parameters(m, c, stage);
   const int64_t all = blocks * unit + rest;
-  // lab 06: one FlatParameter per block and one for the rest, each padded to a multiple of dp.
-  const int64_t shard = blocks * ceil_div(unit, dp) + ceil_div(rest, dp);
+  // lab 06: one FlatParameter per block, one for a tied table held by two stages (its copies
+  // cut alike), one for the rest, each padded to a multiple of dp (F8).
+  const bool table_unit = m.tied_head && c.pp > 1 && (stage == 0 || stage == c.pp - 1);
+  const int64_t table = table_unit ? (m.vocab / k) * d : 0;
+  const int64_t shard =
+      blocks * ceil_div(unit, dp) + ceil_div(table, dp) + ceil_div(rest - table, dp);
   const int64_t unit_padded = ceil_div(unit, dp) * dp;
 
   const int64_t moments = 8 * (c.zero_stage >= 1 ? shard : all);

@@ -1,5 +1,6 @@
-// What the proof can run (proof.h): the core holds what dp x pp needs in float32; the TP layers
-// and the ZeRO strategies (and their bf16 forms) are labs 08's and 06's code.
+// What the proof can run (proof.h): the core holds what dp x pp needs in float32, ZeRO-1 included
+// (FlatParameter); the TP layers, ZeRO-2's and -3's hooks and the bf16 forms are labs 08's and
+// 06's code.
 #include "gtl/runtime/error.h"
 #include "proof.h"
 
@@ -7,10 +8,11 @@ namespace lab11 {
 
 void check_provable(const ModelSpec& model, const Config& config) {
   check_config(model, config);
-  GTL_CHECK(config.tp == 1 && config.zero_stage == 0 && !config.sequence_parallel &&
+  GTL_CHECK(config.tp == 1 && config.zero_stage <= 1 && !config.sequence_parallel &&
                 config.precision == Precision::Fp32,
-            "check_provable: the proof runs dp x pp with tp = 1, ZeRO-0, float32 and no SP (the "
-            "tensor-parallel layers and the ZeRO strategies are labs 08's and 06's code), got "
+            "check_provable: the proof runs dp x pp with tp = 1, ZeRO-0 or -1, float32 and no SP "
+            "(the tensor-parallel layers, ZeRO-2's and -3's per-unit hooks and the bf16 forms are "
+            "labs 08's and 06's code), got "
                 << describe(config));
 }
 

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "gtl/distributed/trace.h"
 #include "gtl/memory/caching_allocator.h"
 #include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/gpt_stage.h"
 #include "gtl/optim/adamw.h"
@@ -45,8 +48,9 @@ struct ProofCase {
 };
 
 inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t m, bool checkpoint,
-                           uint64_t seed) {
+                           uint64_t seed, int zero = 0) {
   ProofCase c;
+  c.config.zero_stage = zero;
   c.model = model;
   c.config.dp = dp;
   c.config.pp = pp;
@@ -58,13 +62,16 @@ inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t 
 }
 
 // Fixed: m > pp and m < pp, both kinds of head, checkpointing, a world of 8, pp = 1 with
-// accumulation (DP alone), dp = 1 (a pipeline alone). Then three drawn from the seed.
+// accumulation (DP alone), dp = 1 (a pipeline alone); ZeRO-1 over 3 DP ranks (shards with
+// padding) with a tied table across 2 stages, and over 2 with checkpointing. Then three drawn
+// from the seed.
 inline std::vector<ProofCase> proof_cases(const std::string& test) {
   const ModelSpec tied{4, 16, 2, 29, 8, true}, untied{4, 16, 4, 23, 8, false};
   std::vector<ProofCase> out = {
-      make_case(tied, 2, 2, 2, 3, false, 1), make_case(untied, 1, 4, 1, 2, false, 2),
-      make_case(tied, 2, 4, 1, 5, true, 3),  make_case(untied, 2, 1, 2, 2, true, 4),
-      make_case(tied, 1, 4, 2, 6, false, 5), make_case(tied, 1, 1, 1, 1, false, 6),
+      make_case(tied, 2, 2, 2, 3, false, 1),    make_case(untied, 1, 4, 1, 2, false, 2),
+      make_case(tied, 2, 4, 1, 5, true, 3),     make_case(untied, 2, 1, 2, 2, true, 4),
+      make_case(tied, 1, 4, 2, 6, false, 5),    make_case(tied, 1, 1, 1, 1, false, 6),
+      make_case(tied, 3, 2, 1, 3, false, 7, 1), make_case(untied, 2, 2, 2, 1, true, 8, 1),
   };
   std::mt19937_64 g = gtl::test_seed::generator(test);
   using gtl::test_seed::draw;
@@ -77,9 +84,10 @@ inline std::vector<ProofCase> proof_cases(const std::string& test) {
     model.vocab = draw(g, 8, 48);
     model.context = draw(g, 2, 12);
     model.tied_head = draw(g, 0, 1) == 1;
-    const int dp = static_cast<int>(draw(g, 1, 2));
+    const int dp = static_cast<int>(draw(g, 1, 3));
     out.push_back(make_case(model, dp, pp, draw(g, 1, 3), draw(g, 1, 6), draw(g, 0, 1) == 1,
-                            static_cast<uint64_t>(draw(g, 1, 1000))));
+                            static_cast<uint64_t>(draw(g, 1, 1000)),
+                            static_cast<int>(draw(g, 0, 1))));
   }
   return out;
 }
@@ -119,14 +127,75 @@ struct StagePieces {
   int64_t built = 0, one_micro_batch = 0, held = 0;
 };
 
-inline StagePieces stage_pieces(const ProofCase& c, int s) {
+// ---- ZeRO-1 (F8): a stage's units, each a FlatParameter
+// ------------------------------------------ Each block; a tied table two stages hold
+// (GPTStage::tied_table), alone, so that both copies are cut, reduced and updated alike; the rest
+// of the stage. Each unit's parameters in the stage's order (the order a FlatParameter packs them
+// in).
+inline std::vector<std::vector<nn::ParamRef*>> unit_slots(nn::GPTStage& stage) {
+  std::vector<std::vector<nn::ParamRef*>> units;
+  for (const auto& child : stage.children()) {
+    if (child->path().rfind("h.", 0) == 0) units.push_back(child->parameter_slots());
+  }
+  std::set<std::string> placed;
+  for (const auto& u : units) {
+    for (const nn::ParamRef* p : u) placed.insert(p->name);
+  }
+  std::vector<nn::ParamRef*> table, rest;
+  const nn::ParamRef* tied = stage.tied_table();
+  for (nn::ParamRef* p : stage.parameter_slots()) {
+    if (placed.count(p->name) > 0) continue;
+    (tied != nullptr && p->name == tied->name ? table : rest).push_back(p);
+  }
+  for (auto* u : {&table, &rest}) {
+    if (!u->empty()) units.push_back(*u);
+  }
+  return units;
+}
+
+inline std::vector<std::vector<std::string>> unit_parameters(nn::GPTStage& stage) {
+  std::vector<std::vector<std::string>> names;
+  for (const std::vector<nn::ParamRef*>& u : unit_slots(stage)) {
+    names.emplace_back();
+    for (const nn::ParamRef* p : u) names.back().push_back(p->name);
+  }
+  return names;
+}
+
+// Wraps the stage's units in FlatParameters for DP rank d of dp (ZeRO-1: no gradient shard;
+// ZeRO-2: shard_grads).
+inline std::vector<std::unique_ptr<nn::FlatParameter>> zero_units(nn::GPTStage& stage, int dp,
+                                                                  int d, bool shard_grads) {
+  nn::FlatParameter::Options options;
+  options.shard_grads = shard_grads;
+  std::vector<std::unique_ptr<nn::FlatParameter>> units;
+  for (const std::vector<nn::ParamRef*>& u : unit_slots(stage)) {
+    units.push_back(
+        std::make_unique<nn::FlatParameter>(u, u.front()->name, Device::cpu(), dp, d, options));
+  }
+  return units;
+}
+
+// What DP rank d keeps of stage s after construction: parameters, gradients and AdamW's state
+// (under ZeRO-1 the units' padded buffers, its value shards and AdamW over its shards' real
+// elements), then one micro-batch's peak beyond it and what a forward leaves held.
+inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
   const int pp = c.config.pp;
   const int64_t mb = c.config.micro_batch, t = c.model.context, d = c.model.dim;
   std::shared_ptr<Allocator> alloc = make_cpu_caching_allocator();
   StagePieces p;
   AllocatorScope scope(alloc);
   nn::GPTStage stage(gpt_config(c), s, pp);
-  optim::AdamW adamw(stage.parameters());
+  std::vector<std::unique_ptr<nn::FlatParameter>> units;
+  std::vector<nn::ParamRef> updated = stage.parameters();
+  if (c.config.zero_stage == 1) {
+    units = zero_units(stage, c.config.dp, dp_rank, false);
+    updated.clear();
+    for (const auto& u : units) {
+      if (const std::optional<nn::ParamRef> shard = u->shard_param()) updated.push_back(*shard);
+    }
+  }
+  optim::AdamW adamw(updated);
   p.built = alloc->stats().allocated_bytes;
   const ProofBatch b = make_batch(c, 1);
   const std::vector<int64_t> ids(b.ids.begin(), b.ids.begin() + mb * t);
@@ -178,6 +247,23 @@ inline int64_t stage_parameter_count(const ProofCase& c, int s) {
   return n;
 }
 
+// Under ZeRO-1 the elements of the stage's units padded to a multiple of dp (F8): the bytes
+// each unit's reduce-scatter and all-gather carry, / 4.
+inline int64_t stage_padded_count(const ProofCase& c, int s) {
+  const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
+  AllocatorScope scope(scratch);
+  nn::GPTStage stage(gpt_config(c), s, c.config.pp);
+  std::map<std::string, int64_t> numel;
+  for (const nn::ParamRef& p : stage.parameters()) numel[p.name] = p.value.numel();
+  int64_t n = 0;
+  for (const std::vector<std::string>& unit : unit_parameters(stage)) {
+    int64_t u = 0;
+    for (const std::string& name : unit) u += numel.at(name);
+    n += nn::ShardLayout(u, c.config.dp).padded_numel();
+  }
+  return n;
+}
+
 // ---- proof-loss: one process training the core's GPT on each whole batch --------------------
 struct OneProcess {
   float loss[2] = {0, 0};
@@ -224,15 +310,49 @@ inline double relative_l2(const std::vector<float>& a, const std::vector<float>&
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// Under ZeRO-1 a unit's gradient is whole on every DP rank but averaged only in the rank's own
+// chunk (F8): proof-loss compares that chunk of each unit (the unit's gradients concatenated in
+// its order, the padding left out) with the same elements of one process's gradients.
+struct UnitChunk {
+  std::string unit;  // its first parameter's name
+  std::vector<float> got, want;
+};
+inline std::vector<UnitChunk> owned_chunks(const ProofCase& c, int s, int dp_rank,
+                                           const std::map<std::string, std::vector<float>>& got,
+                                           const std::map<std::string, std::vector<float>>& want) {
+  const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
+  AllocatorScope scope(scratch);
+  nn::GPTStage stage(gpt_config(c), s, c.config.pp);
+  std::vector<UnitChunk> out;
+  for (const std::vector<std::string>& unit : unit_parameters(stage)) {
+    std::vector<float> g, w;
+    for (const std::string& name : unit) {
+      const std::vector<float>& a = got.at(name);
+      const std::vector<float>& b = want.at(name);
+      g.insert(g.end(), a.begin(), a.end());
+      w.insert(w.end(), b.begin(), b.end());
+    }
+    const nn::ShardLayout layout(static_cast<int64_t>(w.size()), c.config.dp);
+    const auto from =
+        static_cast<std::ptrdiff_t>(std::min<int64_t>(layout.shard_offset(dp_rank), layout.numel));
+    const auto to = from + static_cast<std::ptrdiff_t>(layout.real_numel(dp_rank));
+    out.push_back({unit.front(), std::vector<float>(g.begin() + from, g.begin() + to),
+                   std::vector<float>(w.begin() + from, w.begin() + to)});
+  }
+  return out;
+}
+
 // ---- proof-traffic: what a rank's trace holds over the two steps ------------------------------
 struct Traffic {
   std::map<int, int64_t> sent, received, messages;  // point to point, by peer (world rank)
-  std::map<std::vector<int>, int64_t> all_reduced;  // all-reduce payload bytes, by group
+  // Payload bytes by group (trace.h: the tensor; reduce-scatter and all-gather: the full buffer).
+  std::map<std::vector<int>, int64_t> all_reduced, reduce_scattered, all_gathered;
   int64_t odd_messages = 0;       // messages of another size than one micro-batch's activation
-  int64_t other_collectives = 0;  // collectives over more than one rank that are not all-reduces
+  int64_t other_collectives = 0;  // other collectives over more than one rank
   bool operator==(const Traffic& o) const {
     return sent == o.sent && received == o.received && messages == o.messages &&
-           all_reduced == o.all_reduced && odd_messages == o.odd_messages &&
+           all_reduced == o.all_reduced && reduce_scattered == o.reduce_scattered &&
+           all_gathered == o.all_gathered && odd_messages == o.odd_messages &&
            other_collectives == o.other_collectives;
   }
 };
@@ -256,6 +376,10 @@ inline Traffic traffic_of(const std::vector<dist::TraceEvent>& events, int64_t a
     } else if (e.kind == dist::TraceKind::Collective && e.op != "split" && e.group.size() > 1) {
       if (e.op == "all_reduce") {
         t.all_reduced[e.group] += e.bytes;
+      } else if (e.op == "reduce_scatter") {
+        t.reduce_scattered[e.group] += e.bytes;
+      } else if (e.op == "all_gather") {
+        t.all_gathered[e.group] += e.bytes;
       } else {
         ++t.other_collectives;
       }
@@ -266,9 +390,12 @@ inline Traffic traffic_of(const std::vector<dist::TraceEvent>& events, int64_t a
 
 // The plan's traffic of world rank r over two steps: m activations to the next stage and m
 // gradients to the previous one a step, as many received; the stage's gradients (4 bytes a
-// parameter) all-reduced in the DP group once a step; with a tied head and pp > 1, the table's
-// gradient all-reduced between the pipeline's first and last stage once a step.
-inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_parameters) {
+// parameter) all-reduced in the DP group once a step, or under ZeRO-1 each unit's padded
+// gradient reduce-scattered and its padded values all-gathered there once a step (`padded`: the
+// stage's units' padded elements); with a tied head and pp > 1, the table's gradient
+// all-reduced between the pipeline's first and last stage once a step.
+inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_parameters,
+                                int64_t padded) {
   const int pp = c.config.pp, dp = c.config.dp, s = r % pp, d = r / pp;
   const int64_t m = c.config.accumulation, a = activation_bytes(c);
   Traffic t;
@@ -280,7 +407,11 @@ inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_paramet
   if (dp > 1) {
     std::vector<int> group;
     for (int i = 0; i < dp; ++i) group.push_back(i * pp + s);
-    t.all_reduced[group] = 2 * 4 * stage_parameters;
+    if (c.config.zero_stage == 0) {
+      t.all_reduced[group] = 2 * 4 * stage_parameters;
+    } else {
+      t.reduce_scattered[group] = t.all_gathered[group] = 2 * 4 * padded;
+    }
   }
   if (c.model.tied_head && pp > 1 && (s == 0 || s == pp - 1)) {
     t.all_reduced[{d * pp, d * pp + pp - 1}] += 2 * 4 * c.model.vocab * c.model.dim;
@@ -296,11 +427,13 @@ inline std::vector<int64_t> flatten(const Traffic& t) {
     v.push_back(static_cast<int64_t>(by_peer->size()));
     for (const auto& [peer, n] : *by_peer) v.insert(v.end(), {peer, n});
   }
-  v.push_back(static_cast<int64_t>(t.all_reduced.size()));
-  for (const auto& [group, n] : t.all_reduced) {
-    v.push_back(static_cast<int64_t>(group.size()));
-    v.insert(v.end(), group.begin(), group.end());
-    v.push_back(n);
+  for (const auto* by_group : {&t.all_reduced, &t.reduce_scattered, &t.all_gathered}) {
+    v.push_back(static_cast<int64_t>(by_group->size()));
+    for (const auto& [group, n] : *by_group) {
+      v.push_back(static_cast<int64_t>(group.size()));
+      v.insert(v.end(), group.begin(), group.end());
+      v.push_back(n);
+    }
   }
   return v;
 }
@@ -313,13 +446,19 @@ inline std::string describe(const Traffic& t) {
       << " messages; ";
   }
   for (const auto& [peer, n] : t.received) s << "received from rank " << peer << ": " << n << "; ";
-  for (const auto& [group, n] : t.all_reduced) {
-    s << "all-reduced in {";
-    for (std::size_t i = 0; i < group.size(); ++i) s << (i > 0 ? "," : "") << group[i];
-    s << "}: " << n << "; ";
+  const std::pair<const char*, const std::map<std::vector<int>, int64_t>*> collectives[] = {
+      {"all-reduced", &t.all_reduced},
+      {"reduce-scattered", &t.reduce_scattered},
+      {"all-gathered", &t.all_gathered}};
+  for (const auto& [what, by_group] : collectives) {
+    for (const auto& [group, n] : *by_group) {
+      s << what << " in {";
+      for (std::size_t i = 0; i < group.size(); ++i) s << (i > 0 ? "," : "") << group[i];
+      s << "}: " << n << " bytes; ";
+    }
   }
   s << t.odd_messages << " message(s) not of one activation's size, " << t.other_collectives
-    << " collective(s) other than all-reduces";
+    << " other collective(s)";
   return s.str();
 }
 
