@@ -8,7 +8,9 @@
 //   flat.materialize_grads(), release_grads()     make (zeroed) or drop the full gradient
 //   flat.shard_values(), flat.shard_grads()   this rank's persistent chunk of each
 //   flat.shard_param()                        the shard as an optimizer parameter (real
-//                                             elements only; none when it is all padding)
+//                                             elements only; none when it is all padding);
+//                                             its gradient: shard_grads(), or without a
+//                                             gradient shard (ZeRO-1) chunk rank() of grads()
 //
 // Which of these a sharding strategy calls, when, and with which collective is what lab 06 asks
 // (ZeRO-1, ZeRO-2, FSDP).
@@ -126,7 +128,8 @@ class FlatParameter {
   void release_grads();
 
   // Chunk r of the full buffers: [shard_offset(r), shard_offset(r) + shard_size()). Views, valid
-  // across release / materialise cycles.
+  // across release / materialise cycles. A collective's output may be the rank's own chunk of
+  // its input (in place: the communicator and NCCL allow it).
   Tensor full_values_chunk(int r) const;
   Tensor full_grads_chunk(int r) const;
   // shard_values = chunk rank() of the full values (e.g. after loading full weights).

@@ -437,7 +437,7 @@ std::string proof_loss() {
              lab11_proof_cases::owned_chunks(c, rank % pp, rank / pp, grads, want)) {
           const double e = lab11_proof_cases::relative_l2(u.got, u.want);
           if (!(e <= lab11_proof_cases::kGradientBar))
-            throw Rejection(test + ": " + at + ": its own chunk of the gradient of the unit of " +
+            throw Rejection(test + ": " + at + ": its own chunk of the gradient of F8's unit " +
                             u.unit + " after step 1 is off one process's by " + show(e) +
                             " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
         }

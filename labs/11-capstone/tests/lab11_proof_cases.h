@@ -314,9 +314,21 @@ inline double relative_l2(const std::vector<float>& a, const std::vector<float>&
 // chunk (F8): proof-loss compares that chunk of each unit (the unit's gradients concatenated in
 // its order, the padding left out) with the same elements of one process's gradients.
 struct UnitChunk {
-  std::string unit;  // its first parameter's name
+  std::string unit;  // "block h.2", "the tied table wte.weight", "the rest (wpe.weight)"
   std::vector<float> got, want;
 };
+inline std::string unit_name(const nn::GPTStage& stage, const std::vector<std::string>& unit) {
+  const std::string& first = unit.front();
+  if (first.rfind("h.", 0) == 0) return "block " + first.substr(0, first.find('.', 2));
+  const nn::ParamRef* table = stage.tied_table();
+  if (table != nullptr && unit.size() == 1 && first == table->name) {
+    return "the tied table " + first;
+  }
+  std::string rest = "the rest (";
+  for (std::size_t i = 0; i < unit.size(); ++i) rest += (i > 0 ? ", " : "") + unit[i];
+  return rest + ")";
+}
+
 inline std::vector<UnitChunk> owned_chunks(const ProofCase& c, int s, int dp_rank,
                                            const std::map<std::string, std::vector<float>>& got,
                                            const std::map<std::string, std::vector<float>>& want) {
@@ -336,7 +348,7 @@ inline std::vector<UnitChunk> owned_chunks(const ProofCase& c, int s, int dp_ran
     const auto from =
         static_cast<std::ptrdiff_t>(std::min<int64_t>(layout.shard_offset(dp_rank), layout.numel));
     const auto to = from + static_cast<std::ptrdiff_t>(layout.real_numel(dp_rank));
-    out.push_back({unit.front(), std::vector<float>(g.begin() + from, g.begin() + to),
+    out.push_back({unit_name(stage, unit), std::vector<float>(g.begin() + from, g.begin() + to),
                    std::vector<float>(w.begin() + from, w.begin() + to)});
   }
   return out;
