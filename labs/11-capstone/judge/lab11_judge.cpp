@@ -380,11 +380,11 @@ std::string report_svg() {
   return "every SVG the judge's";
 }
 
-// ---- TODO 5: the proof
-// --------------------------------------------------------------------------- The twins' recorded
-// outputs against what the judge computes from the course alone: one process training the core's
-// GPT (proof-loss), the shares measured on the core's GPTStage (proof-memory), the plan's messages
-// (proof-traffic).
+// ---- TODO 5: the proof -------------------------------------------------------------------------
+//
+// The twins' recorded outputs against what the judge computes from the course alone: one process
+// training the core's GPT (proof-loss; under ZeRO-1 each unit's own chunk), the shares measured on
+// the core's GPTStage and F8's FlatParameters (proof-memory), the plan's messages (proof-traffic).
 using lab11_proof_cases::ProofCase;
 
 std::string proof_loss() {

@@ -127,11 +127,11 @@ struct StagePieces {
   int64_t built = 0, one_micro_batch = 0, held = 0;
 };
 
-// ---- ZeRO-1 (F8): a stage's units, each a FlatParameter
-// ------------------------------------------ Each block; a tied table two stages hold
-// (GPTStage::tied_table), alone, so that both copies are cut, reduced and updated alike; the rest
-// of the stage. Each unit's parameters in the stage's order (the order a FlatParameter packs them
-// in).
+// ---- ZeRO-1 (F8): a stage's units, each a FlatParameter ----------------------------------------
+//
+// Each block; a tied table two stages hold (GPTStage::tied_table), alone, so that both copies are
+// cut, reduced and updated alike; the rest of the stage. Each unit's parameters in the stage's
+// order (the order a FlatParameter packs them in).
 inline std::vector<std::vector<nn::ParamRef*>> unit_slots(nn::GPTStage& stage) {
   std::vector<std::vector<nn::ParamRef*>> units;
   for (const auto& child : stage.children()) {
