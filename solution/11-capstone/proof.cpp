@@ -71,7 +71,7 @@ class TwinRank final : public PlanRank {
   std::unique_ptr<gtl::dist::ProcessGrid> grid_;
   std::unique_ptr<Communicator> tied_;  // the first and last stage of one pipeline
   std::unique_ptr<gtl::optim::AdamW> adamw_;
-  std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO-1: each block, and the rest
+  std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO-1: F8's units
   // END SOLUTION(lab11)
 };
 
@@ -113,9 +113,9 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
     add_unit(block);
   }
   std::vector<nn::ParamRef*> table, rest;
+  const nn::ParamRef* tied = stage_->tied_table();
   for (nn::ParamRef* p : stage_->parameter_slots()) {
     if (placed.count(p) > 0) continue;
-    const nn::ParamRef* tied = stage_->tied_table();
     (tied != nullptr && p->name == tied->name ? table : rest).push_back(p);
   }
   add_unit(table);
