@@ -131,8 +131,7 @@ TEST(ReferenceZero, Fp32ShardsEqualTheCoresFlatParameters) {
       if (c.zero_stage >= 2) u->release_grads();
       if (const std::optional<gtl::nn::ParamRef> p = u->shard_param()) shards.push_back(*p);
     }
-    gtl::optim::AdamW adamw(shards, gtl::optim::AdamWOptions{});
-    adamw.step();  // AdamW allocates m and v at its first step or before: either way, held now
+    const gtl::optim::AdamW adamw(shards, gtl::optim::AdamWOptions{});  // m and v, allocated
     const int64_t held = alloc->stats().allocated_bytes;
 
     const lab11::MemoryBreakdown r = lab11_reference::stage_memory(model, c, s);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "capstone.h"
+#include "gtl/distributed/timeline.h"
 
 namespace {
 

@@ -20,7 +20,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -47,11 +46,12 @@ struct Args {
   std::string trace;
 };
 
-int64_t number(const char* flag, const char* text) {
+int64_t number(const char* flag, const char* text, int64_t least = 1) {
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v < 1) {
-    std::fprintf(stderr, "lab11_prove: %s expects a whole number >= 1, got '%s'\n", flag, text);
+  if (end == text || *end != '\0' || v < least) {
+    std::fprintf(stderr, "lab11_prove: %s expects a whole number >= %lld, got '%s'\n", flag,
+                 static_cast<long long>(least), text);
     std::exit(2);
   }
   return v;
@@ -83,7 +83,7 @@ Args parse(int argc, char** argv) {
       if (f == "--trace") {
         a.trace = v;
       } else if (f == "--zero") {
-        a.config.zero_stage = std::strcmp(v, "0") == 0 ? 0 : static_cast<int>(number("--zero", v));
+        a.config.zero_stage = static_cast<int>(number("--zero", v, 0));
       } else {
         const int64_t n = number(f.c_str(), v);
         if (f == "--dp")

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "capstone.h"
+#include "gtl/distributed/timeline.h"
 #include "gtl/runtime/error.h"
 
 namespace lab11 {

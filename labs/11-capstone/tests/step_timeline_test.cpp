@@ -11,6 +11,7 @@
 #include <string>
 
 #include "capstone.h"
+#include "gtl/distributed/timeline.h"
 #include "gtl_test_seed.h"
 
 namespace lab11 {
