@@ -47,20 +47,23 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   auto shard = [dp](int64_t numel) { return (numel + dp - 1) / dp; };
   const int64_t sharded = blocks * shard(block) + shard(table) + shard(rest);
   const int64_t gathered_unit = shard(block) * dp;  // one block's padded full buffer
+  const int64_t gathered_others = (shard(table) + shard(rest)) * dp;  // whole through the backward
 
   const int64_t opt_bytes = fp32 ? 8 : 12;  // m, v (+ float32 masters)
   m.optimizer = opt_bytes * (config.zero_stage >= 1 ? sharded : params);
   if (config.zero_stage == 0) {
     m.gradients = 4 * params;
-  } else {  // ZeRO-1: the whole gradient, padded; ZeRO-2/3: the shards and one unit's buffer
-    m.gradients = config.zero_stage == 1 ? 4 * sharded * dp : 4 * sharded + 4 * gathered_unit;
+  } else {  // ZeRO-1: the whole gradient, padded; ZeRO-2/3: the shards, one block's buffer and
+            // the stage's other units' buffers
+    m.gradients =
+        config.zero_stage == 1 ? 4 * sharded * dp : 4 * (sharded + gathered_unit + gathered_others);
   }
   if (config.zero_stage == 0 || (config.zero_stage < 3 && !fp32)) {
     m.parameters = c * params;  // bf16 ZeRO-1/2: the compute copy; the value shard is the master
   } else if (config.zero_stage < 3) {
     m.parameters = 4 * sharded * dp + 4 * sharded;  // the full values, padded, and their shard
   } else {  // fp32: the value shards are the weights; bf16: they are the masters (optimizer)
-    m.parameters = (fp32 ? 4 * sharded : 0) + c * gathered_unit;
+    m.parameters = (fp32 ? 4 * sharded : 0) + c * (gathered_unit + gathered_others);
   }
 
   // A block's saved bytes for one micro-batch on one TP rank.

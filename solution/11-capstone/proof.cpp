@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -17,6 +18,7 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt_stage.h"
+#include "gtl/ops/elementwise.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
 #include "proof.h"
@@ -61,17 +63,27 @@ class TwinRank final : public PlanRank {
   std::vector<gtl::optim::ParamRef> parameters() const override {
     return stage_ != nullptr ? stage_->parameters() : std::vector<gtl::optim::ParamRef>{};
   }
+  std::vector<gtl::optim::ParamRef> optimized() const override { return optimized_; }
   gtl::nn::Module& stage() override { return *stage_; }
 
  private:
   ModelSpec model_;
   Config config_;
-  std::unique_ptr<nn::GPTStage> stage_;  // built by the constructor
+  std::unique_ptr<nn::GPTStage> stage_;          // built by the constructor
+  std::vector<gtl::optim::ParamRef> optimized_;  // what AdamW updates: set by the constructor
   // SOLUTION(lab11) step 5
   std::unique_ptr<gtl::dist::ProcessGrid> grid_;
   std::unique_ptr<Communicator> tied_;  // the first and last stage of one pipeline
   std::unique_ptr<gtl::optim::AdamW> adamw_;
-  std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO-1: F8's units
+  std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO-1/2: F8's units
+  // ZeRO-2: each block's unit by its module (its gradient lives through that block's backward);
+  // the others (a tied table, the rest) live through the stage's whole backward.
+  std::map<const gtl::nn::Module*, nn::FlatParameter*> block_units_;
+  std::vector<nn::FlatParameter*> stage_units_;
+  nn::FlatParameter* table_unit_ = nullptr;  // a tied table's, on the first and last stage
+  gtl::nn::HookHandle hooks_;
+  // ZeRO-2: one micro-batch's gradient of unit u, averaged over the DP group, added to the shard.
+  void reduce_into_shard(nn::FlatParameter& u);
   // END SOLUTION(lab11)
 };
 
@@ -91,14 +103,15 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   gtl::optim::AdamWOptions options;
   options.lr = lr;
   if (config.zero_stage == 0) {
-    adamw_ = std::make_unique<gtl::optim::AdamW>(stage_->parameters(), options);
+    optimized_ = stage_->parameters();
+    adamw_ = std::make_unique<gtl::optim::AdamW>(optimized_, options);
     return;
   }
   // ZeRO-1 (F8): each block a FlatParameter over the DP group; a tied table alone, so that its
   // two copies are cut, reduced and updated alike (in a shared unit, each copy's elements would
   // sit in other chunks, summed in another order: the copies would drift apart); the rest.
   nn::FlatParameter::Options flat;
-  flat.shard_grads = false;
+  flat.shard_grads = config.zero_stage >= 2;
   const int dp = config.dp, d = grid_->dp_rank();
   auto add_unit = [&](std::vector<nn::ParamRef*> params) {
     if (params.empty()) return;
@@ -111,6 +124,7 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
     const std::vector<nn::ParamRef*> block = child->parameter_slots();
     placed.insert(block.begin(), block.end());
     add_unit(block);
+    block_units_[child.get()] = units_.back().get();
   }
   std::vector<nn::ParamRef*> table, rest;
   const nn::ParamRef* tied = stage_->tied_table();
@@ -119,14 +133,42 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
     (tied != nullptr && p->name == tied->name ? table : rest).push_back(p);
   }
   add_unit(table);
+  if (!table.empty()) table_unit_ = units_.back().get();
   add_unit(rest);
-  std::vector<nn::ParamRef> shards;
   for (const auto& u : units_) {
-    if (std::optional<nn::ParamRef> shard = u->shard_param()) shards.push_back(*shard);
+    if (std::optional<nn::ParamRef> shard = u->shard_param()) optimized_.push_back(*shard);
   }
-  adamw_ = std::make_unique<gtl::optim::AdamW>(shards, options);
+  adamw_ = std::make_unique<gtl::optim::AdamW>(optimized_, options);
+  if (config.zero_stage == 1) return;
+  // ZeRO-2 (F9): no whole gradient between backwards. A block's buffer is made just before its
+  // backward and reduce-scattered just after it; the other units' for the stage's backward.
+  for (const auto& u : units_) {
+    u->release_grads();
+    if (std::none_of(block_units_.begin(), block_units_.end(),
+                     [&](const auto& b) { return b.second == u.get(); }))
+      stage_units_.push_back(u.get());
+  }
+  gtl::nn::Hooks h;
+  h.before_backward = [this](gtl::nn::Module& m) {
+    if (const auto b = block_units_.find(&m); b != block_units_.end())
+      b->second->materialize_grads();
+  };
+  h.after_backward = [this](gtl::nn::Module& m) {
+    if (const auto b = block_units_.find(&m); b != block_units_.end())
+      reduce_into_shard(*b->second);
+  };
+  hooks_ = stage_->add_hooks(std::move(h));
   // END SOLUTION(lab11)
 }
+
+// SOLUTION(lab11) step 5
+void TwinRank::reduce_into_shard(nn::FlatParameter& u) {
+  const Tensor mine = u.full_grads_chunk(grid_->dp_rank());
+  grid_->dp_group().reduce_scatter(u.grads(), mine, gtl::dist::ReduceOp::Avg);  // in place
+  gtl::ops::add_(u.shard_grads(), mine);
+  u.release_grads();
+}
+// END SOLUTION(lab11)
 
 float TwinRank::step(const ProofBatch& batch) {
   const int64_t t = model_.context, mb = config_.micro_batch, m = config_.accumulation;
@@ -158,10 +200,19 @@ float TwinRank::step(const ProofBatch& batch) {
   auto forward = [&](const Tensor& x) {
     return stage_->forward(x, ctx[static_cast<std::size_t>(forwarded++)]);
   };
-  // Backward of micro-batch `backwarded` from dy (dlogits on the last stage); returns dx.
+  // Backward of micro-batch `backwarded` from dy (dlogits on the last stage); returns dx. Under
+  // ZeRO-2 each backward writes into fresh (zeroed) buffers, and the shards accumulate.
+  const bool zero2 = config_.zero_stage >= 2;
+  if (zero2) {
+    for (const auto& u : units_) gtl::Tensor(u->shard_grads()).zero_();
+  }
   auto backward = [&](const Tensor& dy) {
-    const nn::GradMode mode = backwarded == 0 ? nn::GradMode::Overwrite : nn::GradMode::Accumulate;
-    return stage_->backward(ctx[static_cast<std::size_t>(backwarded++)], dy, mode);
+    const bool fresh = backwarded == 0 || zero2;
+    const nn::GradMode mode = fresh ? nn::GradMode::Overwrite : nn::GradMode::Accumulate;
+    for (nn::FlatParameter* u : stage_units_) u->materialize_grads();
+    Tensor dx = stage_->backward(ctx[static_cast<std::size_t>(backwarded++)], dy, mode);
+    for (nn::FlatParameter* u : stage_units_) reduce_into_shard(*u);
+    return dx;
   };
   // The last stage: forward, loss (mean over the micro-batch; 1/m makes the sum over m the DP
   // rank's mean), backward, with the targets, logits, dlogits and loss held throughout.
@@ -210,11 +261,15 @@ float TwinRank::step(const ProofBatch& batch) {
   }
   // The gradients of the DP rank's mean loss: the tied table's two halves summed, then every
   // gradient averaged over the DP ranks (equal micro-batches: the mean of means is the mean).
+  // ZeRO-2 averaged them already: the table's two shards (cut alike) are summed instead.
   if (const gtl::optim::ParamRef* table = stage_->tied_table(); table != nullptr) {
-    tied_->all_reduce(table->grad, gtl::dist::ReduceOp::Sum);
+    tied_->all_reduce(zero2 ? table_unit_->shard_grads() : table->grad, gtl::dist::ReduceOp::Sum);
   }
   Communicator& dp = grid_->dp_group();
-  if (units_.empty()) {
+  if (zero2) {
+    adamw_->step();
+    for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
+  } else if (units_.empty()) {
     if (config_.dp > 1) {
       for (const gtl::optim::ParamRef& p : stage_->parameters()) {
         dp.all_reduce(p.grad, gtl::dist::ReduceOp::Avg);

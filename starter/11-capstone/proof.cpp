@@ -61,12 +61,14 @@ class TwinRank final : public PlanRank {
   std::vector<gtl::optim::ParamRef> parameters() const override {
     return stage_ != nullptr ? stage_->parameters() : std::vector<gtl::optim::ParamRef>{};
   }
+  std::vector<gtl::optim::ParamRef> optimized() const override { return optimized_; }
   gtl::nn::Module& stage() override { return *stage_; }
 
  private:
   ModelSpec model_;
   Config config_;
-  std::unique_ptr<nn::GPTStage> stage_;  // built by the constructor
+  std::unique_ptr<nn::GPTStage> stage_;          // built by the constructor
+  std::vector<gtl::optim::ParamRef> optimized_;  // what AdamW updates: set by the constructor
   // TODO(lab11) step 5: what this rank keeps between steps besides its stage.
   //   About 5 lines.
   // END TODO(lab11)

@@ -51,6 +51,11 @@ class PlanRank {
   // This rank's parameters (its stage's), by their names in the whole model (nn::GPTStage).
   virtual std::vector<gtl::optim::ParamRef> parameters() const = 0;
 
+  // What this rank's AdamW updates, with the gradients it updates them from: the stage's
+  // parameters under ZeRO-0; under ZeRO-1 and -2 the rank's shard of each unit of F8 that has
+  // real elements on it (nn::FlatParameter::shard_param(), named by the unit's first parameter).
+  virtual std::vector<gtl::optim::ParamRef> optimized() const = 0;
+
   // Its stage (given: built by make_plan_rank): lab11_prove traces its modules for the timeline.
   virtual gtl::nn::Module& stage() = 0;
 };

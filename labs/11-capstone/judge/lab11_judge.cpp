@@ -383,7 +383,7 @@ std::string report_svg() {
 // ---- TODO 5: the proof -------------------------------------------------------------------------
 //
 // The twins' recorded outputs against what the judge computes from the course alone: one process
-// training the core's GPT (proof-loss; under ZeRO-1 each unit's own chunk), the shares measured on
+// training the core's GPT (proof-loss; under ZeRO each unit's own chunk), the shares measured on
 // the core's GPTStage and F8's FlatParameters (proof-memory), the plan's messages (proof-traffic).
 using lab11_proof_cases::ProofCase;
 
@@ -408,22 +408,22 @@ std::string proof_loss() {
                           show(loss));
         }
       }
-      const bool zero = c.config.zero_stage == 1;
-      std::map<std::string, std::vector<float>> grads;  // ZeRO-1: checked by unit, below
+      const bool zero = c.config.zero_stage >= 1;  // then checked by unit, below
       const auto n = r.next<std::size_t>("the parameter count of " + at);
       for (std::size_t i = 0; i < n; ++i) {
         const std::string param = r.next<std::string>("a parameter's name on " + at);
         const auto found = ref.grads1.find(param);
         if (found == ref.grads1.end())
           throw Rejection(test + ": " + at + " holds " + param + ", which the GPT has not");
-        const std::vector<float> g =
-            r.sequence<float>("the gradient of " + param + " on " + at, found->second.size());
-        const double e = lab11_proof_cases::relative_l2(g, found->second);
-        if (!zero && !(e <= lab11_proof_cases::kGradientBar))
-          throw Rejection(test + ": " + at + ": the gradient of " + param +
-                          " after step 1 is off one process's by " + show(e) +
-                          " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
-        if (zero) grads[param] = g;
+        if (!zero) {
+          const std::vector<float> g =
+              r.sequence<float>("the gradient of " + param + " on " + at, found->second.size());
+          const double e = lab11_proof_cases::relative_l2(g, found->second);
+          if (!(e <= lab11_proof_cases::kGradientBar))
+            throw Rejection(test + ": " + at + ": the gradient of " + param +
+                            " after step 1 is off one process's by " + show(e) +
+                            " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
+        }
         const auto digest = r.next<uint64_t>("the value of " + param + " on " + at);
         const auto [copy, first] = copies.emplace(param, digest);
         if (!first && copy->second != digest)
@@ -431,18 +431,24 @@ std::string proof_loss() {
                           " differs from another rank's after step 2");
       }
       if (!zero) continue;
-      const std::map<std::string, std::vector<float>>& want = ref.grads1;
+      std::vector<lab11_proof_cases::UnitChunk> chunks;
       try {
-        for (const lab11_proof_cases::UnitChunk& u :
-             lab11_proof_cases::owned_chunks(c, rank % pp, rank / pp, grads, want)) {
-          const double e = lab11_proof_cases::relative_l2(u.got, u.want);
-          if (!(e <= lab11_proof_cases::kGradientBar))
-            throw Rejection(test + ": " + at + ": its own chunk of the gradient of F8's unit " +
-                            u.unit + " after step 1 is off one process's by " + show(e) +
-                            " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
-        }
+        chunks = lab11_proof_cases::owned_chunks(c, rank % pp, rank / pp, ref.grads1);
       } catch (const std::out_of_range&) {
         throw Rejection(test + ": " + at + " does not hold every parameter of its stage");
+      }
+      if (r.next<std::size_t>("the shard count of " + at) != chunks.size())
+        throw Rejection(test + ": " + at + " does not optimize one shard per unit of F8");
+      for (const lab11_proof_cases::UnitChunk& u : chunks) {
+        const auto size = r.next<int64_t>("the shard size of " + u.unit + " on " + at);
+        const std::vector<float> g =
+            r.sequence<float>("the shard of " + u.unit + " on " + at, u.want.size());
+        const double e = lab11_proof_cases::relative_l2(g, u.want);
+        if (size != static_cast<int64_t>(u.want.size()) || !(e <= lab11_proof_cases::kGradientBar))
+          throw Rejection(test + ": " + at + ": its own chunk of the gradient of F8's unit " +
+                          u.unit + " after step 1 is off one process's by " + show(e) +
+                          " (relative L2, " + show(size) + " elements), above " +
+                          show(lab11_proof_cases::kGradientBar));
       }
     }
     if (copies.size() != ref.grads1.size())

@@ -62,12 +62,14 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   const int64_t shard =
       blocks * ceil_div(unit, dp) + ceil_div(table, dp) + ceil_div(rest - table, dp);
   const int64_t unit_padded = ceil_div(unit, dp) * dp;
+  // ZeRO-2/3 (F9): the stage's other units (a tied table, the rest) whole through its backward.
+  const int64_t others_padded = (ceil_div(table, dp) + ceil_div(rest - table, dp)) * dp;
 
   const int64_t moments = 8 * (c.zero_stage >= 1 ? shard : all);
   const int64_t masters = half ? 4 * (c.zero_stage >= 1 ? shard : all) : 0;
   r.optimizer = moments + masters;
   // ZeRO-1 keeps the FlatParameters' whole gradient, padded (lab 06's table: 4 Pp)
-  r.gradients = c.zero_stage >= 2   ? 4 * (shard + unit_padded)
+  r.gradients = c.zero_stage >= 2   ? 4 * (shard + unit_padded + others_padded)
                 : c.zero_stage == 1 ? 4 * shard * dp
                                     : 4 * all;
   if (c.zero_stage == 0 || (c.zero_stage <= 2 && half))
@@ -75,9 +77,9 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   else if (c.zero_stage <= 2)
     r.parameters = 4 * (shard * dp + shard);  // lab 06: 4 Pp values + 4 S values' shard
   else if (half)
-    r.parameters = 2 * unit_padded;  // the bf16 copy of the unit gathered; shards are masters
+    r.parameters = 2 * (unit_padded + others_padded);  // bf16 copies gathered; shards: masters
   else
-    r.parameters = 4 * (shard + unit_padded);
+    r.parameters = 4 * (shard + unit_padded + others_padded);
 
   const int64_t e = half ? 2 : 4;
   const int64_t tokens = c.micro_batch * t;

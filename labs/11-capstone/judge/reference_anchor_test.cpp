@@ -72,12 +72,13 @@ TEST(ReferenceAnchor, Bf16BlocksSaveWhatTheReferenceSays) {
 
 }  // namespace
 
-// Beyond one GPU: at the proof's twins (dp x pp, tp = 1, ZeRO-0 or -1, float32; fixed and seeded),
+// Beyond one GPU: at the proof's twins (dp x pp, tp = 1, ZeRO-0 to -2, float32; fixed and seeded),
 // each stage's total of the reference model equals the share the tests derive from the core's
 // GPTStage alone, which the solution's ranks peak at exactly (lab11_proof_test): the facts of
 // stages (F10's copy of a tied table, F11's micro-batches in flight, F16's other on a stage that
-// is not the last, F8's ZeRO-1 state) measured, not assumed. The model is DP rank 0's, the most
-// loaded: a later DP rank's last shards may hold padding, which AdamW does not update.
+// is not the last, F8's ZeRO-1 and -2 state, F9's ZeRO-2 buffers) measured, not assumed. The model
+// is DP rank 0's, the most loaded: a later DP rank's last shards may hold padding, which AdamW does
+// not update.
 TEST(ReferenceProof, EveryStageEqualsTheTwinsShare) {
   for (const lab11_proof_cases::ProofCase& c :
        lab11_proof_cases::proof_cases("ReferenceProof.EveryStageEqualsTheTwinsShare")) {
@@ -95,9 +96,9 @@ TEST(ReferenceProof, EveryStageEqualsTheTwinsShare) {
 // F8 in float32 (lab 06's memory table): ZeRO-1 and -2 as lab 06 builds them, each of a stage's
 // units (its blocks, a tied table two stages hold, the rest) a core FlatParameter over the dp
 // ranks with AdamW over this rank's shard. Rank 0's persistent bytes (between steps: ZeRO-2's full
-// gradients released) equal the reference's parameters + gradients (less ZeRO-2's one unit's
-// buffer, a transient of the backward) + optimizer, to the byte: full values and gradients padded,
-// the values' shard.
+// gradients released) equal the reference's parameters + gradients (less ZeRO-2's full buffers of
+// one block and of the stage's other units, transients of the backward) + optimizer, to the
+// byte: full values and gradients padded, the values' shard.
 TEST(ReferenceZero, Fp32ShardsEqualTheCoresFlatParameters) {
   std::mt19937_64 g =
       gtl::test_seed::generator("ReferenceZero.Fp32ShardsEqualTheCoresFlatParameters");
@@ -135,12 +136,15 @@ TEST(ReferenceZero, Fp32ShardsEqualTheCoresFlatParameters) {
     const int64_t held = alloc->stats().allocated_bytes;
 
     const lab11::MemoryBreakdown r = lab11_reference::stage_memory(model, c, s);
-    const int64_t unit_buffer = c.zero_stage >= 2
-                                    ? 4 * units.front()->padded_numel()  // one block's, F9
-                                    : 0;
-    EXPECT_EQ(r.parameters + r.gradients - unit_buffer + r.optimizer, held)
+    int64_t unit_buffers = 0;  // F9: one block's and the stage's other units' full buffers
+    if (c.zero_stage >= 2) {
+      unit_buffers = 4 * units.front()->padded_numel();
+      for (std::size_t u = static_cast<std::size_t>(model.layers / c.pp); u < units.size(); ++u)
+        unit_buffers += 4 * units[u]->padded_numel();
+    }
+    EXPECT_EQ(r.parameters + r.gradients - unit_buffers + r.optimizer, held)
         << at << ": parameters " << r.parameters << ", gradients " << r.gradients
-        << " (one unit's buffer " << unit_buffer << " of them transient), optimizer "
+        << " (the units' full buffers " << unit_buffers << " of them transient), optimizer "
         << r.optimizer;
   }
 }

@@ -63,8 +63,9 @@ inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t 
 
 // Fixed: m > pp and m < pp, both kinds of head, checkpointing, a world of 8, pp = 1 with
 // accumulation (DP alone), dp = 1 (a pipeline alone); ZeRO-1 over 3 DP ranks (shards with
-// padding) with a tied table across 2 stages, and over 2 with checkpointing. Then three drawn
-// from the seed.
+// padding) with a tied table across 2 stages, and over 2 with checkpointing; ZeRO-2 with a tied
+// table across 2 stages and m > pp, and with one stage holding both of its ends, checkpointed.
+// Then three drawn from the seed.
 inline std::vector<ProofCase> proof_cases(const std::string& test) {
   const ModelSpec tied{4, 16, 2, 29, 8, true}, untied{4, 16, 4, 23, 8, false};
   std::vector<ProofCase> out = {
@@ -72,6 +73,7 @@ inline std::vector<ProofCase> proof_cases(const std::string& test) {
       make_case(tied, 2, 4, 1, 5, true, 3),     make_case(untied, 2, 1, 2, 2, true, 4),
       make_case(tied, 1, 4, 2, 6, false, 5),    make_case(tied, 1, 1, 1, 1, false, 6),
       make_case(tied, 3, 2, 1, 3, false, 7, 1), make_case(untied, 2, 2, 2, 1, true, 8, 1),
+      make_case(tied, 2, 2, 1, 3, false, 9, 2), make_case(tied, 3, 1, 1, 2, true, 10, 2),
   };
   std::mt19937_64 g = gtl::test_seed::generator(test);
   using gtl::test_seed::draw;
@@ -87,7 +89,7 @@ inline std::vector<ProofCase> proof_cases(const std::string& test) {
     const int dp = static_cast<int>(draw(g, 1, 3));
     out.push_back(make_case(model, dp, pp, draw(g, 1, 3), draw(g, 1, 6), draw(g, 0, 1) == 1,
                             static_cast<uint64_t>(draw(g, 1, 1000)),
-                            static_cast<int>(draw(g, 0, 1))));
+                            static_cast<int>(draw(g, 0, 2))));
   }
   return out;
 }
@@ -188,14 +190,41 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
   nn::GPTStage stage(gpt_config(c), s, pp);
   std::vector<std::unique_ptr<nn::FlatParameter>> units;
   std::vector<nn::ParamRef> updated = stage.parameters();
-  if (c.config.zero_stage == 1) {
-    units = zero_units(stage, c.config.dp, dp_rank, false);
+  const bool zero2 = c.config.zero_stage >= 2;
+  if (c.config.zero_stage >= 1) {
+    units = zero_units(stage, c.config.dp, dp_rank, zero2);
     updated.clear();
     for (const auto& u : units) {
+      if (zero2) u->release_grads();
       if (const std::optional<nn::ParamRef> shard = u->shard_param()) updated.push_back(*shard);
     }
   }
   optim::AdamW adamw(updated);
+  // ZeRO-2 (F9): a block's full gradient buffer lives through its backward, the other units'
+  // (F8: a tied table's, the rest's) through the stage's; the first units are the blocks'.
+  std::map<const nn::Module*, nn::FlatParameter*> block_unit;
+  std::vector<nn::FlatParameter*> stage_units;
+  for (const auto& u : units) stage_units.push_back(u.get());
+  for (const auto& child : stage.children()) {
+    if (zero2 && child->path().rfind("h.", 0) == 0) {
+      block_unit[child.get()] = units[block_unit.size()].get();
+      stage_units.erase(stage_units.begin());
+    }
+  }
+  if (!zero2) stage_units.clear();
+  nn::Hooks windows;
+  windows.before_backward = [&](nn::Module& m) {
+    if (const auto b = block_unit.find(&m); b != block_unit.end()) b->second->materialize_grads();
+  };
+  windows.after_backward = [&](nn::Module& m) {
+    if (const auto b = block_unit.find(&m); b != block_unit.end()) b->second->release_grads();
+  };
+  const nn::HookHandle hooks = stage.add_hooks(windows);
+  auto backward = [&](nn::Context& ctx, const Tensor& dy) {
+    for (nn::FlatParameter* u : stage_units) u->materialize_grads();
+    stage.backward(ctx, dy);
+    for (nn::FlatParameter* u : stage_units) u->release_grads();
+  };
   p.built = alloc->stats().allocated_bytes;
   const ProofBatch b = make_batch(c, 1);
   const std::vector<int64_t> ids(b.ids.begin(), b.ids.begin() + mb * t);
@@ -219,11 +248,11 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
       nn::Context loss_ctx;
       const Tensor l = loss.forward(logits, tg, loss_ctx);
       const Tensor dlogits = loss.backward(loss_ctx);
-      stage.backward(ctx, dlogits);
+      backward(ctx, dlogits);
     } else {
       { const Tensor y = stage.forward(input(), ctx); }
       const Tensor dy = Tensor::zeros({mb, t, d});
-      stage.backward(ctx, dy);
+      backward(ctx, dy);
     }
   }
   p.one_micro_batch = alloc->stats().peak_allocated_bytes - p.built;
@@ -310,12 +339,14 @@ inline double relative_l2(const std::vector<float>& a, const std::vector<float>&
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// Under ZeRO-1 a unit's gradient is whole on every DP rank but averaged only in the rank's own
-// chunk (F8): proof-loss compares that chunk of each unit (the unit's gradients concatenated in
-// its order, the padding left out) with the same elements of one process's gradients.
+// Under ZeRO-1 and -2 a rank averages and updates only its own chunk of each unit (F8): proof-loss
+// compares each of the rank's shards (PlanRank::optimized(), named by its unit's first parameter)
+// with the same elements of one process's gradients (the unit's concatenated in its order, the
+// padding left out). A unit whose chunk on the rank is all padding has no shard there.
 struct UnitChunk {
-  std::string unit;  // "block h.2", "the tied table wte.weight", "the rest (wpe.weight)"
-  std::vector<float> got, want;
+  std::string first;  // the unit's first parameter: its shard's name
+  std::string unit;   // "block h.2", "the tied table wte.weight", "the rest (wpe.weight)"
+  std::vector<float> want;
 };
 inline std::string unit_name(const nn::GPTStage& stage, const std::vector<std::string>& unit) {
   const std::string& first = unit.front();
@@ -330,25 +361,22 @@ inline std::string unit_name(const nn::GPTStage& stage, const std::vector<std::s
 }
 
 inline std::vector<UnitChunk> owned_chunks(const ProofCase& c, int s, int dp_rank,
-                                           const std::map<std::string, std::vector<float>>& got,
                                            const std::map<std::string, std::vector<float>>& want) {
   const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
   AllocatorScope scope(scratch);
   nn::GPTStage stage(gpt_config(c), s, c.config.pp);
   std::vector<UnitChunk> out;
   for (const std::vector<std::string>& unit : unit_parameters(stage)) {
-    std::vector<float> g, w;
+    std::vector<float> w;
     for (const std::string& name : unit) {
-      const std::vector<float>& a = got.at(name);
       const std::vector<float>& b = want.at(name);
-      g.insert(g.end(), a.begin(), a.end());
       w.insert(w.end(), b.begin(), b.end());
     }
     const nn::ShardLayout layout(static_cast<int64_t>(w.size()), c.config.dp);
-    const auto from =
-        static_cast<std::ptrdiff_t>(std::min<int64_t>(layout.shard_offset(dp_rank), layout.numel));
+    if (layout.real_numel(dp_rank) == 0) continue;
+    const auto from = static_cast<std::ptrdiff_t>(layout.shard_offset(dp_rank));
     const auto to = from + static_cast<std::ptrdiff_t>(layout.real_numel(dp_rank));
-    out.push_back({unit_name(stage, unit), std::vector<float>(g.begin() + from, g.begin() + to),
+    out.push_back({unit.front(), unit_name(stage, unit),
                    std::vector<float>(w.begin() + from, w.begin() + to)});
   }
   return out;
@@ -404,8 +432,9 @@ inline Traffic traffic_of(const std::vector<dist::TraceEvent>& events, int64_t a
 // gradients to the previous one a step, as many received; the stage's gradients (4 bytes a
 // parameter) all-reduced in the DP group once a step, or under ZeRO-1 each unit's padded
 // gradient reduce-scattered and its padded values all-gathered there once a step (`padded`: the
-// stage's units' padded elements); with a tied head and pp > 1, the table's gradient
-// all-reduced between the pipeline's first and last stage once a step.
+// stage's units' padded elements), under ZeRO-2 the gradient after every micro-batch; with a
+// tied head and pp > 1, the table's gradient all-reduced between the pipeline's first and last
+// stage once a step (under ZeRO-2 the rank's shard of it, padding included).
 inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_parameters,
                                 int64_t padded) {
   const int pp = c.config.pp, dp = c.config.dp, s = r % pp, d = r / pp;
@@ -421,12 +450,16 @@ inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_paramet
     for (int i = 0; i < dp; ++i) group.push_back(i * pp + s);
     if (c.config.zero_stage == 0) {
       t.all_reduced[group] = 2 * 4 * stage_parameters;
-    } else {
-      t.reduce_scattered[group] = t.all_gathered[group] = 2 * 4 * padded;
+    } else {  // ZeRO-2: every micro-batch's gradient
+      t.reduce_scattered[group] = 2 * 4 * padded * (c.config.zero_stage >= 2 ? m : 1);
+      t.all_gathered[group] = 2 * 4 * padded;
     }
   }
   if (c.model.tied_head && pp > 1 && (s == 0 || s == pp - 1)) {
-    t.all_reduced[{d * pp, d * pp + pp - 1}] += 2 * 4 * c.model.vocab * c.model.dim;
+    // ZeRO-2 sums the table's two averaged shards, cut alike: one shard of it.
+    const nn::ShardLayout table(c.model.vocab * c.model.dim, dp);
+    t.all_reduced[{d * pp, d * pp + pp - 1}] +=
+        2 * 4 * (c.config.zero_stage >= 2 ? table.shard_size() : table.numel);
   }
   return t;
 }

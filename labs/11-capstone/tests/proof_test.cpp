@@ -46,6 +46,7 @@ struct RankRun {
   int stage = 0, dp_rank = 0;
   float loss[2] = {0, 0};
   std::map<std::string, std::vector<float>> grads1, params2;  // after step 1 / after step 2
+  std::map<std::string, std::vector<float>> shards1;  // ZeRO: the optimized shards' gradients
   int64_t built = 0;                     // what the rank holds once make_plan_rank returns
   std::vector<int64_t> allocations;      // the allocator's events during the two steps
   std::vector<dist::TraceEvent> events;  // the two steps' (construction's left out)
@@ -81,7 +82,16 @@ TwinRun run_twin(const ProofCase& c) {
           out.allocations.clear();
           const std::size_t built = comm.trace()->events().size();
           out.loss[0] = rank->step(b1);
-          for (const nn::ParamRef& p : rank->parameters()) out.grads1[p.name] = p.grad.to_vector();
+          if (c.config.zero_stage == 0) {
+            for (const nn::ParamRef& p : rank->parameters()) {
+              out.grads1[p.name] = p.grad.to_vector();
+            }
+          } else {  // ZeRO-2 keeps no whole gradient: each shard's, as AdamW saw it
+            for (const nn::ParamRef& p : rank->optimized()) {
+              out.shards1[p.name] = p.grad.to_vector();
+            }
+            for (const nn::ParamRef& p : rank->parameters()) out.grads1[p.name] = {};
+          }
           out.loss[1] = rank->step(b2);
           for (const nn::ParamRef& p : rank->parameters()) {
             out.params2[p.name] = p.value.to_vector();
@@ -150,7 +160,7 @@ TEST(ProofStep, TrainsAsOneProcessOnTheWholeBatch) {
                           "gradient checks below name the parameters)");
     }
     std::map<std::string, const RankRun*> first_holder;
-    const bool zero = c.config.zero_stage == 1;
+    const bool zero = c.config.zero_stage >= 1;
     for (const RankRun& r : run.ranks) {
       out.record(r.stage);
       out.record(r.loss[0]);
@@ -159,13 +169,13 @@ TEST(ProofStep, TrainsAsOneProcessOnTheWholeBatch) {
       for (const auto& [param, g] : r.grads1) {
         const std::string at = param + " on " + who(r);
         out.record(param);
-        out.record_all(g.data(), g.size());
+        if (!zero) out.record_all(g.data(), g.size());
         const std::vector<float>& value = r.params2.at(param);
         out.record_digest(value.data(), value.size());
         ASSERT_EQ(ref.grads1.count(param), 1u) << at << ": the whole model has no such parameter";
         const std::vector<float>& expected = ref.grads1.at(param);
-        ASSERT_EQ(g.size(), expected.size()) << at << ": its size differs from the model's";
         if (!zero) {
+          ASSERT_EQ(g.size(), expected.size()) << at << ": its size differs from the model's";
           const double e1 = relative_l2(g, expected);
           EXPECT_LE(e1, kGradientBar)
               << at << ": after step 1 its gradient is off one process's by " << e1
@@ -182,19 +192,41 @@ TEST(ProofStep, TrainsAsOneProcessOnTheWholeBatch) {
         EXPECT_TRUE(value == other)
             << at << ": every copy of a parameter must hold the same bits after a step; its copy "
             << "on " << who(*first) << " differs by up to " << apart
-            << " (revisit: which groups combine which gradients, and, under ZeRO-1, that both "
+            << " (revisit: which groups combine which gradients, and, under ZeRO, that both "
                "copies of a tied table are cut into the same chunks: F8)";
       }
       if (!zero) continue;
       std::vector<UnitChunk> chunks;
       try {
-        chunks = owned_chunks(c, r.stage, r.dp_rank, r.grads1, ref.grads1);
+        chunks = owned_chunks(c, r.stage, r.dp_rank, ref.grads1);
       } catch (const std::out_of_range&) {
         ADD_FAILURE() << who(r) << " does not hold every parameter of its stage";
         continue;
       }
+      out.record(r.shards1.size());
+      EXPECT_EQ(r.shards1.size(), chunks.size())
+          << who(r) << ": optimized() holds " << r.shards1.size() << " shards; F8's units with "
+          << "real elements on this DP rank are " << chunks.size()
+          << " (revisit: one FlatParameter per unit, AdamW over each shard_param())";
       for (const UnitChunk& u : chunks) {
-        const double e1 = relative_l2(u.got, u.want);
+        const auto found = r.shards1.find(u.first);
+        std::vector<float> got(u.want.size(), std::nanf(""));
+        if (found != r.shards1.end()) {
+          std::copy_n(found->second.begin(), std::min(got.size(), found->second.size()),
+                      got.begin());
+        }
+        out.record(found == r.shards1.end() ? int64_t{-1}
+                                            : static_cast<int64_t>(found->second.size()));
+        out.record_all(got.data(), got.size());
+        if (found == r.shards1.end()) {
+          ADD_FAILURE() << "F8's unit " << u.unit << " on " << who(r) << ": no shard named "
+                        << u.first << " in optimized() (its shard is named by its first "
+                        << "parameter)";
+          continue;
+        }
+        EXPECT_EQ(found->second.size(), u.want.size())
+            << "F8's unit " << u.unit << " on " << who(r) << ": its shard's real elements";
+        const double e1 = relative_l2(got, u.want);
         EXPECT_LE(e1, kGradientBar)
             << "F8's unit " << u.unit << " on " << who(r) << ": after step 1 the rank's own "
             << "chunk of its gradient (" << u.want.size() << " elements) is off one process's by "
@@ -288,14 +320,14 @@ TEST(ProofGiven, RefusesWhatTheTwinCannotRunByName) {
   };
   Config tp;
   tp.tp = 2;
-  refused(tp, "tp = 1, ZeRO-0 or -1, float32 and no SP", 2);
+  refused(tp, "tp = 1, ZeRO-0 to -2, float32 and no SP", 2);
   Config zero;
   zero.dp = 2;
-  zero.zero_stage = 2;
-  refused(zero, "tp = 1, ZeRO-0 or -1, float32 and no SP", 2);
+  zero.zero_stage = 3;
+  refused(zero, "tp = 1, ZeRO-0 to -2, float32 and no SP", 2);
   Config bf16;
   bf16.precision = lab11::Precision::Bf16Mixed;
-  refused(bf16, "tp = 1, ZeRO-0 or -1, float32 and no SP", 1);
+  refused(bf16, "tp = 1, ZeRO-0 to -2, float32 and no SP", 1);
   Config pp;
   pp.pp = 2;
   refused(pp, "a world of 3 ranks for dp 1 x pp 2", 3);
