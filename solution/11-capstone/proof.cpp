@@ -75,15 +75,17 @@ class TwinRank final : public PlanRank {
   std::unique_ptr<gtl::dist::ProcessGrid> grid_;
   std::unique_ptr<Communicator> tied_;  // the first and last stage of one pipeline
   std::unique_ptr<gtl::optim::AdamW> adamw_;
-  std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO-1/2: F8's units
-  // ZeRO-2: each block's unit by its module (its gradient lives through that block's backward);
-  // the others (a tied table, the rest) live through the stage's whole backward.
+  std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO: F8's units
+  // ZeRO-2/3: each block's unit by its module; the stage's others (a tied table, the rest).
   std::map<const gtl::nn::Module*, nn::FlatParameter*> block_units_;
   std::vector<nn::FlatParameter*> stage_units_;
   nn::FlatParameter* table_unit_ = nullptr;  // a tied table's, on the first and last stage
   gtl::nn::HookHandle hooks_;
-  // ZeRO-2: one micro-batch's gradient of unit u, averaged over the DP group, added to the shard.
+  // ZeRO-2/3: one micro-batch's gradient of unit u, averaged over the DP group, added to the
+  // shard. ZeRO-3: unit u's whole values, for one forward or backward (no-ops below ZeRO-3).
   void reduce_into_shard(nn::FlatParameter& u);
+  void gather_values(nn::FlatParameter& u);
+  void drop_values(nn::FlatParameter& u);
   // END SOLUTION(lab11)
 };
 
@@ -141,21 +143,38 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   adamw_ = std::make_unique<gtl::optim::AdamW>(optimized_, options);
   if (config.zero_stage == 1) return;
   // ZeRO-2 (F9): no whole gradient between backwards. A block's buffer is made just before its
-  // backward and reduce-scattered just after it; the other units' for the stage's backward.
+  // backward and reduce-scattered just after it; the other units' (the embeddings and the head,
+  // the first and the last of the stage's work) live through the stage's whole backward. ZeRO-3:
+  // the values too, gathered for each forward and backward and dropped after it.
+  for (std::size_t u = block_units_.size(); u < units_.size(); ++u) {
+    stage_units_.push_back(units_[u].get());
+  }
   for (const auto& u : units_) {
     u->release_grads();
-    if (std::none_of(block_units_.begin(), block_units_.end(),
-                     [&](const auto& b) { return b.second == u.get(); }))
-      stage_units_.push_back(u.get());
+    if (config.zero_stage == 3) u->release_values();
   }
-  gtl::nn::Hooks h;
-  h.before_backward = [this](gtl::nn::Module& m) {
-    if (const auto b = block_units_.find(&m); b != block_units_.end())
-      b->second->materialize_grads();
+  auto unit_of = [this](gtl::nn::Module& m) {
+    const auto b = block_units_.find(&m);
+    return b == block_units_.end() ? nullptr : b->second;
   };
-  h.after_backward = [this](gtl::nn::Module& m) {
-    if (const auto b = block_units_.find(&m); b != block_units_.end())
-      reduce_into_shard(*b->second);
+  gtl::nn::Hooks h;
+  h.before_forward = [this, unit_of](gtl::nn::Module& m) {
+    if (nn::FlatParameter* u = unit_of(m)) gather_values(*u);
+  };
+  h.after_forward = [this, unit_of](gtl::nn::Module& m) {
+    if (nn::FlatParameter* u = unit_of(m)) drop_values(*u);
+  };
+  h.before_backward = [this, unit_of](gtl::nn::Module& m) {
+    if (nn::FlatParameter* u = unit_of(m)) {
+      gather_values(*u);
+      u->materialize_grads();
+    }
+  };
+  h.after_backward = [this, unit_of](gtl::nn::Module& m) {
+    if (nn::FlatParameter* u = unit_of(m)) {
+      reduce_into_shard(*u);
+      drop_values(*u);
+    }
   };
   hooks_ = stage_->add_hooks(std::move(h));
   // END SOLUTION(lab11)
@@ -167,6 +186,16 @@ void TwinRank::reduce_into_shard(nn::FlatParameter& u) {
   grid_->dp_group().reduce_scatter(u.grads(), mine, gtl::dist::ReduceOp::Avg);  // in place
   gtl::ops::add_(u.shard_grads(), mine);
   u.release_grads();
+}
+
+void TwinRank::gather_values(nn::FlatParameter& u) {
+  if (config_.zero_stage < 3) return;
+  u.materialize_values();
+  grid_->dp_group().all_gather(u.shard_values(), u.values());
+}
+
+void TwinRank::drop_values(nn::FlatParameter& u) {
+  if (config_.zero_stage == 3) u.release_values();
 }
 // END SOLUTION(lab11)
 
@@ -198,20 +227,29 @@ float TwinRank::step(const ProofBatch& batch) {
   // Forward micro-batch `forwarded`; returns what goes to the next stage (nothing on the last,
   // which runs the loss and its backward at once: its 1F1B has no warm-up).
   auto forward = [&](const Tensor& x) {
-    return stage_->forward(x, ctx[static_cast<std::size_t>(forwarded++)]);
+    for (nn::FlatParameter* u : stage_units_) gather_values(*u);
+    Tensor y = stage_->forward(x, ctx[static_cast<std::size_t>(forwarded++)]);
+    for (nn::FlatParameter* u : stage_units_) drop_values(*u);
+    return y;
   };
   // Backward of micro-batch `backwarded` from dy (dlogits on the last stage); returns dx. Under
-  // ZeRO-2 each backward writes into fresh (zeroed) buffers, and the shards accumulate.
-  const bool zero2 = config_.zero_stage >= 2;
-  if (zero2) {
+  // ZeRO-2 and -3 each backward writes into fresh (zeroed) buffers, and the shards accumulate.
+  const bool grad_shards = config_.zero_stage >= 2;  // ZeRO-2 and -3
+  if (grad_shards) {
     for (const auto& u : units_) gtl::Tensor(u->shard_grads()).zero_();
   }
   auto backward = [&](const Tensor& dy) {
-    const bool fresh = backwarded == 0 || zero2;
+    const bool fresh = backwarded == 0 || grad_shards;
     const nn::GradMode mode = fresh ? nn::GradMode::Overwrite : nn::GradMode::Accumulate;
-    for (nn::FlatParameter* u : stage_units_) u->materialize_grads();
+    for (nn::FlatParameter* u : stage_units_) {
+      gather_values(*u);
+      u->materialize_grads();
+    }
     Tensor dx = stage_->backward(ctx[static_cast<std::size_t>(backwarded++)], dy, mode);
-    for (nn::FlatParameter* u : stage_units_) reduce_into_shard(*u);
+    for (nn::FlatParameter* u : stage_units_) {
+      reduce_into_shard(*u);
+      drop_values(*u);
+    }
     return dx;
   };
   // The last stage: forward, loss (mean over the micro-batch; 1/m makes the sum over m the DP
@@ -261,14 +299,17 @@ float TwinRank::step(const ProofBatch& batch) {
   }
   // The gradients of the DP rank's mean loss: the tied table's two halves summed, then every
   // gradient averaged over the DP ranks (equal micro-batches: the mean of means is the mean).
-  // ZeRO-2 averaged them already: the table's two shards (cut alike) are summed instead.
+  // ZeRO-2/3 averaged them already: the table's two shards (cut alike) are summed instead.
   if (const gtl::optim::ParamRef* table = stage_->tied_table(); table != nullptr) {
-    tied_->all_reduce(zero2 ? table_unit_->shard_grads() : table->grad, gtl::dist::ReduceOp::Sum);
+    tied_->all_reduce(grad_shards ? table_unit_->shard_grads() : table->grad,
+                      gtl::dist::ReduceOp::Sum);
   }
   Communicator& dp = grid_->dp_group();
-  if (zero2) {
+  if (grad_shards) {  // ZeRO-3 gathers the values it needs at its next forward
     adamw_->step();
-    for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
+    if (config_.zero_stage == 2) {
+      for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
+    }
   } else if (units_.empty()) {
     if (config_.dp > 1) {
       for (const gtl::optim::ParamRef& p : stage_->parameters()) {

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -394,7 +395,8 @@ std::string proof_loss() {
     const lab11_proof_cases::OneProcess ref = lab11_proof_cases::one_process(c);
     const int pp = c.config.pp, world = c.config.dp * pp;
     double sums[2] = {0, 0};
-    std::map<std::string, uint64_t> copies;  // each parameter's digest after step 2
+    std::map<std::string, uint64_t> copies;  // each parameter's (ZeRO-3: shard's) digest, step 2
+    std::set<std::string> held;              // the parameters some rank holds
     for (int rank = 0; rank < world; ++rank) {
       const std::string at = c.name() + ", world rank " + std::to_string(rank);
       if (r.next<int>("the stage of " + at) != rank % pp)
@@ -424,10 +426,15 @@ std::string proof_loss() {
                             " after step 1 is off one process's by " + show(e) +
                             " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
         }
-        const auto digest = r.next<uint64_t>("the value of " + param + " on " + at);
-        const auto [copy, first] = copies.emplace(param, digest);
-        if (!first && copy->second != digest)
-          throw Rejection(test + ": " + at + ": its copy of " + param +
+        held.insert(param);
+      }
+      const auto values = r.next<std::size_t>("the count of values of " + at);
+      for (std::size_t i = 0; i < values; ++i) {
+        const std::string copy = r.next<std::string>("a value's name on " + at);
+        const auto digest = r.next<uint64_t>("the value of " + copy + " on " + at);
+        const auto [found, first] = copies.emplace(copy, digest);
+        if (!first && found->second != digest)
+          throw Rejection(test + ": " + at + ": its copy of " + copy +
                           " differs from another rank's after step 2");
       }
       if (!zero) continue;
@@ -451,8 +458,8 @@ std::string proof_loss() {
                           show(lab11_proof_cases::kGradientBar));
       }
     }
-    if (copies.size() != ref.grads1.size())
-      throw Rejection(test + ": " + c.name() + ": the ranks hold " + show(copies.size()) +
+    if (held.size() != ref.grads1.size())
+      throw Rejection(test + ": " + c.name() + ": the ranks hold " + show(held.size()) +
                       " of the GPT's " + show(ref.grads1.size()) + " parameters");
     for (int step = 0; step < 2; ++step) {
       const double mean = sums[step] / c.config.dp;

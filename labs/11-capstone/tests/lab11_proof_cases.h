@@ -64,8 +64,8 @@ inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t 
 // Fixed: m > pp and m < pp, both kinds of head, checkpointing, a world of 8, pp = 1 with
 // accumulation (DP alone), dp = 1 (a pipeline alone); ZeRO-1 over 3 DP ranks (shards with
 // padding) with a tied table across 2 stages, and over 2 with checkpointing; ZeRO-2 with a tied
-// table across 2 stages and m > pp, and with one stage holding both of its ends, checkpointed.
-// Then three drawn from the seed.
+// table across 2 stages and m > pp, and with one stage holding both of its ends, checkpointed;
+// ZeRO-3 likewise, over 3 and 2 DP ranks. Then three drawn from the seed.
 inline std::vector<ProofCase> proof_cases(const std::string& test) {
   const ModelSpec tied{4, 16, 2, 29, 8, true}, untied{4, 16, 4, 23, 8, false};
   std::vector<ProofCase> out = {
@@ -74,6 +74,7 @@ inline std::vector<ProofCase> proof_cases(const std::string& test) {
       make_case(tied, 1, 4, 2, 6, false, 5),    make_case(tied, 1, 1, 1, 1, false, 6),
       make_case(tied, 3, 2, 1, 3, false, 7, 1), make_case(untied, 2, 2, 2, 1, true, 8, 1),
       make_case(tied, 2, 2, 1, 3, false, 9, 2), make_case(tied, 3, 1, 1, 2, true, 10, 2),
+      make_case(tied, 3, 2, 1, 3, true, 11, 3), make_case(untied, 2, 1, 2, 2, false, 12, 3),
   };
   std::mt19937_64 g = gtl::test_seed::generator(test);
   using gtl::test_seed::draw;
@@ -89,7 +90,7 @@ inline std::vector<ProofCase> proof_cases(const std::string& test) {
     const int dp = static_cast<int>(draw(g, 1, 3));
     out.push_back(make_case(model, dp, pp, draw(g, 1, 3), draw(g, 1, 6), draw(g, 0, 1) == 1,
                             static_cast<uint64_t>(draw(g, 1, 1000)),
-                            static_cast<int>(draw(g, 0, 2))));
+                            static_cast<int>(draw(g, 0, 3))));
   }
   return out;
 }
@@ -129,7 +130,7 @@ struct StagePieces {
   int64_t built = 0, one_micro_batch = 0, held = 0;
 };
 
-// ---- ZeRO-1 (F8): a stage's units, each a FlatParameter ----------------------------------------
+// ---- ZeRO (F8): a stage's units, each a FlatParameter ------------------------------------------
 //
 // Each block; a tied table two stages hold (GPTStage::tied_table), alone, so that both copies are
 // cut, reduced and updated alike; the rest of the stage. Each unit's parameters in the stage's
@@ -165,7 +166,7 @@ inline std::vector<std::vector<std::string>> unit_parameters(nn::GPTStage& stage
 }
 
 // Wraps the stage's units in FlatParameters for DP rank d of dp (ZeRO-1: no gradient shard;
-// ZeRO-2: shard_grads).
+// ZeRO-2 and -3: shard_grads).
 inline std::vector<std::unique_ptr<nn::FlatParameter>> zero_units(nn::GPTStage& stage, int dp,
                                                                   int d, bool shard_grads) {
   nn::FlatParameter::Options options;
@@ -179,10 +180,10 @@ inline std::vector<std::unique_ptr<nn::FlatParameter>> zero_units(nn::GPTStage& 
 }
 
 // What DP rank d keeps of stage s after construction: parameters, gradients and AdamW's state
-// (under ZeRO-1 the units' padded buffers, its value shards and AdamW over its shards' real
+// (under ZeRO the units' padded buffers that persist, its shards and AdamW over their real
 // elements), then one micro-batch's peak beyond it and what a forward leaves held.
 inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
-  const int pp = c.config.pp;
+  const int pp = c.config.pp, zero = c.config.zero_stage;
   const int64_t mb = c.config.micro_batch, t = c.model.context, d = c.model.dim;
   std::shared_ptr<Allocator> alloc = make_cpu_caching_allocator();
   StagePieces p;
@@ -190,40 +191,78 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
   nn::GPTStage stage(gpt_config(c), s, pp);
   std::vector<std::unique_ptr<nn::FlatParameter>> units;
   std::vector<nn::ParamRef> updated = stage.parameters();
-  const bool zero2 = c.config.zero_stage >= 2;
-  if (c.config.zero_stage >= 1) {
-    units = zero_units(stage, c.config.dp, dp_rank, zero2);
+  if (zero >= 1) {
+    units = zero_units(stage, c.config.dp, dp_rank, zero >= 2);
     updated.clear();
     for (const auto& u : units) {
-      if (zero2) u->release_grads();
+      if (zero >= 2) u->release_grads();
+      if (zero == 3) u->release_values();
       if (const std::optional<nn::ParamRef> shard = u->shard_param()) updated.push_back(*shard);
     }
   }
   optim::AdamW adamw(updated);
-  // ZeRO-2 (F9): a block's full gradient buffer lives through its backward, the other units'
-  // (F8: a tied table's, the rest's) through the stage's; the first units are the blocks'.
+  // ZeRO-2/3 (F9): a block's full gradient buffer lives through its backward, the other units'
+  // (F8: a tied table's, the rest's) through the stage's; ZeRO-3's full values likewise, for
+  // each forward and each backward (zeroed here: only their bytes matter). The blocks' units
+  // come first.
   std::map<const nn::Module*, nn::FlatParameter*> block_unit;
   std::vector<nn::FlatParameter*> stage_units;
   for (const auto& u : units) stage_units.push_back(u.get());
   for (const auto& child : stage.children()) {
-    if (zero2 && child->path().rfind("h.", 0) == 0) {
+    if (zero >= 2 && child->path().rfind("h.", 0) == 0) {
       block_unit[child.get()] = units[block_unit.size()].get();
       stage_units.erase(stage_units.begin());
     }
   }
-  if (!zero2) stage_units.clear();
+  if (zero < 2) stage_units.clear();
+  auto unit_of = [&](nn::Module& m) {
+    const auto b = block_unit.find(&m);
+    return b == block_unit.end() ? nullptr : b->second;
+  };
+  auto gather = [&](nn::FlatParameter& u) {
+    if (zero < 3) return;
+    u.materialize_values();
+    Tensor(u.values()).zero_();
+  };
+  auto drop = [&](nn::FlatParameter& u) {
+    if (zero == 3) u.release_values();
+  };
   nn::Hooks windows;
+  windows.before_forward = [&](nn::Module& m) {
+    if (nn::FlatParameter* u = unit_of(m)) gather(*u);
+  };
+  windows.after_forward = [&](nn::Module& m) {
+    if (nn::FlatParameter* u = unit_of(m)) drop(*u);
+  };
   windows.before_backward = [&](nn::Module& m) {
-    if (const auto b = block_unit.find(&m); b != block_unit.end()) b->second->materialize_grads();
+    if (nn::FlatParameter* u = unit_of(m)) {
+      gather(*u);
+      u->materialize_grads();
+    }
   };
   windows.after_backward = [&](nn::Module& m) {
-    if (const auto b = block_unit.find(&m); b != block_unit.end()) b->second->release_grads();
+    if (nn::FlatParameter* u = unit_of(m)) {
+      u->release_grads();
+      drop(*u);
+    }
   };
   const nn::HookHandle hooks = stage.add_hooks(windows);
+  auto forward = [&](const Tensor& x, nn::Context& ctx) {
+    for (nn::FlatParameter* u : stage_units) gather(*u);
+    Tensor y = stage.forward(x, ctx);
+    for (nn::FlatParameter* u : stage_units) drop(*u);
+    return y;
+  };
   auto backward = [&](nn::Context& ctx, const Tensor& dy) {
-    for (nn::FlatParameter* u : stage_units) u->materialize_grads();
+    for (nn::FlatParameter* u : stage_units) {
+      gather(*u);
+      u->materialize_grads();
+    }
     stage.backward(ctx, dy);
-    for (nn::FlatParameter* u : stage_units) u->release_grads();
+    for (nn::FlatParameter* u : stage_units) {
+      u->release_grads();
+      drop(*u);
+    }
   };
   p.built = alloc->stats().allocated_bytes;
   const ProofBatch b = make_batch(c, 1);
@@ -235,7 +274,7 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
   {  // what one forward leaves held
     nn::Context ctx;
     const int64_t before = alloc->stats().allocated_bytes;
-    { const Tensor y = stage.forward(input(), ctx); }
+    { const Tensor y = forward(input(), ctx); }
     p.held = alloc->stats().allocated_bytes - before;
   }
   alloc->reset_peak_stats();
@@ -243,14 +282,14 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
     nn::Context ctx;
     if (s == pp - 1) {
       const Tensor tg = gtl::testing::ids_tensor(targets, {mb * t});
-      const Tensor logits = stage.forward(input(), ctx);
+      const Tensor logits = forward(input(), ctx);
       const nn::CrossEntropyLoss loss;
       nn::Context loss_ctx;
       const Tensor l = loss.forward(logits, tg, loss_ctx);
       const Tensor dlogits = loss.backward(loss_ctx);
       backward(ctx, dlogits);
     } else {
-      { const Tensor y = stage.forward(input(), ctx); }
+      { const Tensor y = forward(input(), ctx); }
       const Tensor dy = Tensor::zeros({mb, t, d});
       backward(ctx, dy);
     }
@@ -276,8 +315,8 @@ inline int64_t stage_parameter_count(const ProofCase& c, int s) {
   return n;
 }
 
-// Under ZeRO-1 the elements of the stage's units padded to a multiple of dp (F8): the bytes
-// each unit's reduce-scatter and all-gather carry, / 4.
+// Under ZeRO the elements of the stage's units padded to a multiple of dp (F8): the bytes each
+// unit's reduce-scatter and all-gather carry, / 4.
 inline int64_t stage_padded_count(const ProofCase& c, int s) {
   const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
   AllocatorScope scope(scratch);
@@ -432,9 +471,10 @@ inline Traffic traffic_of(const std::vector<dist::TraceEvent>& events, int64_t a
 // gradients to the previous one a step, as many received; the stage's gradients (4 bytes a
 // parameter) all-reduced in the DP group once a step, or under ZeRO-1 each unit's padded
 // gradient reduce-scattered and its padded values all-gathered there once a step (`padded`: the
-// stage's units' padded elements), under ZeRO-2 the gradient after every micro-batch; with a
-// tied head and pp > 1, the table's gradient all-reduced between the pipeline's first and last
-// stage once a step (under ZeRO-2 the rank's shard of it, padding included).
+// stage's units' padded elements), under ZeRO-2 the gradient after every micro-batch, under
+// ZeRO-3 also the values before every micro-batch's forward and backward (none after the step);
+// with a tied head and pp > 1, the table's gradient all-reduced between the pipeline's first and
+// last stage once a step (under ZeRO-2 and -3 the rank's shard of it, padding included).
 inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_parameters,
                                 int64_t padded) {
   const int pp = c.config.pp, dp = c.config.dp, s = r % pp, d = r / pp;
@@ -450,13 +490,14 @@ inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_paramet
     for (int i = 0; i < dp; ++i) group.push_back(i * pp + s);
     if (c.config.zero_stage == 0) {
       t.all_reduced[group] = 2 * 4 * stage_parameters;
-    } else {  // ZeRO-2: every micro-batch's gradient
-      t.reduce_scattered[group] = 2 * 4 * padded * (c.config.zero_stage >= 2 ? m : 1);
-      t.all_gathered[group] = 2 * 4 * padded;
+    } else {  // ZeRO-2/3: every micro-batch's gradient; ZeRO-3: the values for each pass
+      const int zero = c.config.zero_stage;
+      t.reduce_scattered[group] = 2 * 4 * padded * (zero >= 2 ? m : 1);
+      t.all_gathered[group] = 2 * 4 * padded * (zero == 3 ? 2 * m : 1);
     }
   }
   if (c.model.tied_head && pp > 1 && (s == 0 || s == pp - 1)) {
-    // ZeRO-2 sums the table's two averaged shards, cut alike: one shard of it.
+    // ZeRO-2/3 sum the table's two averaged shards, cut alike: one shard of it.
     const nn::ShardLayout table(c.model.vocab * c.model.dim, dp);
     t.all_reduced[{d * pp, d * pp + pp - 1}] +=
         2 * 4 * (c.config.zero_stage >= 2 ? table.shard_size() : table.numel);
