@@ -70,7 +70,7 @@ class TwinRank final : public PlanRank {
   std::unique_ptr<nn::GPTStage> stage_;          // built by the constructor
   std::vector<gtl::optim::ParamRef> optimized_;  // what AdamW updates: set by the constructor
   // TODO(lab11) step 5: what this rank keeps between steps besides its stage.
-  //   About 5 lines.
+  //   About 5 lines, 10 more for ZeRO-2 and -3 (with the helpers you define below).
   // END TODO(lab11)
 };
 
@@ -84,12 +84,17 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   //   Spec: proof.h, make_plan_rank.
   //   Hint: list every parameter that more than one rank holds a copy of, and for each the
   //   ranks holding it: each such set is a group whose gradients must be combined. Groups are
-  //   collective to make (every rank of the world calls each split). Under ZeRO-1, the handout's
+  //   collective to make (every rank of the world calls each split). Under ZeRO, the handout's
   //   F8 says which parameters share a unit; ask of each copy what must come out the same on
-  //   every rank holding one. About 10 lines, 25 more for ZeRO-1.
+  //   every rank holding one. Under ZeRO-2 and -3, F9 says when a unit's whole buffers exist:
+  //   the core's modules run your code around a block's passes. optimized_ is what AdamW
+  //   updates. About 10 lines, 25 more for ZeRO-1, 30 more for ZeRO-2 and -3.
   (void)lr;
   // END TODO(lab11)
 }
+
+// TODO(lab11) step 5: the helpers your members declare, if any.
+// END TODO(lab11)
 
 float TwinRank::step(const ProofBatch& batch) {
   const int64_t t = model_.context, mb = config_.micro_batch, m = config_.accumulation;
@@ -108,7 +113,10 @@ float TwinRank::step(const ProofBatch& batch) {
   //   two neighbours that send to each other at the same point must do it in one call. Then
   //   decide, for every tensor you make, which call it must not outlive: the allocator sees each
   //   one. Under ZeRO-1 (lab 06), after the pipeline: who averages which chunk, who updates it,
-  //   and how the others' updates reach every rank. About 70 lines, 10 more for ZeRO-1.
+  //   and how the others' updates reach every rank. Under ZeRO-2 and -3, each backward's
+  //   gradients leave their buffers before the next backward writes: what must a shard hold at
+  //   the end of the step, and what is left to combine then? About 70 lines, 10 more for
+  //   ZeRO-1, 15 more for ZeRO-2 and -3.
   (void)batch;
   // END TODO(lab11)
   return loss_sum;

@@ -101,10 +101,10 @@ void check_config(const ModelSpec& model, const Config& config);
 //   parameters   the weights the forward reads (fp32: the float32 weights; bf16-mixed: the bf16
 //                compute copy), the stage's and this TP rank's only; under fp32 ZeRO-1/2 also
 //                the rank's shard of them (the values AdamW updates); under ZeRO-3 the rank's
-//                shard plus the one unit gathered at the peak (bf16-mixed: only the gathered
-//                unit's bf16 copy: the persistent shard is the float32 master, under optimizer)
-//   gradients    the float32 gradients (under ZeRO-2/3: the shard plus the one unit's full
-//                gradient at the peak; a buffer ZeRO keeps whole is padded: F8)
+//                shard plus the units gathered at the peak (F9; bf16-mixed: only the gathered
+//                units' bf16 copy: the persistent shard is the float32 master, under optimizer)
+//   gradients    the float32 gradients (under ZeRO-2/3: the shard plus the units' full
+//                gradients at the peak, F9; a buffer ZeRO keeps whole is padded: F8)
 //   optimizer    AdamW's m and v, and under bf16-mixed the float32 master weights (sharded from
 //                ZeRO-1 on)
 //   activations  the tensors the blocks saved for their backward, of every micro-batch the 1F1B

@@ -5,10 +5,10 @@
 // This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your file
 // is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
 //
-// What runs here: dp x pp ranks, tp = 1, ZeRO-0 or ZeRO-1, float32, no SP. The core has the
-// pieces for that (nn::GPTStage, the communicator, AdamW, nn::FlatParameter); the tensor-parallel
-// layers (lab 08), ZeRO-2's and -3's per-unit hooks and the bf16 forms (lab 06) are those labs'
-// own code, which this lab's tree does not hold (check_provable refuses the rest).
+// What runs here: dp x pp ranks, tp = 1, any ZeRO stage, float32, no SP. The core has the pieces
+// for that (nn::GPTStage, the communicator, AdamW, nn::FlatParameter, the modules' hooks); the
+// tensor-parallel layers (lab 08) and the bf16 forms (lab 06) are those labs' own code, which
+// this lab's tree does not hold (check_provable refuses the rest).
 #pragma once
 
 #include <cstdint>
@@ -32,8 +32,7 @@ struct ProofBatch {
 };
 
 // Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: tp = 1,
-// zero_stage 0 or 1, float32, no sequence parallelism. Throws gtl::Error naming the field
-// otherwise.
+// float32, no sequence parallelism. Throws gtl::Error naming the field otherwise.
 void check_provable(const ModelSpec& model, const Config& config);
 
 // One rank of the twin, built by make_plan_rank.
@@ -52,8 +51,8 @@ class PlanRank {
   virtual std::vector<gtl::optim::ParamRef> parameters() const = 0;
 
   // What this rank's AdamW updates, with the gradients it updates them from: the stage's
-  // parameters under ZeRO-0; under ZeRO-1 and -2 the rank's shard of each unit of F8 that has
-  // real elements on it (nn::FlatParameter::shard_param(), named by the unit's first parameter).
+  // parameters under ZeRO-0; under ZeRO the rank's shard of each unit of F8 that has real
+  // elements on it (nn::FlatParameter::shard_param(), named by the unit's first parameter).
   virtual std::vector<gtl::optim::ParamRef> optimized() const = 0;
 
   // Its stage (given: built by make_plan_rank): lab11_prove traces its modules for the timeline.
@@ -63,10 +62,11 @@ class PlanRank {
 // 5. World rank r of config.dp x config.pp ranks (r = d pp + s: DP rank d, stage s, the core's
 // ProcessGrid with tp = 1): stage s of the core's GPT (ModelSpec, `seed`; every block checkpointed
 // under activation_checkpointing), and AdamW (learning rate `lr`, the core's other defaults) on
-// its parameters; under ZeRO-1, the stage's units (the handout's F8) each an nn::FlatParameter
-// over the DP group, and AdamW on this rank's shards of them. Collective over `world` (every rank
-// calls it). Throws gtl::Error (check_provable; a world of another size than dp x pp) before
-// communicating.
+// its parameters; under ZeRO, the stage's units (the handout's F8) each an nn::FlatParameter
+// over the DP group, and AdamW on this rank's shards of them; under ZeRO-2 and -3 each unit's
+// whole gradient (and under ZeRO-3 its whole values) exist only while the handout's F9 says they
+// do. Collective over `world` (every rank calls it). Throws gtl::Error (check_provable; a world
+// of another size than dp x pp) before communicating.
 //
 // What the checks hold it to (handout, TODO 5): after each step every rank's parameters equal a
 // single process's training on the whole batch (within the stated tolerance), and the two copies

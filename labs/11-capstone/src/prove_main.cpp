@@ -1,9 +1,9 @@
 // lab11_prove: a plan's twin, proved (given: a program over TODO 5, with TODO 1's model beside
-// it). It trains the twin (dp x pp ranks of a small GPT, tp = 1, ZeRO-0 or -1, float32) for two
+// it). It trains the twin (dp x pp ranks of a small GPT, tp = 1, any ZeRO stage, float32) for two
 // steps on in-process ranks with your make_plan_rank, and prints, as Markdown:
 //   - the loss of each step against one process training on the whole batch;
 //   - each rank's allocator peak in its steps against your memory model's total for its stage
-//     (TODO 1: the most loaded rank's; under ZeRO-1 a later DP rank whose shards end in padding
+//     (TODO 1: the most loaded rank's; under ZeRO a later DP rank whose shards end in padding
 //     holds less AdamW state);
 //   - each rank's traffic over the two steps, by peer and by group;
 //   - the second step's timeline, simulated by the core's cost model (gtl/distributed/
@@ -69,7 +69,7 @@ Args parse(int argc, char** argv) {
           "lab11_prove [--dp 2] [--pp 4] [--micro-batch 1] [--accumulation 8] [--layers 8]\n"
           "            [--dim 64] [--heads 4] [--vocab 256] [--context 32] [--untied]\n"
           "            [--checkpoint] [--zero 0] [--seed 1] [--trace FILE]\n"
-          "Trains a dp x pp twin (tp 1, ZeRO-0 or -1, float32) for two steps through your\n"
+          "Trains a dp x pp twin (tp 1, any ZeRO stage, float32) for two steps through your\n"
           "TODO 5 and prints its losses, peaks and traffic against the plan\n"
           "(labs/11-capstone/README.md).\n");
       std::exit(0);
