@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -17,6 +18,7 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt_stage.h"
+#include "gtl/ops/elementwise.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
 #include "proof.h"

@@ -58,9 +58,10 @@ struct TwinRun {
   std::string error;  // a failure of the student's code (thrown on a rank), else empty
 };
 
-// ZeRO-3's shard of a unit on DP rank d: the same on the two stages holding a tied table.
+// ZeRO-3's shard of a unit on DP rank d, "wte.weight/shard-1": the same on the two stages holding
+// a tied table. One word: the judge's record is read word by word.
 std::string shard_key(const std::string& name, int dp_rank) {
-  return name + " (DP rank " + std::to_string(dp_rank) + "'s shard)";
+  return name + "/shard-" + std::to_string(dp_rank);
 }
 
 TwinRun run_twin(const ProofCase& c) {
