@@ -384,8 +384,9 @@ std::string report_svg() {
 // ---- TODO 5: the proof -------------------------------------------------------------------------
 //
 // The twins' recorded outputs against what the judge computes from the course alone: one process
-// training the core's GPT (proof-loss; under ZeRO each unit's own chunk), the shares measured on
-// the core's GPTStage and F8's FlatParameters (proof-memory), the plan's messages (proof-traffic).
+// training the core's GPT (proof-loss: both steps' gradients; under ZeRO each unit's own chunk),
+// the shares measured on the core's GPTStage and F8's FlatParameters (proof-memory), the plan's
+// messages (proof-traffic).
 using lab11_proof_cases::ProofCase;
 
 std::string proof_loss() {
@@ -410,22 +411,11 @@ std::string proof_loss() {
                           show(loss));
         }
       }
-      const bool zero = c.config.zero_stage >= 1;  // then checked by unit, below
       const auto n = r.next<std::size_t>("the parameter count of " + at);
       for (std::size_t i = 0; i < n; ++i) {
         const std::string param = r.next<std::string>("a parameter's name on " + at);
-        const auto found = ref.grads1.find(param);
-        if (found == ref.grads1.end())
+        if (ref.grads[0].count(param) == 0)
           throw Rejection(test + ": " + at + " holds " + param + ", which the GPT has not");
-        if (!zero) {
-          const std::vector<float> g =
-              r.sequence<float>("the gradient of " + param + " on " + at, found->second.size());
-          const double e = lab11_proof_cases::relative_l2(g, found->second);
-          if (!(e <= lab11_proof_cases::kGradientBar))
-            throw Rejection(test + ": " + at + ": the gradient of " + param +
-                            " after step 1 is off one process's by " + show(e) +
-                            " (relative L2), above " + show(lab11_proof_cases::kGradientBar));
-        }
         held.insert(param);
       }
       const auto values = r.next<std::size_t>("the count of values of " + at);
@@ -437,30 +427,32 @@ std::string proof_loss() {
           throw Rejection(test + ": " + at + ": its copy of " + copy +
                           " differs from another rank's after step 2");
       }
-      if (!zero) continue;
-      std::vector<lab11_proof_cases::UnitChunk> chunks;
-      try {
-        chunks = lab11_proof_cases::owned_chunks(c, rank % pp, rank / pp, ref.grads1);
-      } catch (const std::out_of_range&) {
-        throw Rejection(test + ": " + at + " does not hold every parameter of its stage");
-      }
-      if (r.next<std::size_t>("the shard count of " + at) != chunks.size())
-        throw Rejection(test + ": " + at + " does not optimize one shard per unit of F8");
-      for (const lab11_proof_cases::UnitChunk& u : chunks) {
-        const auto size = r.next<int64_t>("the shard size of " + u.unit + " on " + at);
-        const std::vector<float> g =
-            r.sequence<float>("the shard of " + u.unit + " on " + at, u.want.size());
-        const double e = lab11_proof_cases::relative_l2(g, u.want);
-        if (size != static_cast<int64_t>(u.want.size()) || !(e <= lab11_proof_cases::kGradientBar))
-          throw Rejection(test + ": " + at + ": its own chunk of the gradient of F8's unit " +
-                          u.unit + " after step 1 is off one process's by " + show(e) +
-                          " (relative L2, " + show(size) + " elements), above " +
-                          show(lab11_proof_cases::kGradientBar));
+      for (int step = 0; step < 2; ++step) {
+        std::vector<lab11_proof_cases::OwnedGradient> owned;
+        try {
+          owned = lab11_proof_cases::owned_gradients(c, rank % pp, rank / pp, ref.grads[step]);
+        } catch (const std::out_of_range&) {
+          throw Rejection(test + ": " + at + " does not hold every parameter of its stage");
+        }
+        if (r.next<std::size_t>("the optimized count of " + at) != owned.size())
+          throw Rejection(test + ": " + at + " does not optimize what its stage holds (F8)");
+        for (const lab11_proof_cases::OwnedGradient& u : owned) {
+          const auto size = r.next<int64_t>("the size of " + u.unit + " on " + at);
+          const std::vector<float> g =
+              r.sequence<float>("the gradient of " + u.unit + " on " + at, u.want.size());
+          const double e = lab11_proof_cases::relative_l2(g, u.want);
+          if (size != static_cast<int64_t>(u.want.size()) ||
+              !(e <= lab11_proof_cases::kGradientBar[step]))
+            throw Rejection(test + ": " + at + ": the gradient of " + u.unit + " after step " +
+                            show(step + 1) + " is off one process's by " + show(e) +
+                            " (relative L2, " + show(size) + " elements), above " +
+                            show(lab11_proof_cases::kGradientBar[step]));
+        }
       }
     }
-    if (held.size() != ref.grads1.size())
+    if (held.size() != ref.grads[0].size())
       throw Rejection(test + ": " + c.name() + ": the ranks hold " + show(held.size()) +
-                      " of the GPT's " + show(ref.grads1.size()) + " parameters");
+                      " of the GPT's " + show(ref.grads[0].size()) + " parameters");
     for (int step = 0; step < 2; ++step) {
       const double mean = sums[step] / c.config.dp;
       if (!(std::fabs(mean - ref.loss[step]) <=

@@ -2,26 +2,31 @@
 // in-process ranks through the student's make_plan_rank; each rank's allocator and trace are then
 // held against the plan:
 //   proof-loss     the twin trains as one process does on the whole batch: the loss of each step,
-//                  every gradient of step 1 (tolerances: handout); every copy of a parameter holds
-//                  the same bits after step 2
+//                  the gradients each rank's AdamW steps on in each step (under ZeRO its shards;
+//                  tolerances: handout); every copy of a parameter holds the same bits after
+//                  step 2
 //   proof-memory   each rank's peak in its steps is exactly its stage's share: the parameters,
-//                  gradients and AdamW state (under ZeRO-1: F8's units as FlatParameters, AdamW
-//                  over the rank's shards), one micro-batch's peak on that stage, and the saved
-//                  bytes of the other micro-batches 1F1B holds there (min(pp - s, m) in all), each
-//                  measured on the core's GPTStage alone (lab11_proof_cases.h)
+//                  gradients and AdamW state (under ZeRO: F8's units as FlatParameters, AdamW
+//                  over the rank's shards), one micro-batch's peak on that stage (under ZeRO-2
+//                  and -3 with F9's whole buffers around each pass), and the saved bytes of the
+//                  other micro-batches 1F1B holds there (min(pp - s, m) in all), each measured on
+//                  the core's GPTStage alone (lab11_proof_cases.h)
 //   proof-traffic  the trace holds the plan's messages and nothing else: m activations to the
 //                  next stage and m gradients to the previous one a step, each [micro_batch, T, D]
 //                  float32; an all-reduce of the stage's gradients in the DP group (ZeRO-1: each
-//                  unit's reduce-scatter and all-gather); with a tied table and pp > 1, an
-//                  all-reduce of the table's gradient between the pipeline's first and last stage
-// Shapes: fixed cases (m < pp, m > pp, dp x pp = 8, tied and untied, checkpointed, ZeRO-1) and
-// seeded ones drawn from the grading seed. Every check records what it measured (the losses and
-// gradients, each rank's allocation events, each rank's traffic) for the judge, which recomputes
-// the one process, the shares and the plan's traffic from the course alone.
+//                  unit's reduce-scatter and all-gather; ZeRO-2: the reduce-scatter after every
+//                  micro-batch; ZeRO-3: also the gathers before every forward and backward); with
+//                  a tied table and pp > 1, an all-reduce of the table's gradient (under ZeRO-2
+//                  and -3 of its shard) between the pipeline's first and last stage
+// Shapes: fixed cases (m < pp, m > pp, dp x pp = 8, tied and untied, checkpointed, ZeRO-1, -2 and
+// -3) and seeded ones drawn from the grading seed. Every check records what it measured (the
+// losses and gradients, each rank's allocation events, each rank's traffic) for the judge, which
+// recomputes the one process, the shares and the plan's traffic from the course alone.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,9 +50,10 @@ using lab11::ProofBatch;
 struct RankRun {
   int stage = 0, dp_rank = 0;
   float loss[2] = {0, 0};
-  // After step 1 the gradients, after step 2 the values, by parameter (ZeRO-3's values: by shard).
-  std::map<std::string, std::vector<float>> grads1, params2;
-  std::map<std::string, std::vector<float>> shards1;  // ZeRO: the optimized shards' gradients
+  std::set<std::string> held;  // the stage's parameters, by name
+  // After each step the gradients AdamW stepped on, by name (optimized(): under ZeRO the
+  // shards'); after step 2 the values, by parameter (ZeRO-3's: by shard).
+  std::map<std::string, std::vector<float>> grads[2], params2;
   int64_t built = 0;                     // what the rank holds once make_plan_rank returns
   std::vector<int64_t> allocations;      // the allocator's events during the two steps
   std::vector<dist::TraceEvent> events;  // the two steps' (construction's left out)
@@ -88,18 +94,13 @@ TwinRun run_twin(const ProofCase& c) {
           for (const int64_t e : out.allocations) out.built += e;
           out.allocations.clear();
           const std::size_t built = comm.trace()->events().size();
-          out.loss[0] = rank->step(b1);
-          if (c.config.zero_stage == 0) {
-            for (const nn::ParamRef& p : rank->parameters()) {
-              out.grads1[p.name] = p.grad.to_vector();
-            }
-          } else {  // ZeRO-2 keeps no whole gradient: each shard's, as AdamW saw it
+          for (const nn::ParamRef& p : rank->parameters()) out.held.insert(p.name);
+          for (int step = 0; step < 2; ++step) {
+            out.loss[step] = rank->step(step == 0 ? b1 : b2);
             for (const nn::ParamRef& p : rank->optimized()) {
-              out.shards1[p.name] = p.grad.to_vector();
+              out.grads[step][p.name] = p.grad.to_vector();
             }
-            for (const nn::ParamRef& p : rank->parameters()) out.grads1[p.name] = {};
           }
-          out.loss[1] = rank->step(b2);
           if (c.config.zero_stage < 3) {
             for (const nn::ParamRef& p : rank->parameters()) {
               out.params2[p.name] = p.value.to_vector();
@@ -178,21 +179,12 @@ TEST(ProofStep, TrainsAsOneProcessOnTheWholeBatch) {
       out.record(r.stage);
       out.record(r.loss[0]);
       out.record(r.loss[1]);
-      out.record(r.grads1.size());
-      for (const auto& [param, g] : r.grads1) {
-        const std::string at = param + " on " + who(r);
+      out.record(r.held.size());
+      for (const std::string& param : r.held) {
         out.record(param);
-        if (!zero) out.record_all(g.data(), g.size());
-        ASSERT_EQ(ref.grads1.count(param), 1u) << at << ": the whole model has no such parameter";
+        ASSERT_EQ(ref.grads[0].count(param), 1u)
+            << param << " on " << who(r) << ": the whole model has no such parameter";
         first_holder.emplace(param, &r);
-        if (zero) continue;
-        const std::vector<float>& expected = ref.grads1.at(param);
-        ASSERT_EQ(g.size(), expected.size()) << at << ": its size differs from the model's";
-        const double e1 = relative_l2(g, expected);
-        EXPECT_LE(e1, kGradientBar)
-            << at << ": after step 1 its gradient is off one process's by " << e1
-            << " (relative L2; revisit: the 1/m of each micro-batch, the "
-               "DP average, the two halves of a tied table)";
       }
       out.record(r.params2.size());
       for (const auto& [copy, value] : r.params2) {
@@ -211,46 +203,57 @@ TEST(ProofStep, TrainsAsOneProcessOnTheWholeBatch) {
             << " (revisit: which groups combine which gradients, and, under ZeRO, that both "
                "copies of a tied table are cut into the same chunks: F8)";
       }
-      if (!zero) continue;
-      std::vector<UnitChunk> chunks;
-      try {
-        chunks = owned_chunks(c, r.stage, r.dp_rank, ref.grads1);
-      } catch (const std::out_of_range&) {
-        ADD_FAILURE() << who(r) << " does not hold every parameter of its stage";
-        continue;
-      }
-      out.record(r.shards1.size());
-      EXPECT_EQ(r.shards1.size(), chunks.size())
-          << who(r) << ": optimized() holds " << r.shards1.size() << " shards; F8's units with "
-          << "real elements on this DP rank are " << chunks.size()
-          << " (revisit: one FlatParameter per unit, AdamW over each shard_param())";
-      for (const UnitChunk& u : chunks) {
-        const auto found = r.shards1.find(u.first);
-        std::vector<float> got(u.want.size(), std::nanf(""));
-        if (found != r.shards1.end()) {
-          std::copy_n(found->second.begin(), std::min(got.size(), found->second.size()),
-                      got.begin());
+      for (int step = 0; step < 2; ++step) {
+        const std::map<std::string, std::vector<float>>& got = r.grads[step];
+        std::vector<OwnedGradient> owned;
+        try {
+          owned = owned_gradients(c, r.stage, r.dp_rank, ref.grads[step]);
+        } catch (const std::out_of_range&) {
+          ADD_FAILURE() << who(r) << " does not hold every parameter of its stage";
+          break;
         }
-        out.record(found == r.shards1.end() ? int64_t{-1}
-                                            : static_cast<int64_t>(found->second.size()));
-        out.record_all(got.data(), got.size());
-        if (found == r.shards1.end()) {
-          ADD_FAILURE() << "F8's unit " << u.unit << " on " << who(r) << ": no shard named "
-                        << u.first << " in optimized() (its shard is named by its first "
-                        << "parameter)";
-          continue;
+        out.record(got.size());
+        EXPECT_EQ(got.size(), owned.size())
+            << who(r) << ": optimized() holds " << got.size() << " parameters; "
+            << (zero ? "F8's units with real elements on this DP rank are "
+                     : "the stage's parameters are ")
+            << owned.size()
+            << (zero ? " (revisit: one FlatParameter per unit, AdamW over each shard_param())"
+                     : " (revisit: AdamW over the stage's parameters)");
+        for (const OwnedGradient& u : owned) {
+          const auto found = got.find(u.first);
+          std::vector<float> g(u.want.size(), std::nanf(""));
+          if (found != got.end()) {
+            std::copy_n(found->second.begin(), std::min(g.size(), found->second.size()), g.begin());
+          }
+          out.record(found == got.end() ? int64_t{-1} : static_cast<int64_t>(found->second.size()));
+          out.record_all(g.data(), g.size());
+          if (found == got.end()) {
+            ADD_FAILURE() << u.unit << " on " << who(r) << ": nothing named " << u.first
+                          << " in optimized()"
+                          << (zero ? " (a unit's shard is named by its first parameter)" : "");
+            continue;
+          }
+          EXPECT_EQ(found->second.size(), u.want.size())
+              << u.unit << " on " << who(r) << ": the elements of its gradient"
+              << (zero ? " (its shard's real elements)" : "");
+          const double e = relative_l2(g, u.want);
+          EXPECT_LE(e, kGradientBar[step])
+              << u.unit << " on " << who(r) << ": after step " << step + 1 << " the gradient "
+              << (zero ? "of the rank's own chunk (" + std::to_string(u.want.size()) + " elements) "
+                       : "")
+              << "is off one process's by " << e << " (relative L2; revisit: "
+              << (step == 0
+                      ? "the 1/m of each micro-batch, the DP average, the two halves of a tied "
+                        "table" +
+                            std::string(zero ? ", the units of F8" : "")
+                      : "what a rank carries from one step into the next: where step 1's "
+                        "gradient is right, step 2's backward did not start from zero")
+              << ")";
         }
-        EXPECT_EQ(found->second.size(), u.want.size())
-            << "F8's unit " << u.unit << " on " << who(r) << ": its shard's real elements";
-        const double e1 = relative_l2(got, u.want);
-        EXPECT_LE(e1, kGradientBar)
-            << "F8's unit " << u.unit << " on " << who(r) << ": after step 1 the rank's own "
-            << "chunk of its gradient (" << u.want.size() << " elements) is off one process's by "
-            << e1 << " (relative L2; revisit: the reduce-scatter's reduction, the 1/m of each "
-            << "micro-batch, the two halves of a tied table, and the units of F8)";
       }
     }
-    for (const auto& [param, g] : ref.grads1) {
+    for (const auto& [param, g] : ref.grads[0]) {
       EXPECT_EQ(first_holder.count(param), 1u) << "no rank holds " << param;
     }
   }
@@ -274,15 +277,16 @@ TEST(ProofStep, EachRankPeaksAtExactlyItsStagesShare) {
       EXPECT_EQ(peak, expected)
           << who(r) << " peaked at " << peak << " bytes in its steps; its share is " << expected
           << " = " << p.built
-          << (c.config.zero_stage == 1
-                  ? " (its units' padded values and gradients, its value shards, AdamW over them)"
+          << (c.config.zero_stage >= 1
+                  ? " (its units' padded buffers that persist, its shards, AdamW over them)"
                   : " (parameters, gradients, AdamW)")
           << " + " << p.one_micro_batch << " (one micro-batch's peak on this stage) + "
           << in_flight - 1 << " x " << p.held
           << " (each other micro-batch 1F1B holds here: min(pp - s, m) = " << in_flight
           << " in all). More: a micro-batch too many in flight, or a tensor kept past its use "
-             "(an input, an output already sent, a received gradient); less: something the "
-             "header says a rank holds was dropped early";
+             "(an input, an output already sent, a received gradient; under ZeRO-2 and -3 a "
+             "unit's whole buffer outside F9's window); less: something the header or F9 says "
+             "a rank holds was dropped early";
     }
   }
 }
@@ -312,8 +316,9 @@ TEST(ProofStep, TheTraceHoldsThePlansTrafficAndNothingElse) {
           << who(r) << " (world rank " << world_rank << "), over the two steps: the plan is "
           << describe(want) << "; the trace holds " << describe(got)
           << " (revisit: 1F1B sends each micro-batch's activation once and its gradient once; "
-             "each gradient is combined once a step, in the group of the ranks holding it; "
-             "under ZeRO-1 each unit's once, and its values gathered once)";
+             "each gradient is combined in the group of the ranks holding it, once a step (under "
+             "ZeRO-2 and -3 once a micro-batch: S6, F9); ZeRO's values gathered once a step "
+             "(ZeRO-1, -2) or before every forward and backward (ZeRO-3))";
     }
   }
 }
