@@ -7,8 +7,9 @@
 //
 // What runs here: dp x pp ranks, tp = 1, any ZeRO stage, float32, no SP. The core has the pieces
 // for that (nn::GPTStage, the communicator, AdamW, nn::FlatParameter, the modules' hooks); the
-// tensor-parallel layers (lab 08) and the bf16 forms (lab 06) are those labs' own code, which
-// this lab's tree does not hold (check_provable refuses the rest).
+// tensor-parallel layers are lab 08's own code, which this lab's tree does not hold, and under
+// bf16 the memory model's transients are not exact yet (the handout's F15): check_provable
+// refuses the rest.
 #pragma once
 
 #include <cstdint>
