@@ -53,7 +53,8 @@ class PlanRank {
 
   // What this rank's AdamW updates, with the gradients it updates them from: the stage's
   // parameters under ZeRO-0; under ZeRO the rank's shard of each unit of F8 that has real
-  // elements on it (nn::FlatParameter::shard_param(), named by the unit's first parameter).
+  // elements on it (nn::FlatParameter::shard_param(), named by the unit's first parameter: the
+  // name the ParamRef* constructor of FlatParameter takes).
   virtual std::vector<gtl::optim::ParamRef> optimized() const = 0;
 
   // Its stage (given: built by make_plan_rank): lab11_prove traces its modules for the timeline.
