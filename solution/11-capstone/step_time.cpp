@@ -69,9 +69,9 @@ StepTime step_time(const ModelSpec& model, const ClusterSpec& cluster, const Con
     tp_comm = calls * 2.0 * (k - 1.0) / k * n * d * c / bandwidth(where.tp);
   }
   double pp_comm = 0;
-  if (config.pp > 1) {
+  if (config.pp > 1) {  // the residual stream, float32 in both precisions
     const double shard = config.sequence_parallel ? k : 1.0;
-    pp_comm = 2.0 * n * d * c / shard / bandwidth(where.pp);
+    pp_comm = 2.0 * n * d * 4.0 / shard / bandwidth(where.pp);
   }
   const double micro = compute + tp_comm + pp_comm;
   st.compute_s = m * compute;

@@ -139,11 +139,12 @@ inline lab11::StepTime step_time(const ModelSpec& m, const lab11::ClusterSpec& c
     const double per_block = c.activation_checkpointing ? 6.0 : 4.0;
     tpc = Ls * per_block * (2.0 * (k - 1.0) / k) * (tokens * D * bytes) / bw(at.tp);
   }
-  // lab 07: one activation forward, one gradient backward across a stage boundary.
+  // lab 07: one activation forward, one gradient backward across a stage boundary; the core's
+  // residual stream, float32 in both precisions (gpt_block.h).
   double ppc = 0;
   if (c.pp > 1) {
     const double rows = c.sequence_parallel ? tokens / k : tokens;
-    ppc = 2.0 * rows * D * bytes / bw(at.pp);
+    ppc = 2.0 * rows * D * 4.0 / bw(at.pp);
   }
   lab11::StepTime r;
   const double mb = static_cast<double>(c.accumulation);
