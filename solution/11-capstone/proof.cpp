@@ -1,6 +1,6 @@
 // Lab 11, TODO 5: a plan's twin on in-process ranks, built from the core's pieces: the GPT's
-// pipeline stages (nn::GPTStage), the process grid, the communicator, AdamW and, for ZeRO-1, the
-// flat parameter (nn::FlatParameter).
+// pipeline stages (nn::GPTStage), the process grid, the communicator, AdamW and, for ZeRO, the
+// flat parameter (nn::FlatParameter) and the modules' hooks.
 //
 // The proof is the allocator and the trace: what this file keeps alive, and what it sends to
 // whom, is measured on every rank and held against the plan. A schedule that keeps one
@@ -109,7 +109,7 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
     adamw_ = std::make_unique<gtl::optim::AdamW>(optimized_, options);
     return;
   }
-  // ZeRO-1 (F8): each block a FlatParameter over the DP group; a tied table alone, so that its
+  // ZeRO (F8): each block a FlatParameter over the DP group; a tied table alone, so that its
   // two copies are cut, reduced and updated alike (in a shared unit, each copy's elements would
   // sit in other chunks, summed in another order: the copies would drift apart); the rest.
   nn::FlatParameter::Options flat;
@@ -304,25 +304,23 @@ float TwinRank::step(const ProofBatch& batch) {
     tied_->all_reduce(grad_shards ? table_unit_->shard_grads() : table->grad,
                       gtl::dist::ReduceOp::Sum);
   }
+  // ZeRO-1: each rank averages and updates its chunk, then every chunk is gathered (ZeRO-2 too;
+  // ZeRO-3 gathers the values it needs before its next pass).
   Communicator& dp = grid_->dp_group();
-  if (grad_shards) {  // ZeRO-3 gathers the values it needs at its next forward
-    adamw_->step();
-    if (config_.zero_stage == 2) {
-      for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
+  const int zero = config_.zero_stage;
+  if (zero == 0 && config_.dp > 1) {
+    for (const gtl::optim::ParamRef& p : stage_->parameters()) {
+      dp.all_reduce(p.grad, gtl::dist::ReduceOp::Avg);
     }
-  } else if (units_.empty()) {
-    if (config_.dp > 1) {
-      for (const gtl::optim::ParamRef& p : stage_->parameters()) {
-        dp.all_reduce(p.grad, gtl::dist::ReduceOp::Avg);
-      }
-    }
-    adamw_->step();
-  } else {  // ZeRO-1: each rank averages and updates its chunk, then every chunk is gathered
+  }
+  if (zero == 1) {
     for (const auto& u : units_) {
       dp.reduce_scatter(u->grads(), u->full_grads_chunk(grid_->dp_rank()),
                         gtl::dist::ReduceOp::Avg);
     }
-    adamw_->step();
+  }
+  adamw_->step();
+  if (zero == 1 || zero == 2) {
     for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
   }
   if (last) loss_sum /= static_cast<float>(m);

@@ -1,6 +1,6 @@
 // Lab 11, TODO 5: a plan's twin on in-process ranks, built from the core's pieces: the GPT's
-// pipeline stages (nn::GPTStage), the process grid, the communicator, AdamW and, for ZeRO-1, the
-// flat parameter (nn::FlatParameter).
+// pipeline stages (nn::GPTStage), the process grid, the communicator, AdamW and, for ZeRO, the
+// flat parameter (nn::FlatParameter) and the modules' hooks.
 //
 // The proof is the allocator and the trace: what this file keeps alive, and what it sends to
 // whom, is measured on every rank and held against the plan. A schedule that keeps one

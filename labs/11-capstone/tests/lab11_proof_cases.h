@@ -207,14 +207,13 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
   // come first.
   std::map<const nn::Module*, nn::FlatParameter*> block_unit;
   std::vector<nn::FlatParameter*> stage_units;
-  for (const auto& u : units) stage_units.push_back(u.get());
-  for (const auto& child : stage.children()) {
-    if (zero >= 2 && child->path().rfind("h.", 0) == 0) {
-      block_unit[child.get()] = units[block_unit.size()].get();
-      stage_units.erase(stage_units.begin());
+  if (zero >= 2) {
+    std::size_t u = 0;
+    for (const auto& child : stage.children()) {
+      if (child->path().rfind("h.", 0) == 0) block_unit[child.get()] = units[u++].get();
     }
+    for (; u < units.size(); ++u) stage_units.push_back(units[u].get());
   }
-  if (zero < 2) stage_units.clear();
   auto unit_of = [&](nn::Module& m) {
     const auto b = block_unit.find(&m);
     return b == block_unit.end() ? nullptr : b->second;
