@@ -21,12 +21,25 @@ const std::vector<int64_t> kSwapHeadsAndTime = {0, 2, 1, 3};
 }  // namespace
 
 CausalSelfAttention::CausalSelfAttention(int64_t dim, int64_t heads, Generator& gen)
-    : Module("causal_self_attention"), dim_(dim), heads_(heads) {
+    : Module("causal_self_attention"),
+      dim_(dim),
+      heads_(heads),
+      head_dim_(heads > 0 ? dim / heads : 0) {
   GTL_CHECK(
       dim > 0 && heads > 0 && dim % heads == 0,
       "CausalSelfAttention: dim " << dim << " must be a positive multiple of heads " << heads);
   add_child("qkv", std::make_unique<Linear>(dim, 3 * dim, gen));
   add_child("proj", std::make_unique<Linear>(dim, dim, gen));
+}
+
+CausalSelfAttention::CausalSelfAttention(int64_t dim, int64_t heads, int64_t head_dim,
+                                         std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj)
+    : Module("causal_self_attention"), dim_(dim), heads_(heads), head_dim_(head_dim) {
+  GTL_CHECK(dim > 0 && heads > 0 && head_dim > 0,
+            "CausalSelfAttention: expected positive dim, heads and head_dim, got "
+                << dim << ", " << heads << ", " << head_dim);
+  add_child("qkv", std::move(qkv));
+  add_child("proj", std::move(proj));
 }
 
 Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t batch,
@@ -42,7 +55,7 @@ Tensor CausalSelfAttention::attend(const Tensor& q, const Tensor& k, const Tenso
 
 Tensor CausalSelfAttention::merge_heads(const Tensor& y, int64_t batch, int64_t t) const {
   return ops::permute(y.reshape({batch, heads_, t, head_dim()}), kSwapHeadsAndTime)
-      .reshape({batch * t, dim_});
+      .reshape({batch * t, width()});
 }
 
 // With kernels (attention_kernels.h) that accept the call, ctx.children[2] holds what they
@@ -113,7 +126,7 @@ Tensor CausalSelfAttention::backward_impl(Context& ctx, const Tensor& dy, GradMo
     ops::batched_matmul_out(ds, part(0), dheads.select(1), true, false, scale);   // dK = dS^T q
   }
   Tensor dqkv = ops::permute(dheads.reshape({3, b, h, t, d}), ops::inverse_permutation(kSplitHeads))
-                    .reshape({b * t, 3 * dim_});
+                    .reshape({b * t, 3 * width()});
   return qkv().backward(ctx.children[0], dqkv, mode).reshape({b, t, dim_});
 }
 
@@ -148,7 +161,7 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, KVCache& cache, int6
 ComputeCost CausalSelfAttention::forward_cost(const Shape& input_shape) const {
   const double b = static_cast<double>(input_shape.at(0)),
                t = static_cast<double>(input_shape.at(1));
-  const double dd = static_cast<double>(dim_), h = static_cast<double>(heads_);
+  const double dd = static_cast<double>(width()), h = static_cast<double>(heads_);
   const double c = static_cast<double>(dtype_size(current_precision().compute));
   const double btd = b * t * dd, scores = b * h * t * t;
   const double flops = 4 * b * t * t * dd + 6 * scores;
@@ -161,7 +174,7 @@ ComputeCost CausalSelfAttention::forward_cost(const Shape& input_shape) const {
 ComputeCost CausalSelfAttention::backward_cost(const Shape& input_shape) const {
   const double b = static_cast<double>(input_shape.at(0)),
                t = static_cast<double>(input_shape.at(1));
-  const double dd = static_cast<double>(dim_), h = static_cast<double>(heads_);
+  const double dd = static_cast<double>(width()), h = static_cast<double>(heads_);
   const double c = static_cast<double>(dtype_size(current_precision().compute));
   const double btd = b * t * dd, scores = b * h * t * t;
   const double flops = 8 * b * t * t * dd + 4 * scores;

@@ -32,6 +32,11 @@
 //
 // forward_cached(x, cache, layer) is the decoding path (kv_cache.h): x holds only the new
 // positions, their k and v are appended to the cache, and their q attends to every cached key.
+//
+// Tensor parallelism (tensor_parallel.h): a rank of a TP group of k runs H/k of the heads, built
+// from its shards of qkv (column-parallel: D -> 3D/k) and proj (row-parallel: D/k -> D). The
+// heads' code is the same; the two layers' all-reduces are the only communication, and every
+// tensor above with a D in it is the rank's D/k, except qkv's input (whole).
 #pragma once
 
 #include <memory>
@@ -45,10 +50,16 @@ namespace gtl::nn {
 class CausalSelfAttention final : public Module {
  public:
   CausalSelfAttention(int64_t dim, int64_t heads, Generator& gen);
+  // `heads` heads of head_dim each, from given layers: qkv [N, dim] -> [N, 3 heads head_dim]
+  // (q, k, v, each heads in order), proj [N, heads head_dim] -> [N, dim]. Its children "qkv" and
+  // "proj"; the tensor-parallel shard of a whole layer (tensor_parallel.h).
+  CausalSelfAttention(int64_t dim, int64_t heads, int64_t head_dim, std::unique_ptr<Module> qkv,
+                      std::unique_ptr<Module> proj);
 
   int64_t dim() const { return dim_; }
-  int64_t heads() const { return heads_; }
-  int64_t head_dim() const { return dim_ / heads_; }
+  int64_t heads() const { return heads_; }  // the heads this layer runs
+  int64_t head_dim() const { return head_dim_; }
+  int64_t width() const { return heads_ * head_dim_; }  // dim, or dim/k for a TP shard
 
   // The kernels of the training path's attention core (nullptr, the default: the reference path).
   void set_kernels(std::shared_ptr<const AttentionKernels> kernels) {
@@ -88,7 +99,7 @@ class CausalSelfAttention final : public Module {
   // Y [B*H, t, d] -> merged heads [B*t, D].
   Tensor merge_heads(const Tensor& y, int64_t batch, int64_t t) const;
 
-  int64_t dim_, heads_;
+  int64_t dim_, heads_, head_dim_;
   std::shared_ptr<const AttentionKernels> kernels_;
 };
 

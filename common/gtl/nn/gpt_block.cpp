@@ -15,6 +15,14 @@ GPTBlock::GPTBlock(int64_t dim, int64_t heads, Generator& gen) : Module("gpt_blo
   add_child("mlp", std::make_unique<ResidualMLP>(dim, gen));
 }
 
+GPTBlock::GPTBlock(int64_t dim, std::unique_ptr<Module> ln1, std::unique_ptr<Module> attn,
+                   std::unique_ptr<Module> mlp)
+    : Module("gpt_block"), dim_(dim) {
+  add_child("ln1", std::move(ln1));
+  add_child("attn", std::move(attn));
+  add_child("mlp", std::move(mlp));
+}
+
 ComputeCost GPTBlock::forward_cost(const Shape& input_shape) const {
   const double n = static_cast<double>(shape_numel(input_shape));
   return {n, 3 * n * sizeof(float)};
@@ -46,8 +54,11 @@ Tensor GPTBlock::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
 Tensor GPTBlock::forward_cached(const Tensor& x, KVCache& cache, int64_t layer) {
   const int64_t b = x.size(0), t = x.size(1);
   Context scratch_ln, scratch_mlp;
+  auto* attn = dynamic_cast<CausalSelfAttention*>(children_[1].get());
+  GTL_CHECK(attn != nullptr && attn->width() == dim_,
+            "GPTBlock '" << path() << "': a tensor-parallel shard has no decoding path");
   Tensor h = children_[0]->forward(x, scratch_ln);
-  h = static_cast<CausalSelfAttention&>(*children_[1]).forward_cached(h, cache, layer);
+  h = attn->forward_cached(h, cache, layer);
   Tensor x1 = ops::add(cast_to(x, DType::Float32), cast_to(h, DType::Float32));
   return children_[2]->forward(x1.reshape({b * t, dim_}), scratch_mlp).reshape({b, t, dim_});
 }

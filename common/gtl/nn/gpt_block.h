@@ -23,6 +23,10 @@ namespace gtl::nn {
 class GPTBlock final : public Module {
  public:
   GPTBlock(int64_t dim, int64_t heads, Generator& gen);
+  // From given children "ln1", "attn", "mlp": the tensor-parallel shard of a whole block
+  // (tensor_parallel.h). Such a block has no decoding path (forward_cached throws).
+  GPTBlock(int64_t dim, std::unique_ptr<Module> ln1, std::unique_ptr<Module> attn,
+           std::unique_ptr<Module> mlp);
 
   // The decoding path: x [B, t, D], new positions only; layer `layer` of the cache.
   Tensor forward_cached(const Tensor& x, KVCache& cache, int64_t layer);

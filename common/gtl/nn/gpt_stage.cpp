@@ -11,6 +11,7 @@
 #include "gtl/nn/linear.h"
 #include "gtl/nn/position_embedding.h"
 #include "gtl/nn/precision.h"
+#include "gtl/nn/tensor_parallel.h"
 #include "gtl/nn/tied_head.h"
 #include "gtl/nn/token_embedding.h"
 
@@ -46,8 +47,12 @@ std::unique_ptr<Module> drawn_at(uint64_t seed, uint64_t offset, uint64_t draws,
 
 }  // namespace
 
-GPTStage::GPTStage(const GPTConfig& config, int stage, int stages)
-    : Module("gpt_stage"), config_(config), stage_(stage), stages_(stages) {
+GPTStage::GPTStage(const GPTConfig& config, int stage, int stages, dist::Communicator* tp)
+    : Module("gpt_stage"),
+      config_(config),
+      stage_(stage),
+      stages_(stages),
+      tp_(tp != nullptr && tp->world_size() > 1 ? tp : nullptr) {
   const GPTConfig& c = config_;
   GTL_CHECK(c.vocab > 0 && c.context > 0 && c.layers >= 0 && c.heads > 0 && c.dim > 0 &&
                 c.dim % c.heads == 0,
@@ -64,10 +69,17 @@ GPTStage::GPTStage(const GPTConfig& config, int stage, int stages)
     GTL_CHECK(b >= 0 && b < c.layers, "GPTStage: checkpoint_blocks lists block "
                                           << b << ", but the model has " << c.layers);
   }
+  if (tp_ != nullptr) {  // before drawing anything: the layers' own checks would say less
+    tensor_parallel::part(c.heads, tp_->rank(), tp_->world_size(), "heads");
+    tensor_parallel::part(c.vocab, tp_->rank(), tp_->world_size(), "vocabulary rows");
+  }
   const uint64_t wte_draws = table_draws(c.vocab, c.dim);
   const uint64_t blocks_at = wte_draws + table_draws(c.context, c.dim);
-  auto token_table = [&](Generator& gen) {
-    return std::make_unique<TokenEmbedding>(c.vocab, c.dim, gen);
+  // Each layer drawn whole, then cut to this rank's shard under TP.
+  auto token_table = [&](Generator& gen) -> std::unique_ptr<Module> {
+    auto whole = std::make_unique<TokenEmbedding>(c.vocab, c.dim, gen);
+    if (tp_ == nullptr) return whole;
+    return tensor_parallel::shard(*whole, *tp_);
   };
   if (is_first()) {
     wte_ = &add_child("wte", drawn_at(c.seed, 0, wte_draws, token_table));
@@ -78,9 +90,13 @@ GPTStage::GPTStage(const GPTConfig& config, int stage, int stages)
   const int64_t per_stage = c.layers / stages;
   first_block_ = stage * per_stage;
   for (int64_t l = first_block_; l < first_block_ + per_stage; ++l) {
-    std::unique_ptr<Module> m = drawn_at(
-        c.seed, blocks_at + static_cast<uint64_t>(l) * block_draws(c.dim), block_draws(c.dim),
-        [&](Generator& gen) { return std::make_unique<GPTBlock>(c.dim, c.heads, gen); });
+    std::unique_ptr<Module> m =
+        drawn_at(c.seed, blocks_at + static_cast<uint64_t>(l) * block_draws(c.dim),
+                 block_draws(c.dim), [&](Generator& gen) -> std::unique_ptr<Module> {
+                   auto whole = std::make_unique<GPTBlock>(c.dim, c.heads, gen);
+                   if (tp_ == nullptr) return whole;
+                   return tensor_parallel::shard(*whole, *tp_);
+                 });
     const bool checkpointed =
         c.checkpoint || std::find(c.checkpoint_blocks.begin(), c.checkpoint_blocks.end(), l) !=
                             c.checkpoint_blocks.end();
@@ -91,31 +107,41 @@ GPTStage::GPTStage(const GPTConfig& config, int stage, int stages)
   ln_f_ = &add_child("ln_f", std::make_unique<LayerNorm>(c.dim));
   const uint64_t head_at = blocks_at + static_cast<uint64_t>(c.layers) * block_draws(c.dim);
   if (!c.tie_head) {
-    head_ = &add_child(
-        "head",
-        drawn_at(c.seed, head_at, static_cast<uint64_t>(c.vocab * c.dim), [&](Generator& gen) {
-          return std::make_unique<Linear>(c.dim, c.vocab, gen, /*bias=*/false);
-        }));
+    head_ = &add_child("head", drawn_at(c.seed, head_at, static_cast<uint64_t>(c.vocab * c.dim),
+                                        [&](Generator& gen) -> std::unique_ptr<Module> {
+                                          auto whole = std::make_unique<Linear>(c.dim, c.vocab, gen,
+                                                                                /*bias=*/false);
+                                          if (tp_ == nullptr) return whole;
+                                          return tensor_parallel::shard(
+                                              *whole, ParallelLinear::Split::Column, *tp_);
+                                        }));
   } else if (!is_first()) {
     wte_ = &add_child("wte", drawn_at(c.seed, 0, wte_draws, token_table));  // the head's copy
   }
 }
 
-const ParamRef* GPTStage::tied_table() const {
-  if (!config_.tie_head || stages_ == 1 || wte_ == nullptr) return nullptr;
-  return &static_cast<const TokenEmbedding*>(wte_)->weight();
+const ParamRef& GPTStage::table() const {
+  if (tp_ != nullptr) return static_cast<const VocabParallelEmbedding*>(wte_)->weight();
+  return static_cast<const TokenEmbedding*>(wte_)->weight();
 }
 
-// The head's GEMMs on the stage's B*T rows (the input is ids [B, T] or x [B, T, D]).
+const ParamRef* GPTStage::tied_table() const {
+  if (!config_.tie_head || stages_ == 1 || wte_ == nullptr) return nullptr;
+  return &table();
+}
+
+// The head's GEMMs on the stage's B*T rows (the input is ids [B, T] or x [B, T, D]), on this
+// rank's V/k rows of the table under TP.
 ComputeCost GPTStage::forward_cost(const Shape& input_shape) const {
   if (!reads_table()) return {};
-  return tied_head::forward_cost(input_shape.at(0) * input_shape.at(1), config_.dim, config_.vocab);
+  return tied_head::forward_cost(input_shape.at(0) * input_shape.at(1), config_.dim,
+                                 config_.vocab / tp_size());
 }
 
 ComputeCost GPTStage::backward_cost(const Shape& input_shape) const {
   if (!reads_table()) return {};
   return tied_head::backward_cost(input_shape.at(0) * input_shape.at(1), config_.dim,
-                                  config_.vocab);
+                                  config_.vocab / tp_size());
 }
 
 Tensor GPTStage::forward_impl(const Tensor& input, Context& ctx) {
@@ -143,7 +169,7 @@ Tensor GPTStage::forward_impl(const Tensor& input, Context& ctx) {
   const int64_t b = x.size(0), t = x.size(1);
   const Tensor h = ln_f_->forward(x, ctx.children[i++]).reshape({b * t, c.dim});
   if (head_ != nullptr) return head_->forward(h, ctx.children[i]);
-  return tied_head::forward(h, static_cast<TokenEmbedding*>(wte_)->weight(), ctx);
+  return tied_head::forward(h, table(), ctx);
 }
 
 Tensor GPTStage::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
@@ -158,8 +184,8 @@ Tensor GPTStage::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
     } else {
       // The head's part of the table's gradient, with the caller's mode (with one stage, the
       // embedding's scatter-add is accumulated onto it below, as in GPT).
-      dh = tied_head::backward(ctx, dy, static_cast<TokenEmbedding*>(wte_)->weight(), mode,
-                               &Module::write_grad);
+      dh = tied_head::backward(ctx, dy, table(), mode, &Module::write_grad);
+      if (tp_ != nullptr) tp_->all_reduce(dh);  // each rank's rows' share of dh
     }
     d = cast_to(dh, DType::Float32).reshape({b, t, config_.dim});
     d = ln_f_->backward(ctx.children[ln_f], d, mode);

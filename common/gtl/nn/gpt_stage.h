@@ -21,6 +21,15 @@
 // "embedding group") before the optimizer, and both copies stay equal after every step. Only
 // that sum's rounding differs from GPT, which adds the embedding's part onto the head's in place.
 //
+// Tensor parallelism: given a TP group of k > 1 ranks (`tp`), the stage holds this rank's
+// shards of its layers (tensor_parallel.h: heads, MLP columns and the vocabulary cut in k; the
+// LayerNorms and the position table whole), cut from the whole layers it draws as above, so its
+// parameters are slices of GPT(config)'s, under the same names. The last stage's output is then
+// this rank's columns of the logits, [B*T, V/k], for nn::VocabParallelCrossEntropy
+// (vocab_parallel.h); the head's dx is all-reduced over the group. Every rank of the group gets
+// and returns the same activations (the stage's input and output are whole), so a pipeline of TP
+// stages sends between stages exactly what it sends without TP.
+//
 // Memory: each part allocates and saves exactly what it does inside GPT (docs/core.md, "Memory
 // of a training step"): the last stage's backward holds the head's dx and ln_f's dx through its
 // blocks, as GPT's does; a non-last stage's backward holds only the gradient it was given.
@@ -28,6 +37,7 @@
 
 #include <vector>
 
+#include "gtl/distributed/communicator.h"
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/module.h"
 
@@ -36,12 +46,14 @@ namespace gtl::nn {
 class GPTStage final : public Module {
  public:
   // Throws gtl::Error unless config is a valid GPT config, stages >= 1 divides config.layers and
-  // 0 <= stage < stages.
-  GPTStage(const GPTConfig& config, int stage, int stages);
+  // 0 <= stage < stages; with a TP group of k > 1, unless k divides the heads and the vocabulary.
+  // A group of one rank is no TP (the whole layers, no communication).
+  GPTStage(const GPTConfig& config, int stage, int stages, dist::Communicator* tp = nullptr);
 
   const GPTConfig& config() const { return config_; }
   int stage() const { return stage_; }
   int stages() const { return stages_; }
+  int tp_size() const { return tp_ != nullptr ? tp_->world_size() : 1; }
   bool is_first() const { return stage_ == 0; }
   bool is_last() const { return stage_ == stages_ - 1; }
   int64_t first_block() const { return first_block_; }
@@ -63,14 +75,17 @@ class GPTStage final : public Module {
 
  private:
   bool reads_table() const { return is_last() && config_.tie_head; }
+  const ParamRef& table() const;  // wte_'s weight: the whole table, or this rank's rows
   GPTConfig config_;
   int stage_, stages_;
+  dist::Communicator* tp_ = nullptr;  // a TP group of k > 1, or none
   int64_t first_block_ = 0;
   Module* wte_ = nullptr;  // stage 0's embedding, or the last stage's copy of the tied table
+                           // (TokenEmbedding, or VocabParallelEmbedding under TP)
   Module* wpe_ = nullptr;
   std::vector<Module*> blocks_;  // as children (checkpointed ones wrapped)
   Module* ln_f_ = nullptr;
-  Module* head_ = nullptr;  // untied, last stage only
+  Module* head_ = nullptr;  // untied, last stage only (a column-parallel one under TP)
 };
 
 }  // namespace gtl::nn

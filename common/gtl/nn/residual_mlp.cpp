@@ -17,6 +17,15 @@ ResidualMLP::ResidualMLP(int64_t dim, Generator& gen, int64_t expansion)
   add_child("fc2", std::make_unique<Linear>(expansion * dim, dim, gen));
 }
 
+ResidualMLP::ResidualMLP(int64_t dim, std::unique_ptr<Module> ln, std::unique_ptr<Module> fc1,
+                         std::unique_ptr<Module> fc2)
+    : Module("residual_mlp"), dim_(dim) {
+  add_child("ln", std::move(ln));
+  add_child("fc1", std::move(fc1));
+  add_child("gelu", std::make_unique<GELU>());
+  add_child("fc2", std::move(fc2));
+}
+
 ComputeCost ResidualMLP::forward_cost(const Shape& input_shape) const {
   const double n = static_cast<double>(shape_numel(input_shape));
   return {n, 3 * n * sizeof(float)};

@@ -18,6 +18,10 @@ namespace gtl::nn {
 class ResidualMLP final : public Module {
  public:
   ResidualMLP(int64_t dim, Generator& gen, int64_t expansion = 4);
+  // From given layers, children "ln", "fc1", "gelu" (made here), "fc2": the tensor-parallel
+  // shard of a whole block (tensor_parallel.h: fc1 column-parallel, fc2 row-parallel).
+  ResidualMLP(int64_t dim, std::unique_ptr<Module> ln, std::unique_ptr<Module> fc1,
+              std::unique_ptr<Module> fc2);
 
   // Its own work only (the children report theirs): the float32 residual addition, 1 flop per
   // element, x and the branch read, y written. Backward adds dy to the branch's dx: the same.

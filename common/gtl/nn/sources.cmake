@@ -9,6 +9,7 @@ gtl_core_sources(
       gtl/nn/token_embedding.cpp gtl/nn/position_embedding.cpp gtl/nn/kv_cache.cpp
       gtl/nn/causal_self_attention.cpp gtl/nn/attention_kernels.cpp
       gtl/nn/gpt_block.cpp gtl/nn/gpt.cpp gtl/nn/gpt_stage.cpp gtl/nn/tied_head.cpp
+      gtl/nn/parallel_linear.cpp gtl/nn/vocab_parallel.cpp gtl/nn/tensor_parallel.cpp
       gtl/nn/generate.cpp
       gtl/nn/profiler.cpp)
 # profiler.cpp writes the Chrome trace format with nlohmann-json (not part of the public headers).

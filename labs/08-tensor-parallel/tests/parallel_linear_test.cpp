@@ -7,6 +7,7 @@
 #include "gtl/optim/adamw.h"
 #include "gtl_judge_output.h"
 #include "lab08_cases.h"
+#include "lab08_student_call.h"
 #include "lab08_test_util.h"
 #include "tensor_parallel.h"
 
@@ -26,6 +27,7 @@ struct MlpRank {
 std::vector<MlpRank> run_mlp(const lab08_cases::MlpCase& m, int k) {
   std::vector<MlpRank> ranks(static_cast<std::size_t>(k));
   run_tp(k, [&](Communicator& comm) {
+    const auto call = lab08_student_call::todo1();
     ParallelMLP mlp(*m.fc1, *m.fc2, comm);
     MlpRank& r = ranks[static_cast<std::size_t>(comm.rank())];
     nn::Context ctx;
@@ -157,6 +159,7 @@ TEST(ParallelLinear, TwoAdamWStepsKeepEveryShardTheUnshardedSlice) {
     const lab08_cases::MlpCase m = lab08_cases::make_mlp_case(c);
     std::vector<std::vector<std::vector<float>>> weights(static_cast<std::size_t>(k));
     run_tp(k, [&](Communicator& comm) {
+      const auto call = lab08_student_call::todo1();
       ParallelMLP mlp(*m.fc1, *m.fc2, comm);
       gtl::optim::AdamW adamw(mlp.parameters(), {.lr = 1e-2f});
       for (int step = 0; step < 2; ++step) {
@@ -233,6 +236,7 @@ TEST(ParallelLinear, ShardsAreCopiesNotViews) {
   const std::vector<float> w1 = m.fc1->parameters()[0].value.to_vector();
   const std::vector<float> w2 = m.fc2->parameters()[0].value.to_vector();
   run_tp(2, [&](Communicator& comm) {
+    const auto call = lab08_student_call::todo1();
     ParallelMLP mlp(*m.fc1, *m.fc2, comm);
     for (auto p : mlp.parameters()) p.value.fill_(0.0);
   });

@@ -17,6 +17,7 @@
 #include "gtl_judge_output.h"
 #include "lab08_cases.h"
 #include "lab08_references.h"
+#include "lab08_student_call.h"
 #include "lab08_test_util.h"
 #include "tensor_parallel.h"
 
@@ -44,6 +45,7 @@ void expect_pair(const Case& c, const std::string& test) {
     std::vector<std::vector<std::string>> gather_comm(n), scatter_comm(n);
     std::vector<int64_t> gather_sent(n), scatter_sent(n);
     run_tp(k, [&](Communicator& comm) {
+      const auto call = lab08_student_call::todo4();
       const auto r = std::size_t(comm.rank());
       const Slice mine = tp_slice(c.time, comm.rank(), k, "positions");
       const Tensor shard = lab08_cases::positions(whole, mine.begin, mine.end);
@@ -157,6 +159,7 @@ std::vector<SpRank> run_sp(const lab08_cases::SpCase& m, int k) {
       [&](Communicator& comm) {
         const auto r = std::size_t(comm.rank());
         SpRank& got = ranks[r];
+        const auto call = lab08_student_call::todo4();
         SequenceParallelMLP mlp(*m.full, comm);
         const Slice mine = tp_slice(t, comm.rank(), k, "positions");
         const Tensor dy = lab08_cases::positions(m.dy, mine.begin, mine.end);
@@ -282,6 +285,7 @@ TEST(SequenceParallel, MlpAccumulatesEveryGradientOnce) {
     std::vector<std::vector<std::vector<float>>> once(n), twice(n);
     run_tp(k, [&](Communicator& comm) {
       const auto r = std::size_t(comm.rank());
+      const auto call = lab08_student_call::todo4();
       SequenceParallelMLP mlp(*m.full, comm);
       const Slice mine = tp_slice(c.time, comm.rank(), k, "positions");
       const Tensor x = lab08_cases::positions(m.x, mine.begin, mine.end);

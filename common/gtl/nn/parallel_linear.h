@@ -1,0 +1,55 @@
+// ParallelLinear: one tensor-parallel (TP) rank's shard of a Linear, y = x W^T + b, with the
+// communication Megatron-LM puts inside the layer (its conjugate operators f and g).
+//
+//   Split::Column   W cut by OUTPUT features: this rank holds rows [out/k, in] of W (and of b).
+//                   Forward: the whole x [N, in], the same on every rank -> this rank's columns of
+//                   y [N, out/k]; nothing sent (f). Backward: this rank's columns of dy -> its
+//                   partial dx [N, in], ALL-REDUCED over the group (f's backward), and its shard's
+//                   dW, db.
+//   Split::Row      W cut by INPUT features: this rank holds columns [out, in/k] of W and all of b.
+//                   Forward: this rank's columns of x [N, in/k] (a column-parallel layer's output)
+//                   -> a partial y, ALL-REDUCED (g), then b added once -> the whole y [N, out],
+//                   the same bits on every rank. Backward: the whole dy -> this rank's dx
+//                   [N, in/k] and dW; db (whole, the same on every rank); nothing sent.
+//
+// A column layer feeding a row layer (the MLP; attention's qkv and proj) needs nothing between
+// them: one all-reduce forward, one backward. Apart from that all-reduce the layer is
+// nn::Linear on its shard, line for line (precision, saved input, in-place weight gradient), so
+// it allocates and saves what a Linear of its shard's size does. Built from the shard's tensors
+// (tensor_parallel.h cuts them from a whole layer); parameters "weight" and, when given, "bias".
+// The all-reduce runs in the compute dtype, as Megatron-LM's does.
+#pragma once
+
+#include "gtl/distributed/communicator.h"
+#include "gtl/nn/module.h"
+
+namespace gtl::nn {
+
+class ParallelLinear final : public Module {
+ public:
+  enum class Split { Column, Row };
+
+  // weight [out_local, in] (Column) or [out, in_local] (Row); bias [out_local] (Column), [out]
+  // (Row), or undefined for none. The tensors become the parameters (not copied).
+  ParallelLinear(Split split, Tensor weight, Tensor bias, dist::Communicator& tp);
+
+  Split split() const { return split_; }
+  int64_t in_features() const { return in_; }    // of the shard: in, or in/k for Row
+  int64_t out_features() const { return out_; }  // of the shard: out/k for Column, or out
+
+  // nn::Linear's costs on the shard's sizes (the all-reduce is traced by the communicator).
+  ComputeCost forward_cost(const Shape& input_shape) const override;
+  ComputeCost backward_cost(const Shape& input_shape) const override;
+
+ protected:
+  Tensor forward_impl(const Tensor& x, Context& ctx) override;
+  Tensor backward_impl(Context& ctx, const Tensor& dy, GradMode mode) override;
+
+ private:
+  Split split_;
+  dist::Communicator& tp_;
+  int64_t in_, out_;
+  bool has_bias_;
+};
+
+}  // namespace gtl::nn

@@ -1,0 +1,258 @@
+// The tensor-parallel GPT (tensor_parallel.h, gpt_stage.h with a TP group): k in-process ranks,
+// each running its shards of every pipeline stage one after the other, train exactly what one
+// process does: the same loss and every gradient the slice of one process's (within the rounding
+// of sums taken in another order), with exactly Megatron-LM's all-reduces, and each rank holding
+// exactly its shards of the parameters and of the saved activations.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtl/distributed/in_process.h"
+#include "gtl/memory/caching_allocator.h"
+#include "gtl/nn/cross_entropy.h"
+#include "gtl/nn/gpt_stage.h"
+#include "gtl/nn/vocab_parallel.h"
+#include "gtl_test.h"
+#include "nn/gpt_test_util.h"
+
+using namespace gtl;
+
+namespace {
+
+struct Shape4 {
+  int k, pp;
+  bool tied, checkpoint;
+};
+
+nn::GPTConfig config(const Shape4& s, uint64_t seed) {
+  nn::GPTConfig c;
+  c.vocab = 48;
+  c.context = 8;
+  c.dim = 16;
+  c.layers = 4;
+  c.heads = 4;
+  c.tie_head = s.tied;
+  c.checkpoint = s.checkpoint;
+  c.seed = seed;
+  return c;
+}
+
+constexpr int64_t kBatch = 2;
+
+struct Batch {
+  Tensor ids, targets;
+};
+
+Batch batch(const nn::GPTConfig& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> ids, targets;
+  for (int64_t i = 0; i < kBatch * c.context; ++i) {
+    ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.vocab)));
+    targets.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.vocab)));
+  }
+  return {gtl::testing::ids_tensor(ids, {kBatch, c.context}),
+          gtl::testing::ids_tensor(targets, {kBatch * c.context})};
+}
+
+// One micro-batch through the stages in order; the gradients by name, a tied table's two copies
+// summed (the embedding group's all-reduce).
+struct Result {
+  float loss = 0;
+  std::map<std::string, std::vector<float>> grads;
+  std::map<std::string, Shape> shapes;
+};
+
+Result run(const nn::GPTConfig& c, int pp, const Batch& in, dist::Communicator* tp) {
+  std::vector<std::unique_ptr<nn::GPTStage>> stages;
+  for (int s = 0; s < pp; ++s) stages.push_back(std::make_unique<nn::GPTStage>(c, s, pp, tp));
+  std::vector<nn::Context> ctx(stages.size());
+  Tensor x = in.ids;
+  for (int s = 0; s < pp; ++s) x = stages[s]->forward(x, ctx[s]);
+  nn::Context loss_ctx;
+  Result out;
+  Tensor d;
+  if (tp != nullptr) {
+    const nn::VocabParallelCrossEntropy loss(*tp);
+    out.loss = loss.forward(x, in.targets, loss_ctx).item();
+    d = loss.backward(loss_ctx);
+  } else {
+    const nn::CrossEntropyLoss loss;
+    out.loss = loss.forward(x, in.targets, loss_ctx).item();
+    d = loss.backward(loss_ctx);
+  }
+  for (int s = pp; s-- > 0;) d = stages[s]->backward(ctx[s], d);
+  for (const auto& stage : stages) {
+    for (const nn::ParamRef& p : stage->parameters()) {
+      std::vector<float> g = p.grad.to_vector();
+      auto [it, fresh] = out.grads.try_emplace(p.name, g);
+      if (!fresh) {
+        for (std::size_t i = 0; i < g.size(); ++i) it->second[i] += g[i];
+      }
+      out.shapes[p.name] = p.value.shape();
+    }
+  }
+  return out;
+}
+
+// Rank r's slice of a whole parameter's values (shape `whole`), written independently of
+// tensor_parallel.cpp from Megatron-LM's layout: column-parallel weights and biases by rows (qkv:
+// its heads' rows of each of q, k and v), row-parallel weights by columns, the token table and
+// the head by rows, the rest whole.
+std::vector<float> slice_of(const std::string& name, const std::vector<float>& v,
+                            const Shape& whole, int r, int k, int64_t dim) {
+  auto ends = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  const int64_t rows = whole.at(0), cols = whole.size() == 2 ? whole[1] : 1;
+  auto row_block = [&](int64_t first, int64_t count, std::vector<float>& out) {
+    out.insert(out.end(), v.begin() + first * cols, v.begin() + (first + count) * cols);
+  };
+  std::vector<float> out;
+  if (ends("attn.qkv.weight") || ends("attn.qkv.bias")) {
+    const int64_t w = dim / k;
+    for (int64_t q = 0; q < 3; ++q) row_block(q * dim + r * w, w, out);
+  } else if (ends("mlp.fc1.weight") || ends("mlp.fc1.bias") || ends("wte.weight") ||
+             ends("head.weight")) {
+    row_block(r * rows / k, rows / k, out);
+  } else if (ends("attn.proj.weight") || ends("mlp.fc2.weight")) {
+    const int64_t w = cols / k;
+    for (int64_t i = 0; i < rows; ++i) {
+      out.insert(out.end(), v.begin() + i * cols + r * w, v.begin() + i * cols + (r + 1) * w);
+    }
+  } else {
+    out = v;
+  }
+  return out;
+}
+
+class TensorParallelGPT : public ::testing::TestWithParam<Shape4> {};
+
+// Bars, from the rounding of float32 sums taken in another order: an all-reduced GEMM sums k
+// partial products instead of one, the vocabulary-parallel loss sums exp over k slices and
+// averages in double. Measured on the 2-core CPU machine at these sizes (every shape, seeds
+// 1-3): losses within 2.4e-7, gradients within 3.6e-6 of the largest element of their tensor;
+// the bars are about 40 and 28 times that. A missing or misplaced all-reduce is off by O(1).
+constexpr double kLossBar = 1e-5, kGradBar = 1e-4;
+
+TEST_P(TensorParallelGPT, TrainsWhatOneProcessTrains) {
+  const Shape4 s = GetParam();
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const nn::GPTConfig c = config(s, seed);
+    const Batch in = batch(c, seed + 100);
+    const Result whole = run(c, s.pp, in, nullptr);
+    std::vector<Result> ranks(static_cast<std::size_t>(s.k));
+    dist::RunOptions options;
+    options.deterministic = true;
+    dist::run_ranks(
+        s.k, [&](dist::Communicator& tp) { ranks[tp.rank()] = run(c, s.pp, in, &tp); }, options);
+    for (int r = 0; r < s.k; ++r) {
+      const Result& got = ranks[r];
+      EXPECT_NEAR(got.loss, whole.loss, kLossBar)
+          << "rank " << r << " of " << s.k << ", seed " << seed;
+      EXPECT_EQ(got.grads.size(), whole.grads.size());
+      for (const auto& [name, g] : whole.grads) {
+        ASSERT_TRUE(got.grads.count(name)) << "rank " << r << " holds no " << name;
+        const std::vector<float> e = slice_of(name, g, whole.shapes.at(name), r, s.k, c.dim);
+        const std::vector<float>& a = got.grads.at(name);
+        ASSERT_EQ(a.size(), e.size()) << name << ": rank " << r << "'s shard of " << s.k;
+        double scale = 0, err = 0;
+        for (std::size_t i = 0; i < e.size(); ++i) {
+          scale = std::max(scale, std::fabs(static_cast<double>(e[i])));
+          err = std::max(err, std::fabs(static_cast<double>(a[i]) - e[i]));
+        }
+        EXPECT_LE(err, kGradBar * std::max(scale, 1e-3))
+            << name << ": rank " << r << " of " << s.k << ", seed " << seed
+            << ": its gradient is not its slice of one process's";
+      }
+    }
+  }
+}
+
+// Exactly Megatron-LM's all-reduces, per micro-batch: forward, the lookup (stage 0) and two per
+// block ([N, D] each: proj's and fc2's partial sums); backward, two per block (qkv's and fc1's dx)
+// and the head's dx; a checkpointed block's recomputed forward two more; the loss three of N
+// floats (max, the label's logit, the sum of exponentials).
+TEST_P(TensorParallelGPT, AllReducesExactlyMegatronsTensors) {
+  const Shape4 s = GetParam();
+  const nn::GPTConfig c = config(s, 7);
+  const Batch in = batch(c, 8);
+  const int64_t n = kBatch * c.context, act = n * c.dim * 4;
+  std::map<int64_t, int64_t> expected;  // bytes -> calls
+  expected[act] = 1 + c.layers * (2 + 2 + (s.checkpoint ? 2 : 0)) + 1;
+  expected[n * 4] = 3;
+  std::vector<std::map<int64_t, int64_t>> got(static_cast<std::size_t>(s.k));
+  dist::run_ranks(s.k, [&](dist::Communicator& tp) {
+    run(c, s.pp, in, &tp);
+    for (const dist::TraceEvent& e : tp.trace()->events()) {
+      ASSERT_EQ(e.op, "all_reduce") << "rank " << tp.rank() << " traced a " << e.op;
+      ++got[tp.rank()][e.bytes];
+    }
+  });
+  for (int r = 0; r < s.k; ++r) EXPECT_EQ(got[r], expected) << "rank " << r << " of " << s.k;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TensorParallelGPT,
+                         ::testing::Values(Shape4{2, 1, true, false}, Shape4{2, 1, false, false},
+                                           Shape4{4, 1, true, false}, Shape4{4, 1, false, false},
+                                           Shape4{2, 2, true, false}, Shape4{2, 2, false, true},
+                                           Shape4{4, 2, true, true}, Shape4{2, 4, true, false}),
+                         [](const ::testing::TestParamInfo<Shape4>& p) {
+                           const Shape4& s = p.param;
+                           return "tp" + std::to_string(s.k) + "_pp" + std::to_string(s.pp) +
+                                  (s.tied ? "_tied" : "_untied") + (s.checkpoint ? "_ckpt" : "");
+                         });
+
+// Each rank holds its shards: per block 6D + (12D^2 + 7D)/k parameters (the LayerNorms and the
+// row-parallel biases whole), and a block's forward saves per micro-batch, in float32 and beyond
+// its input (the caller's tensor, which ln1 keeps), ln1's mean and rstd, the MLP's LayerNorm's
+// input, mean and rstd, and qkv's and fc1's inputs whole (12ND + 16N bytes), and its heads' q, k,
+// v and P, proj's input, GELU's and fc2's inputs cut in k ((48ND + 4BHT^2)/k).
+TEST(TensorParallelGPTMemory, EachRankHoldsItsShards) {
+  for (const Shape4& s : {Shape4{2, 1, true, false}, Shape4{4, 1, false, false}}) {
+    const nn::GPTConfig c = config(s, 3);
+    const int64_t k = s.k, d = c.dim, n = kBatch * c.context, t = c.context;
+    std::vector<std::shared_ptr<Allocator>> allocs;
+    for (int r = 0; r < k; ++r) allocs.push_back(make_cpu_caching_allocator());
+    dist::RunOptions options;
+    options.allocators = allocs;
+    dist::run_ranks(
+        s.k,
+        [&](dist::Communicator& tp) {
+          nn::GPTStage stage(c, 0, 1, &tp);
+          const int64_t block = 6 * d + (12 * d * d + 7 * d) / k;
+          const int64_t tables =
+              c.vocab * d / k + c.context * d + 2 * d + (s.tied ? 0 : c.vocab * d / k);
+          EXPECT_EQ(stage.num_parameters(), c.layers * block + tables)
+              << "rank " << tp.rank() << " of " << k;
+          nn::Module& h0 = *stage.children().at(2);  // after wte and wpe
+          nn::Context ctx;
+          Generator gen(5);
+          const Tensor x = Tensor::normal({kBatch, t, d}, gen, 0.f, 1.f);
+          const int64_t before = allocs[tp.rank()]->stats().allocated_bytes;
+          const Tensor y = h0.forward(x, ctx);
+          const int64_t saved = allocs[tp.rank()]->stats().allocated_bytes - before - y.nbytes();
+          const int64_t expected =
+              12 * n * d + 16 * n + (48 * n * d + 4 * kBatch * c.heads * t * t) / k;
+          EXPECT_EQ(saved, expected)
+              << "rank " << tp.rank() << " of " << k << ": bytes one block's forward saves";
+        },
+        options);
+  }
+}
+
+// A TP size that does not divide the heads or the vocabulary is refused by name, before the
+// stage draws anything.
+TEST(TensorParallelGPTRefuses, SizesThatDoNotDivide) {
+  nn::GPTConfig c = config({3, 1, true, false}, 1);
+  dist::run_ranks(3, [&](dist::Communicator& tp) {
+    gtl::testing::expect_error_naming([&] { nn::GPTStage stage(c, 0, 1, &tp); },
+                                      {"4 heads", "across 3"}, "TP 3 of 4 heads");
+  });
+}
+
+}  // namespace
