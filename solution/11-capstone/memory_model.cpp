@@ -77,13 +77,33 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   m.activations = config.activation_checkpointing ? in_flight * blocks * input + (saved - input)
                                                   : in_flight * blocks * saved;
 
-  m.other = 4 * std::max(4 * n * d / k + d, 2 * scores / k - n * d / k - 2 * n + 3 * d);
-  if (stage == 0) m.other += 8 * n * in_flight;  // ids
-  if (stage == config.pp - 1) {
-    m.other += 8 * n + 4 * (2 * n * d) + 4 * 2 * n * (model.vocab / k) + 4;
-  } else {
-    m.other += 4 * n * d / sp;  // the gradient the next stage sent, held through the backward
+  // What the backward holds beyond the saved tensors: on the last stage the head's dx and the
+  // block's incoming gradient, the logits and dlogits, the loss; elsewhere the gradient the next
+  // stage sent. Then the largest moment (F15): the last block's backward (fc2's or qkv's
+  // transients), a block's forward (attention's and fc2's outputs and the block's, all-reduced,
+  // whole), which with checkpointing is the last block's recomputation inside that backward, or
+  // on the last stage ln_f's backward, before that recomputation.
+  const bool last = stage == config.pp - 1;
+  const int64_t held = last ? 4 * (2 * n * d) + 4 * 2 * n * (model.vocab / k) + 4 : 4 * n * d / sp;
+  const int64_t backward =
+      4 * std::max(4 * n * d / k + d, 2 * scores / k - n * d / k - 2 * n + 3 * d / k);
+  // Under ZeRO-2 and -3 the categories above count F9's whole buffers of a block (and of the
+  // stage's other units) that a forward, and ln_f's backward, run without: no gradient buffer
+  // exists in a forward, and ln_f's backward comes before any block's window.
+  const bool windows = config.zero_stage >= 2;
+  const int64_t forward_without = windows ? 4 * (gathered_unit + gathered_others) : 0;
+  const int64_t lnf_without =
+      windows ? 4 * gathered_unit + (config.zero_stage == 3 ? c * gathered_unit : 0) : 0;
+  const int64_t forward = sp > 1 ? 4 * (n * d + 2 * n * d / k) : (2 * c + 4) * n * d;
+  m.other = std::max(held + backward, config.activation_checkpointing
+                                          ? held + forward  // the recomputation, in the window
+                                          : forward - forward_without);
+  if (last) {  // ln_f's backward: its input, mean and rstd, its dx, its two parameter gradients
+    const int64_t recomputed = config.activation_checkpointing ? saved - input : 0;  // not yet
+    m.other = std::max(m.other, held + 4 * (n * d + 2 * n + 2 * d) - recomputed - lnf_without);
   }
+  if (stage == 0) m.other += 8 * n * in_flight;  // ids
+  if (last) m.other += 8 * n;                    // targets
   // END SOLUTION(lab11)
   return m;
 }

@@ -18,6 +18,7 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt_stage.h"
+#include "gtl/nn/vocab_parallel.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
@@ -69,10 +70,10 @@ class TwinRank final : public PlanRank {
  private:
   ModelSpec model_;
   Config config_;
-  std::unique_ptr<nn::GPTStage> stage_;          // built by the constructor
-  std::vector<gtl::optim::ParamRef> optimized_;  // what AdamW updates: set by the constructor
+  std::unique_ptr<gtl::dist::ProcessGrid> grid_;  // built by the constructor
+  std::unique_ptr<nn::GPTStage> stage_;           // built by the constructor
+  std::vector<gtl::optim::ParamRef> optimized_;   // what AdamW updates: set by the constructor
   // SOLUTION(lab11) step 5
-  std::unique_ptr<gtl::dist::ProcessGrid> grid_;
   std::unique_ptr<Communicator> tied_;  // the first and last stage of one pipeline
   std::unique_ptr<gtl::optim::AdamW> adamw_;
   std::vector<std::unique_ptr<nn::FlatParameter>> units_;  // ZeRO: F8's units
@@ -92,16 +93,21 @@ class TwinRank final : public PlanRank {
 TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, Communicator& world,
                    float lr)
     : model_(model), config_(config) {
-  // r = d pp + s: this rank's stage is its world rank modulo pp.
-  stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), world.rank() % config.pp,
-                                          config.pp);
+  // The process grid (r = (d pp + s) tp + t) and this rank's stage: stage s of the GPT, its layers
+  // cut over the TP group when tp > 1 (gpt_stage.h).
+  grid_ = std::make_unique<gtl::dist::ProcessGrid>(world, config.tp, config.pp, config.dp);
+  stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), grid_->pp_rank(),
+                                          config.pp, &grid_->tp_group());
   // SOLUTION(lab11) step 5
-  grid_ = std::make_unique<gtl::dist::ProcessGrid>(world, 1, config.pp, config.dp);
   const int s = grid_->pp_rank(), pp = config.pp;
   // The two copies of a tied table (stage 0's and the last stage's) are one parameter: their
-  // gradients are summed between those two ranks of each pipeline, before DP averages them.
+  // gradients are summed between those two ranks of each pipeline, before DP averages them;
+  // under TP each TP rank holds its own rows of both copies, so the pair is per TP rank too. (The
+  // parameters every TP rank holds whole, LayerNorms and biases, get the same gradient on each:
+  // nothing to combine.)
   const bool holds_table = model.tied_head && pp > 1 && (s == 0 || s == pp - 1);
-  tied_ = world.split(holds_table ? grid_->dp_rank() : -1, world.rank());
+  const int pipeline = grid_->dp_rank() * config.tp + grid_->tp_rank();
+  tied_ = world.split(holds_table ? pipeline : -1, world.rank());
   gtl::optim::AdamWOptions options;
   options.lr = lr;
   if (config.zero_stage == 0) {
@@ -214,7 +220,6 @@ float TwinRank::step(const ProofBatch& batch) {
   const bool first = s == 0, last = s == pp - 1;
   const int64_t own = grid_->dp_rank() * mb * m;  // this DP rank's first sequence
   Communicator& pipe = grid_->pp_group();
-  const nn::CrossEntropyLoss loss;
   std::vector<nn::Context> ctx(static_cast<std::size_t>(m));
   int64_t forwarded = 0, backwarded = 0;
   if (last) loss_sum = 0;
@@ -256,11 +261,19 @@ float TwinRank::step(const ProofBatch& batch) {
   // rank's mean), backward, with the targets, logits, dlogits and loss held throughout.
   auto last_step = [&](const Tensor& x) {
     const Tensor targets = rows(batch.targets, own + forwarded * mb, mb, t, true);
-    const Tensor logits = forward(x);
+    const Tensor logits = forward(x);  // under TP this rank's columns of the vocabulary
     nn::Context loss_ctx;
-    const Tensor l = loss.forward(logits, targets, loss_ctx);
+    Tensor l, dlogits;
+    if (config_.tp > 1) {
+      const nn::VocabParallelCrossEntropy loss(grid_->tp_group());
+      l = loss.forward(logits, targets, loss_ctx);
+      dlogits = loss.backward(loss_ctx, 1.f / static_cast<float>(m));
+    } else {
+      const nn::CrossEntropyLoss loss;
+      l = loss.forward(logits, targets, loss_ctx);
+      dlogits = loss.backward(loss_ctx, 1.f / static_cast<float>(m));
+    }
     loss_sum += l.item();
-    const Tensor dlogits = loss.backward(loss_ctx, 1.f / static_cast<float>(m));
     return backward(dlogits);
   };
   const int64_t warmup = last ? 0 : std::min<int64_t>(pp - s - 1, m);
@@ -279,8 +292,12 @@ float TwinRank::step(const ProofBatch& batch) {
     if (last) {
       dx = last_step(x);
     } else {
-      Tensor dy = activation();
-      pipe.send_recv(forward(x), s + 1, dy, s + 1);
+      Tensor dy;
+      {
+        const Tensor y = forward(x);
+        dy = activation();  // after the forward, whose peak it would otherwise add to
+        pipe.send_recv(y, s + 1, dy, s + 1);
+      }
       dx = backward(dy);
     }
     x = Tensor();
@@ -333,9 +350,9 @@ float TwinRank::step(const ProofBatch& batch) {
 std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
                                          const Config& config, Communicator& world, float lr) {
   check_provable(model, config);
-  GTL_CHECK(world.world_size() == config.dp * config.pp,
+  GTL_CHECK(world.world_size() == config.dp * config.tp * config.pp,
             "make_plan_rank: a world of " << world.world_size() << " ranks for dp " << config.dp
-                                          << " x pp " << config.pp);
+                                          << " x tp " << config.tp << " x pp " << config.pp);
   return std::make_unique<TwinRank>(model, seed, config, world, lr);
 }
 

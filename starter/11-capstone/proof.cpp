@@ -18,6 +18,7 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt_stage.h"
+#include "gtl/nn/vocab_parallel.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/optim/adamw.h"
 #include "gtl/runtime/error.h"
@@ -69,8 +70,9 @@ class TwinRank final : public PlanRank {
  private:
   ModelSpec model_;
   Config config_;
-  std::unique_ptr<nn::GPTStage> stage_;          // built by the constructor
-  std::vector<gtl::optim::ParamRef> optimized_;  // what AdamW updates: set by the constructor
+  std::unique_ptr<gtl::dist::ProcessGrid> grid_;  // built by the constructor
+  std::unique_ptr<nn::GPTStage> stage_;           // built by the constructor
+  std::vector<gtl::optim::ParamRef> optimized_;   // what AdamW updates: set by the constructor
   // TODO(lab11) step 5: what this rank keeps between steps besides its stage.
   //   About 5 lines, 10 more for ZeRO-2 and -3 (with the helpers you define below).
   // END TODO(lab11)
@@ -79,14 +81,18 @@ class TwinRank final : public PlanRank {
 TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, Communicator& world,
                    float lr)
     : model_(model), config_(config) {
-  // r = d pp + s: this rank's stage is its world rank modulo pp.
-  stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), world.rank() % config.pp,
-                                          config.pp);
-  // TODO(lab11) step 5: this rank's groups and its optimizer (its stage is built above).
+  // The process grid (r = (d pp + s) tp + t) and this rank's stage: stage s of the GPT, its layers
+  // cut over the TP group when tp > 1 (gpt_stage.h).
+  grid_ = std::make_unique<gtl::dist::ProcessGrid>(world, config.tp, config.pp, config.dp);
+  stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), grid_->pp_rank(),
+                                          config.pp, &grid_->tp_group());
+  // TODO(lab11) step 5: this rank's groups and its optimizer (its stage and grid are built
+  //   above).
   //   Spec: proof.h, make_plan_rank.
   //   Hint: list every parameter that more than one rank holds a copy of, and for each the
-  //   ranks holding it: each such set is a group whose gradients must be combined. Groups are
-  //   collective to make (every rank of the world calls each split). Under ZeRO, the handout's
+  //   ranks holding it and whether each computes its gradient from a different part of the
+  //   work: each such set is a group whose gradients must be combined. Groups are collective to
+  //   make (every rank of the world calls each split). Under ZeRO, the handout's
   //   F8 says which parameters share a unit; ask of each copy what must come out the same on
   //   every rank holding one. Under ZeRO-2 and -3, F9 says when a unit's whole buffers exist:
   //   the core's modules run your code around a block's passes. optimized_ is what AdamW
@@ -129,9 +135,9 @@ float TwinRank::step(const ProofBatch& batch) {
 std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
                                          const Config& config, Communicator& world, float lr) {
   check_provable(model, config);
-  GTL_CHECK(world.world_size() == config.dp * config.pp,
+  GTL_CHECK(world.world_size() == config.dp * config.tp * config.pp,
             "make_plan_rank: a world of " << world.world_size() << " ranks for dp " << config.dp
-                                          << " x pp " << config.pp);
+                                          << " x tp " << config.tp << " x pp " << config.pp);
   return std::make_unique<TwinRank>(model, seed, config, world, lr);
 }
 

@@ -1,15 +1,15 @@
 // Lab 11, TODO 5: the proof. A plan is a claim about bytes and messages; this part runs a plan's
-// twin (the same dp x pp shape, a small GPT) on in-process ranks (gtl::dist::run_ranks) and
+// twin (the same dp x tp x pp shape, a small GPT) on in-process ranks (gtl::dist::run_ranks) and
 // checks the claim against what each rank's allocator and trace saw.
 //
 // This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your file
 // is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
 //
-// What runs here: dp x pp ranks, tp = 1, any ZeRO stage, float32, no SP. The core has the pieces
-// for that (nn::GPTStage, the communicator, AdamW, nn::FlatParameter, the modules' hooks); the
-// tensor-parallel layers are lab 08's own code, which this lab's tree does not hold, and under
-// bf16 the memory model's transients are not exact yet (the handout's F15): check_provable
-// refuses the rest.
+// What runs here: dp x tp x pp ranks, any ZeRO stage, float32, no SP. The core has the pieces
+// for that (nn::GPTStage, its tensor-parallel layers and loss, the communicator, AdamW,
+// nn::FlatParameter, the modules' hooks); it has no sequence-parallel GPT, and under bf16 the
+// memory model's transients are not exact yet (the handout's F15): check_provable refuses the
+// rest.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +32,8 @@ struct ProofBatch {
   std::vector<int64_t> ids, targets;
 };
 
-// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: tp = 1,
-// float32, no sequence parallelism. Throws gtl::Error naming the field otherwise.
+// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: float32, no
+// sequence parallelism. Throws gtl::Error naming the field otherwise.
 void check_provable(const ModelSpec& model, const Config& config);
 
 // One rank of the twin, built by make_plan_rank.
@@ -43,12 +43,13 @@ class PlanRank {
 
   // 5. One training step on this rank: its DP rank's `accumulation` micro-batches through the
   // pipeline in 1F1B order, the gradients made those of the mean loss over ALL of the batch's
-  // tokens, one AdamW step. Returns, on a rank of the last stage, its DP rank's mean loss (over
-  // its micro_batch x accumulation sequences), and NaN on every other rank. Every rank of the
-  // world calls it with the same batch.
+  // tokens, one AdamW step. Returns, on a rank of the last stage (each of its TP ranks), its DP
+  // rank's mean loss (over its micro_batch x accumulation sequences), and NaN on every other
+  // rank. Every rank of the world calls it with the same batch.
   virtual float step(const ProofBatch& batch) = 0;
 
-  // This rank's parameters (its stage's), by their names in the whole model (nn::GPTStage).
+  // This rank's parameters (its stage's; under TP its shards of them), by their names in the whole
+  // model (nn::GPTStage).
   virtual std::vector<gtl::optim::ParamRef> parameters() const = 0;
 
   // What this rank's AdamW updates, with the gradients it updates them from: the stage's
@@ -61,22 +62,26 @@ class PlanRank {
   virtual gtl::nn::Module& stage() = 0;
 };
 
-// 5. World rank r of config.dp x config.pp ranks (r = d pp + s: DP rank d, stage s, the core's
-// ProcessGrid with tp = 1): stage s of the core's GPT (ModelSpec, `seed`; every block checkpointed
-// under activation_checkpointing), and AdamW (learning rate `lr`, the core's other defaults) on
-// its parameters; under ZeRO, the stage's units (the handout's F8) each an nn::FlatParameter
-// over the DP group, and AdamW on this rank's shards of them; under ZeRO-2 and -3 each unit's
-// whole gradient (and under ZeRO-3 its whole values) exist only while the handout's F9 says they
-// do. Collective over `world` (every rank calls it). Throws gtl::Error (check_provable; a world
-// of another size than dp x pp) before communicating.
+// 5. World rank r of config.dp x config.tp x config.pp ranks (r = (d pp + s) tp + t: DP rank d,
+// stage s, TP rank t, the core's ProcessGrid, built for you): stage s of the core's GPT
+// (ModelSpec, `seed`; every block checkpointed under activation_checkpointing; under tp > 1 TP
+// rank t's shards of its layers, given: nn::GPTStage over the grid's TP group), and AdamW
+// (learning rate `lr`, the core's other defaults) on its parameters; under ZeRO, the stage's
+// units (the handout's F8) each an nn::FlatParameter over the DP group, and AdamW on this rank's
+// shards of them; under ZeRO-2 and -3 each unit's whole gradient (and under ZeRO-3 its whole
+// values) exist only while the handout's F9 says they do. Collective over `world` (every rank
+// calls it). Throws gtl::Error (check_provable; a world of another size than dp x tp x pp) before
+// communicating.
 //
 // What the checks hold it to (handout, TODO 5): after each step every rank's parameters equal a
-// single process's training on the whole batch (within the stated tolerance), and the two copies
-// of a tied table stay equal; at its peak, each rank's allocator holds exactly what one
-// micro-batch on that stage holds, plus what 1F1B keeps of the others; the trace holds exactly
-// the plan's traffic: the activations and their gradients between neighbouring stages, one
-// message per micro-batch and direction, and the gradient synchronisation, each tensor once,
-// in the group that needs it; nothing else.
+// single process's training on the whole batch (under TP their slices; within the stated
+// tolerance), and every copy of a parameter (a tied table's two, a TP-whole parameter's tp)
+// stays the same bits; at its peak, each rank's allocator holds exactly what one micro-batch on
+// that stage holds, plus what 1F1B keeps of the others; the trace holds exactly the plan's
+// traffic: the activations and their gradients between neighbouring stages, one message per
+// micro-batch and direction, the TP group's all-reduces (the core's layers and loss issue them),
+// and the gradient synchronisation, each tensor once, in the group that needs it; nothing
+// else.
 //
 // The last stage holds a micro-batch's targets, logits, their gradient and its loss until the
 // micro-batch's backward has finished, as the core's trainer does (docs/core.md, "Memory of a

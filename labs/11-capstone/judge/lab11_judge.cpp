@@ -394,18 +394,24 @@ std::string proof_loss() {
   Recorded r(test);
   for (const ProofCase& c : lab11_proof_cases::proof_cases(test)) {
     const lab11_proof_cases::OneProcess ref = lab11_proof_cases::one_process(c);
-    const int pp = c.config.pp, world = c.config.dp * pp;
-    double sums[2] = {0, 0};
-    std::map<std::string, uint64_t> copies;  // each parameter's (ZeRO-3: shard's) digest, step 2
-    std::set<std::string> held;              // the parameters some rank holds
+    const int pp = c.config.pp, world = c.config.dp * c.config.tp * pp;
+    double sums[2] = {0, 0}, tp0[2] = {0, 0};  // tp0: TP rank 0's loss of the DP rank at hand
+    std::map<std::string, uint64_t> copies;    // each parameter's (ZeRO-3: shard's) digest, step 2
+    std::set<std::string> held;                // the parameters some rank holds
     for (int rank = 0; rank < world; ++rank) {
       const std::string at = c.name() + ", world rank " + std::to_string(rank);
-      if (r.next<int>("the stage of " + at) != rank % pp)
-        throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
+      const lab11_proof_cases::Position pos = lab11_proof_cases::position(c, rank);
+      if (r.next<int>("the stage of " + at) != pos.stage)
+        throw Rejection(test + ": " + at + ": the recorded stage is not the process grid's");
       for (int step = 0; step < 2; ++step) {
         const double loss = r.next<double>("a loss of " + at);
-        if (rank % pp == pp - 1) {
+        if (pos.stage == pp - 1 && pos.tp_rank == 0) {
           sums[step] += loss;
+          tp0[step] = loss;
+        } else if (pos.stage == pp - 1) {
+          if (!std::isnan(tp0[step]) && !(loss == tp0[step]))
+            throw Rejection(test + ": " + at + " returned the loss " + show(loss) +
+                            ", its TP rank 0 " + show(tp0[step]));
         } else if (!std::isnan(loss)) {
           throw Rejection(test + ": " + at + " is not on the last stage and returned a loss " +
                           show(loss));
@@ -430,7 +436,8 @@ std::string proof_loss() {
       for (int step = 0; step < 2; ++step) {
         std::vector<lab11_proof_cases::OwnedGradient> owned;
         try {
-          owned = lab11_proof_cases::owned_gradients(c, rank % pp, rank / pp, ref.grads[step]);
+          owned = lab11_proof_cases::owned_gradients(c, pos.stage, pos.dp_rank, ref.grads[step],
+                                                     pos.tp_rank);
         } catch (const std::out_of_range&) {
           throw Rejection(test + ": " + at + " does not hold every parameter of its stage");
         }
@@ -469,15 +476,15 @@ std::string proof_memory() {
   const std::string test = "ProofStep.EachRankPeaksAtExactlyItsStagesShare";
   Recorded r(test);
   for (const ProofCase& c : lab11_proof_cases::proof_cases(test)) {
-    const int pp = c.config.pp;
-    for (int rank = 0; rank < c.config.dp * pp; ++rank) {
+    for (int rank = 0; rank < c.config.dp * c.config.tp * c.config.pp; ++rank) {
       const std::string at = c.name() + ", world rank " + std::to_string(rank);
-      if (r.next<int>("the stage of " + at) != rank % pp)
-        throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
+      const lab11_proof_cases::Position pos = lab11_proof_cases::position(c, rank);
+      if (r.next<int>("the stage of " + at) != pos.stage)
+        throw Rejection(test + ": " + at + ": the recorded stage is not the process grid's");
       const auto built = r.next<int64_t>("what " + at + " holds once built");
       const int64_t peak = r.peak_of_events("the allocations of " + at, built);
       const int64_t share = lab11_proof_cases::stage_share(
-          c, lab11_proof_cases::stage_pieces(c, rank % pp, rank / pp), rank % pp);
+          c, lab11_proof_cases::stage_pieces(c, pos.stage, pos.dp_rank, pos.tp_rank), pos.stage);
       if (peak != share)
         throw Rejection(test + ": " + at + ": its allocations peak at " + show(peak) +
                         " bytes, its stage's share is " + show(share));
@@ -496,14 +503,13 @@ std::string proof_traffic() {
       parameters.push_back(lab11_proof_cases::stage_parameter_count(c, s));
       padded.push_back(lab11_proof_cases::stage_padded_count(c, s));
     }
-    for (int rank = 0; rank < c.config.dp * pp; ++rank) {
+    for (int rank = 0; rank < c.config.dp * c.config.tp * pp; ++rank) {
       const std::string at = c.name() + ", world rank " + std::to_string(rank);
-      if (r.next<int>("the stage of " + at) != rank % pp)
-        throw Rejection(test + ": " + at + ": the recorded stage is not rank mod pp");
-      const std::vector<int64_t> want =
-          lab11_proof_cases::flatten(lab11_proof_cases::expected_traffic(
-              c, rank, parameters[static_cast<std::size_t>(rank % pp)],
-              padded[static_cast<std::size_t>(rank % pp)]));
+      const auto stage = static_cast<std::size_t>(lab11_proof_cases::position(c, rank).stage);
+      if (r.next<int>("the stage of " + at) != static_cast<int>(stage))
+        throw Rejection(test + ": " + at + ": the recorded stage is not the process grid's");
+      const std::vector<int64_t> want = lab11_proof_cases::flatten(
+          lab11_proof_cases::expected_traffic(c, rank, parameters[stage], padded[stage]));
       if (r.sequence<int64_t>("the traffic of " + at, want.size()) != want)
         throw Rejection(test + ": " + at + ": its traffic is not the plan's");
     }

@@ -101,16 +101,35 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   else
     r.activations = held * blocks * per_block;
 
-  // The backward's transients at the peak (docs/core.md), per TP rank.
+  // Held through the backward: on the last stage the head's dx and the last block's incoming
+  // gradient, logits, dlogits and the loss; elsewhere the gradient the next stage sent (float32,
+  // the residual stream: cut by SP).
+  const bool last = stage == c.pp - 1;
+  const int64_t kept = last ? 8 * tokens * d + 8 * tokens * (m.vocab / k) + 4 : 4 * tokens * d / sp;
+  // The transient moments, per TP rank: the last block's backward (docs/core.md: fc2's, or
+  // qkv's with its bias gradient cut in k), or a block's forward: attention's output, fc2's
+  // all-reduced output and the block's output, whole (under SP, rule: fc2's partial sum whole,
+  // the other two the rank's positions); with checkpointing the last block's recomputation runs
+  // inside the backward, beside what it holds.
   const int64_t fc2 = 4 * (4 * tokens * d / k + d);
-  const int64_t attention = 4 * (2 * probs / k - tokens * d / k - 2 * tokens + 3 * d);
-  r.other = std::max(fc2, attention);
+  const int64_t attention = 4 * (2 * probs / k - tokens * d / k - 2 * tokens + 3 * d / k);
+  const int64_t forward = sp > 1 ? 4 * (tokens * d + 2 * tokens * d / k) : (2 * e + 4) * tokens * d;
+  // ZeRO-2/3's whole buffers (F9) that the categories count and a moment runs without: a
+  // forward has no gradient buffer; ln_f's backward comes before any block's window.
+  const bool windows = c.zero_stage >= 2;
+  const int64_t forward_without = windows ? 4 * (unit_padded + others_padded) : 0;
+  const int64_t lnf_without =
+      windows ? 4 * unit_padded + (c.zero_stage == 3 ? e * unit_padded : 0) : 0;
+  r.other = std::max(kept + std::max(fc2, attention),
+                     c.activation_checkpointing ? kept + forward : forward - forward_without);
+  if (last) {  // ln_f's backward (its input, mean, rstd, dx and two parameter gradients), before
+               // a checkpointed last block is recomputed
+    const int64_t recomputed = c.activation_checkpointing ? per_block - block_input : 0;
+    r.other =
+        std::max(r.other, kept + 4 * (tokens * d + 2 * tokens + 2 * d) - recomputed - lnf_without);
+  }
   if (stage == 0) r.other += held * 8 * tokens;  // the ids of every micro-batch held
-  if (stage == c.pp - 1)                         // targets, dx of the head and the last block,
-    r.other += 8 * tokens + 8 * tokens * d + 8 * tokens * (m.vocab / k) + 4;  // logits, dlogits,
-                                                                              // the loss
-  else  // the gradient the next stage sent (float32, the residual stream: cut by SP)
-    r.other += 4 * tokens * d / sp;
+  if (last) r.other += 8 * tokens;               // the targets
   return r;
 }
 

@@ -72,13 +72,14 @@ TEST(ReferenceAnchor, Bf16BlocksSaveWhatTheReferenceSays) {
 
 }  // namespace
 
-// Beyond one GPU: at the proof's twins (dp x pp, tp = 1, any ZeRO stage, float32; fixed, seeded),
-// each stage's total of the reference model equals the share the tests derive from the core's
-// GPTStage alone, which the solution's ranks peak at exactly (lab11_proof_test): the facts of
-// stages (F10's copy of a tied table, F11's micro-batches in flight, F16's other on a stage that
-// is not the last, F8's ZeRO state, F9's ZeRO-2 and -3 buffers) measured, not assumed. The model
-// is DP rank 0's, the most loaded: a later DP rank's last shards may hold padding, which AdamW does
-// not update.
+// Beyond one GPU: at the proof's twins (dp x tp x pp, TP up to 4, any ZeRO stage, float32;
+// fixed, seeded), each stage's total of the reference model equals the share the tests derive
+// from the core's GPTStage alone (TP rank 0's; a stage's TP ranks hold alike), which the
+// solution's ranks peak at exactly (lab11_proof_test): the facts of stages (F10's copy of a tied
+// table, F11's micro-batches in flight, F12 and F13's shards, F15's moments, F16's other on a
+// stage that is not the last, F8's ZeRO state, F9's ZeRO-2 and -3 buffers) measured, not assumed.
+// The model is DP rank 0's, the most loaded: a later DP rank's last shards may hold padding, which
+// AdamW does not update.
 TEST(ReferenceProof, EveryStageEqualsTheTwinsShare) {
   for (const lab11_proof_cases::ProofCase& c :
        lab11_proof_cases::proof_cases("ReferenceProof.EveryStageEqualsTheTwinsShare")) {

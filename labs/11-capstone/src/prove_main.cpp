@@ -1,5 +1,5 @@
 // lab11_prove: a plan's twin, proved (given: a program over TODO 5, with TODO 1's model beside
-// it). It trains the twin (dp x pp ranks of a small GPT, tp = 1, any ZeRO stage, float32) for two
+// it). It trains the twin (dp x tp x pp ranks of a small GPT, any ZeRO stage, float32) for two
 // steps on in-process ranks with your make_plan_rank, and prints, as Markdown:
 //   - the loss of each step against one process training on the whole batch;
 //   - each rank's allocator peak in its steps against your memory model's total for its stage
@@ -11,7 +11,8 @@
 //     each rank's bubble fraction beside 1F1B's (pp - 1)/(m + pp - 1) for equal stages;
 //   with --trace FILE, that timeline as a Chrome trace (ui.perfetto.dev or chrome://tracing).
 //
-//   lab11_prove [--dp 2] [--pp 4] [--micro-batch 1] [--accumulation 8] [--layers 8] [--dim 64]
+//   lab11_prove [--dp 2] [--tp 1] [--pp 4] [--micro-batch 1] [--accumulation 8] [--layers 8] [--dim
+//   64]
 //               [--heads 4] [--vocab 256] [--context 32] [--untied] [--checkpoint]
 //               [--zero 0] [--seed 1] [--trace FILE]          (--help prints this)
 //
@@ -66,10 +67,10 @@ Args parse(int argc, char** argv) {
     const std::string f = argv[i];
     if (f == "--help" || f == "-h") {
       std::printf(
-          "lab11_prove [--dp 2] [--pp 4] [--micro-batch 1] [--accumulation 8] [--layers 8]\n"
-          "            [--dim 64] [--heads 4] [--vocab 256] [--context 32] [--untied]\n"
-          "            [--checkpoint] [--zero 0] [--seed 1] [--trace FILE]\n"
-          "Trains a dp x pp twin (tp 1, any ZeRO stage, float32) for two steps through your\n"
+          "lab11_prove [--dp 2] [--tp 1] [--pp 4] [--micro-batch 1] [--accumulation 8]\n"
+          "            [--layers 8] [--dim 64] [--heads 4] [--vocab 256] [--context 32]\n"
+          "            [--untied] [--checkpoint] [--zero 0] [--seed 1] [--trace FILE]\n"
+          "Trains a dp x tp x pp twin (any ZeRO stage, float32) for two steps through your\n"
           "TODO 5 and prints its losses, peaks and traffic against the plan\n"
           "(labs/11-capstone/README.md).\n");
       std::exit(0);
@@ -88,6 +89,8 @@ Args parse(int argc, char** argv) {
         const int64_t n = number(f.c_str(), v);
         if (f == "--dp")
           a.config.dp = static_cast<int>(n);
+        else if (f == "--tp")
+          a.config.tp = static_cast<int>(n);
         else if (f == "--pp")
           a.config.pp = static_cast<int>(n);
         else if (f == "--micro-batch")
@@ -150,7 +153,9 @@ std::string group_name(const std::vector<int>& g) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   const lab11_proof_cases::ProofCase pc = proof_case(a);
-  const int world = a.config.dp * a.config.pp;
+  const int world = a.config.dp * a.config.tp * a.config.pp;
+  const int tp = a.config.tp, pp = a.config.pp;
+  auto stage_of = [&](int r) { return (r / tp) % pp; };  // r = (d pp + s) tp + t
   std::vector<Rank> ranks(static_cast<std::size_t>(world));
   gtl::dist::RunOptions options;
   for (int r = 0; r < world; ++r) options.allocators.push_back(gtl::make_cpu_caching_allocator());
@@ -192,7 +197,6 @@ int main(int argc, char** argv) {
   }
   const lab11_proof_cases::OneProcess one = lab11_proof_cases::one_process(pc);
   const float* ref = one.loss;
-  const int pp = a.config.pp;
   std::printf("## The twin: %s; %s\n\n", describe(a.model).c_str(), describe(a.config).c_str());
   std::printf(
       "| step | twin's loss (mean of the DP ranks) | one process | relative difference |\n"
@@ -200,7 +204,7 @@ int main(int argc, char** argv) {
   for (int s = 0; s < 2; ++s) {
     double sum = 0;
     for (int r = 0; r < world; ++r) {
-      if (r % pp == pp - 1) sum += ranks[static_cast<std::size_t>(r)].loss[s];
+      if (stage_of(r) == pp - 1 && r % tp == 0) sum += ranks[static_cast<std::size_t>(r)].loss[s];
     }
     const double mean = sum / a.config.dp;
     std::printf(
@@ -215,16 +219,17 @@ int main(int argc, char** argv) {
         options.allocators[static_cast<std::size_t>(r)]->stats().peak_allocated_bytes;
     int64_t model = -1;
     try {
-      model = stage_memory(a.model, a.config, r % pp).total();
+      model = stage_memory(a.model, a.config, stage_of(r)).total();
     } catch (const std::exception&) {
       // TODO 1 not written yet: the column says so
     }
     if (model < 0) {
-      std::printf("| %d | %d | %lld | (TODO 1 threw) | |\n", r, r % pp,
+      std::printf("| %d | %d | %lld | (TODO 1 threw) | |\n", r, stage_of(r),
                   static_cast<long long>(peak));
     } else {
-      std::printf("| %d | %d | %lld | %lld | %+lld |\n", r, r % pp, static_cast<long long>(peak),
-                  static_cast<long long>(model), static_cast<long long>(peak - model));
+      std::printf("| %d | %d | %lld | %lld | %+lld |\n", r, stage_of(r),
+                  static_cast<long long>(peak), static_cast<long long>(model),
+                  static_cast<long long>(peak - model));
     }
   }
   std::printf(
@@ -255,7 +260,7 @@ int main(int argc, char** argv) {
         tl.step_time() * 1e6, (pp - 1) / (m + pp - 1));
     for (int r = 0; r < world; ++r) {
       const gtl::dist::RankTimeline& t = tl.ranks[static_cast<std::size_t>(r)];
-      std::printf("| %d | %d | %.1f | %.1f | %.3f |\n", r, r % pp, t.compute_busy * 1e6,
+      std::printf("| %d | %d | %.1f | %.1f | %.3f |\n", r, stage_of(r), t.compute_busy * 1e6,
                   t.comm_busy * 1e6, t.bubble_fraction);
     }
     if (!a.trace.empty()) {

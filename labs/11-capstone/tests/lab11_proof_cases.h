@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "capstone.h"
+#include "gtl/distributed/in_process.h"
 #include "gtl/distributed/trace.h"
 #include "gtl/memory/caching_allocator.h"
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/gpt_stage.h"
+#include "gtl/nn/vocab_parallel.h"
 #include "gtl/optim/adamw.h"
 #include "gtl_test_seed.h"
 #include "nn/gpt_test_util.h"
@@ -48,11 +50,12 @@ struct ProofCase {
 };
 
 inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t m, bool checkpoint,
-                           uint64_t seed, int zero = 0) {
+                           uint64_t seed, int zero = 0, int tp = 1) {
   ProofCase c;
   c.config.zero_stage = zero;
   c.model = model;
   c.config.dp = dp;
+  c.config.tp = tp;
   c.config.pp = pp;
   c.config.micro_batch = mb;
   c.config.accumulation = m;
@@ -65,32 +68,47 @@ inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t 
 // accumulation (DP alone), dp = 1 (a pipeline alone); ZeRO-1 over 3 DP ranks (shards with
 // padding) with a tied table across 2 stages, and over 2 with checkpointing; ZeRO-2 with a tied
 // table across 2 stages and m > pp, and with one stage holding both of its ends, checkpointed;
-// ZeRO-3 likewise, over 3 and 2 DP ranks. Then three drawn from the seed.
+// ZeRO-3 likewise, over 3 and 2 DP ranks; tensor parallelism: 4 TP ranks by 2 stages with m > pp,
+// 2 TP by 2 DP ranks checkpointed with an untied head and a model whose peak is attention's, 2 TP
+// by 2 DP by 2 stages under ZeRO-2 with a tied table across the stages, 4 TP by 2 DP under
+// ZeRO-3. Then three drawn from the seed (tp from 1, 2, 4; at most 8 ranks).
 inline std::vector<ProofCase> proof_cases(const std::string& test) {
   const ModelSpec tied{4, 16, 2, 29, 8, true}, untied{4, 16, 4, 23, 8, false};
+  const ModelSpec wide{4, 16, 4, 32, 8, true}, attention_bound{2, 8, 2, 18, 16, false};
   std::vector<ProofCase> out = {
-      make_case(tied, 2, 2, 2, 3, false, 1),    make_case(untied, 1, 4, 1, 2, false, 2),
-      make_case(tied, 2, 4, 1, 5, true, 3),     make_case(untied, 2, 1, 2, 2, true, 4),
-      make_case(tied, 1, 4, 2, 6, false, 5),    make_case(tied, 1, 1, 1, 1, false, 6),
-      make_case(tied, 3, 2, 1, 3, false, 7, 1), make_case(untied, 2, 2, 2, 1, true, 8, 1),
-      make_case(tied, 2, 2, 1, 3, false, 9, 2), make_case(tied, 3, 1, 1, 2, true, 10, 2),
-      make_case(tied, 3, 2, 1, 3, true, 11, 3), make_case(untied, 2, 1, 2, 2, false, 12, 3),
+      make_case(tied, 2, 2, 2, 3, false, 1),
+      make_case(untied, 1, 4, 1, 2, false, 2),
+      make_case(tied, 2, 4, 1, 5, true, 3),
+      make_case(untied, 2, 1, 2, 2, true, 4),
+      make_case(tied, 1, 4, 2, 6, false, 5),
+      make_case(tied, 1, 1, 1, 1, false, 6),
+      make_case(tied, 3, 2, 1, 3, false, 7, 1),
+      make_case(untied, 2, 2, 2, 1, true, 8, 1),
+      make_case(tied, 2, 2, 1, 3, false, 9, 2),
+      make_case(tied, 3, 1, 1, 2, true, 10, 2),
+      make_case(tied, 3, 2, 1, 3, true, 11, 3),
+      make_case(untied, 2, 1, 2, 2, false, 12, 3),
+      make_case(wide, 1, 2, 1, 3, false, 13, 0, 4),
+      make_case(attention_bound, 2, 1, 2, 2, true, 14, 0, 2),
+      make_case(wide, 2, 2, 1, 3, true, 15, 2, 2),
+      make_case(wide, 2, 1, 1, 2, false, 16, 3, 4),
   };
   std::mt19937_64 g = gtl::test_seed::generator(test);
   using gtl::test_seed::draw;
   for (int i = 0; i < 3; ++i) {
     ModelSpec model;
     const int pp = static_cast<int>(1 << draw(g, 0, 2));
+    const int tp = std::min(static_cast<int>(1 << draw(g, 0, 2)), 8 / pp);
     model.layers = pp * draw(g, 1, 2);
-    model.heads = draw(g, 1, 4);
+    model.heads = tp * draw(g, 1, 4 / tp + (tp == 4 ? 1 : 0));
     model.dim = model.heads * 4 * draw(g, 1, 3);
-    model.vocab = draw(g, 8, 48);
+    model.vocab = tp * draw(g, (8 + tp - 1) / tp, 48 / tp);
     model.context = draw(g, 2, 12);
     model.tied_head = draw(g, 0, 1) == 1;
-    const int dp = static_cast<int>(draw(g, 1, 3));
+    const int dp = static_cast<int>(draw(g, 1, std::min(3, 8 / (tp * pp))));
     out.push_back(make_case(model, dp, pp, draw(g, 1, 3), draw(g, 1, 6), draw(g, 0, 1) == 1,
                             static_cast<uint64_t>(draw(g, 1, 1000)),
-                            static_cast<int>(draw(g, 0, 3))));
+                            static_cast<int>(draw(g, 0, 3)), tp));
   }
   return out;
 }
@@ -118,6 +136,29 @@ inline nn::GPTConfig gpt_config(const ProofCase& c) {
   g.checkpoint = c.config.activation_checkpointing;
   g.seed = c.seed;
   return g;
+}
+
+// World rank r = (d pp + s) tp + t (the core's ProcessGrid): its stage, DP rank and TP rank.
+struct Position {
+  int stage = 0, dp_rank = 0, tp_rank = 0;
+};
+inline Position position(const ProofCase& c, int r) {
+  const int tp = c.config.tp, pp = c.config.pp;
+  return {(r / tp) % pp, r / (tp * pp), r % tp};
+}
+
+// Stage s on TP rank t, built alone: its layers cut for a TP group of the case's size (the
+// communicators of one, which building does not use to communicate).
+struct StageAlone {
+  std::vector<std::unique_ptr<dist::Communicator>> group;
+  std::unique_ptr<nn::GPTStage> stage;
+};
+inline StageAlone stage_alone(const ProofCase& c, int s, int t) {
+  StageAlone a;
+  a.group = dist::make_in_process_world(c.config.tp);
+  a.stage = std::make_unique<nn::GPTStage>(gpt_config(c), s, c.config.pp,
+                                           a.group[static_cast<std::size_t>(t)].get());
+  return a;
 }
 
 // ---- one micro-batch on one stage, for proof-memory -------------------------------------------
@@ -181,14 +222,14 @@ inline std::vector<std::unique_ptr<nn::FlatParameter>> zero_units(nn::GPTStage& 
 
 // What DP rank d keeps of stage s after construction: parameters, gradients and AdamW's state
 // (under ZeRO the units' padded buffers that persist, its shards and AdamW over their real
-// elements), then one micro-batch's peak beyond it and what a forward leaves held.
-inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
+// elements), then one micro-batch's peak beyond it and what a forward leaves held. Under TP one
+// rank of the group (`tp`, whose other ranks run the same), its loss the vocabulary-parallel one.
+inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::Communicator* tp,
+                                 Allocator* alloc) {
   const int pp = c.config.pp, zero = c.config.zero_stage;
   const int64_t mb = c.config.micro_batch, t = c.model.context, d = c.model.dim;
-  std::shared_ptr<Allocator> alloc = make_cpu_caching_allocator();
   StagePieces p;
-  AllocatorScope scope(alloc);
-  nn::GPTStage stage(gpt_config(c), s, pp);
+  nn::GPTStage stage(gpt_config(c), s, pp, tp);
   std::vector<std::unique_ptr<nn::FlatParameter>> units;
   std::vector<nn::ParamRef> updated = stage.parameters();
   if (zero >= 1) {
@@ -282,10 +323,17 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
     if (s == pp - 1) {
       const Tensor tg = gtl::testing::ids_tensor(targets, {mb * t});
       const Tensor logits = forward(input(), ctx);
-      const nn::CrossEntropyLoss loss;
       nn::Context loss_ctx;
-      const Tensor l = loss.forward(logits, tg, loss_ctx);
-      const Tensor dlogits = loss.backward(loss_ctx);
+      Tensor l, dlogits;
+      if (tp != nullptr) {
+        const nn::VocabParallelCrossEntropy loss(*tp);
+        l = loss.forward(logits, tg, loss_ctx);
+        dlogits = loss.backward(loss_ctx);
+      } else {
+        const nn::CrossEntropyLoss loss;
+        l = loss.forward(logits, tg, loss_ctx);
+        dlogits = loss.backward(loss_ctx);
+      }
       backward(ctx, dlogits);
     } else {
       { const Tensor y = forward(input(), ctx); }
@@ -297,6 +345,29 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank) {
   return p;
 }
 
+// The same for TP rank t of stage s, its group's ranks run side by side.
+inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank, int t = 0) {
+  const int k = c.config.tp;
+  std::vector<std::shared_ptr<Allocator>> allocs;
+  for (int r = 0; r < k; ++r) allocs.push_back(make_cpu_caching_allocator());
+  if (k == 1) {
+    AllocatorScope scope(allocs[0]);
+    return measure_stage(c, s, dp_rank, nullptr, allocs[0].get());
+  }
+  std::vector<StagePieces> pieces(static_cast<std::size_t>(k));
+  dist::RunOptions options;
+  options.allocators = allocs;
+  options.timeout = std::chrono::seconds(30);
+  dist::run_ranks(
+      k,
+      [&](dist::Communicator& group) {
+        const auto r = static_cast<std::size_t>(group.rank());
+        pieces[r] = measure_stage(c, s, dp_rank, &group, allocs[r].get());
+      },
+      options);
+  return pieces[static_cast<std::size_t>(t)];
+}
+
 // Rank peak of stage s: what it built, one micro-batch's peak there, and the saved bytes of each
 // other micro-batch 1F1B holds on it (min(pp - s, m) in all).
 inline int64_t stage_share(const ProofCase& c, const StagePieces& p, int s) {
@@ -304,13 +375,13 @@ inline int64_t stage_share(const ProofCase& c, const StagePieces& p, int s) {
   return p.built + p.one_micro_batch + (in_flight - 1) * p.held;
 }
 
-// The stage's parameter count (its gradient's elements), from the core's GPTStage.
+// The stage's parameter count on one TP rank (its gradient's elements), from the core's GPTStage.
 inline int64_t stage_parameter_count(const ProofCase& c, int s) {
   const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
   AllocatorScope scope(scratch);
-  const nn::GPTStage stage(gpt_config(c), s, c.config.pp);
+  const StageAlone a = stage_alone(c, s, 0);
   int64_t n = 0;
-  for (const nn::ParamRef& p : stage.parameters()) n += p.value.numel();
+  for (const nn::ParamRef& p : a.stage->parameters()) n += p.value.numel();
   return n;
 }
 
@@ -319,11 +390,11 @@ inline int64_t stage_parameter_count(const ProofCase& c, int s) {
 inline int64_t stage_padded_count(const ProofCase& c, int s) {
   const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
   AllocatorScope scope(scratch);
-  nn::GPTStage stage(gpt_config(c), s, c.config.pp);
+  const StageAlone a = stage_alone(c, s, 0);
   std::map<std::string, int64_t> numel;
-  for (const nn::ParamRef& p : stage.parameters()) numel[p.name] = p.value.numel();
+  for (const nn::ParamRef& p : a.stage->parameters()) numel[p.name] = p.value.numel();
   int64_t n = 0;
-  for (const std::vector<std::string>& unit : unit_parameters(stage)) {
+  for (const std::vector<std::string>& unit : unit_parameters(*a.stage)) {
     int64_t u = 0;
     for (const std::string& name : unit) u += numel.at(name);
     n += nn::ShardLayout(u, c.config.dp).padded_numel();
@@ -397,21 +468,64 @@ inline std::string unit_name(const nn::GPTStage& stage, const std::vector<std::s
   return rest + ")";
 }
 
+// TP rank t's slice of a whole parameter's values (Megatron-LM's layout, written here apart from
+// the core's tensor_parallel.cpp): qkv's weight and bias by rows, its heads' rows of each of q,
+// k and v; fc1's weight and bias, the token table and an untied head by rows; proj's and fc2's
+// weights by columns; the rest (LayerNorms, row-parallel biases, the position table) whole.
+inline bool ends_with(const std::string& name, const std::string& suffix) {
+  return name.size() >= suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+inline bool cut_by_tp(const std::string& name) {
+  for (const char* cut : {"attn.qkv.weight", "attn.qkv.bias", "mlp.fc1.weight", "mlp.fc1.bias",
+                          "attn.proj.weight", "mlp.fc2.weight", "wte.weight", "head.weight"}) {
+    if (ends_with(name, cut)) return true;
+  }
+  return false;
+}
+inline std::vector<float> tp_slice(const ProofCase& c, const std::string& name,
+                                   const std::vector<float>& whole, int t) {
+  const int64_t k = c.config.tp, d = c.model.dim;
+  if (k == 1 || !cut_by_tp(name)) return whole;
+  auto ends = [&](const std::string& suffix) { return ends_with(name, suffix); };
+  const bool bias = ends(".bias");
+  const int64_t cols = bias ? 1 : ends("fc2.weight") ? 4 * d : d;
+  const int64_t rows = static_cast<int64_t>(whole.size()) / cols;
+  std::vector<float> out;
+  auto take_rows = [&](int64_t first, int64_t count) {
+    out.insert(out.end(), whole.begin() + first * cols, whole.begin() + (first + count) * cols);
+  };
+  if (ends("attn.qkv.weight") || ends("attn.qkv.bias")) {
+    for (int64_t part = 0; part < 3; ++part) take_rows(part * d + t * (d / k), d / k);
+  } else if (ends("mlp.fc1.weight") || ends("mlp.fc1.bias") || ends("wte.weight") ||
+             ends("head.weight")) {
+    take_rows(t * (rows / k), rows / k);
+  } else {  // proj's and fc2's weights
+    for (int64_t i = 0; i < rows; ++i) {
+      const auto row = whole.begin() + i * cols;
+      out.insert(out.end(), row + t * (cols / k), row + (t + 1) * (cols / k));
+    }
+  }
+  return out;
+}
+
 inline std::vector<OwnedGradient> owned_gradients(
-    const ProofCase& c, int s, int dp_rank, const std::map<std::string, std::vector<float>>& want) {
+    const ProofCase& c, int s, int dp_rank, const std::map<std::string, std::vector<float>>& want,
+    int tp_rank = 0) {
   const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
   AllocatorScope scope(scratch);
-  nn::GPTStage stage(gpt_config(c), s, c.config.pp);
+  const StageAlone a = stage_alone(c, s, tp_rank);
+  const nn::GPTStage& stage = *a.stage;
   std::vector<OwnedGradient> out;
   if (c.config.zero_stage == 0) {
     for (const nn::ParamRef& p : stage.parameters())
-      out.push_back({p.name, p.name, want.at(p.name)});
+      out.push_back({p.name, p.name, tp_slice(c, p.name, want.at(p.name), tp_rank)});
     return out;
   }
-  for (const std::vector<std::string>& unit : unit_parameters(stage)) {
+  for (const std::vector<std::string>& unit : unit_parameters(*a.stage)) {
     std::vector<float> w;
     for (const std::string& name : unit) {
-      const std::vector<float>& b = want.at(name);
+      const std::vector<float> b = tp_slice(c, name, want.at(name), tp_rank);
       w.insert(w.end(), b.begin(), b.end());
     }
     const nn::ShardLayout layout(static_cast<int64_t>(w.size()), c.config.dp);
@@ -471,41 +585,58 @@ inline Traffic traffic_of(const std::vector<dist::TraceEvent>& events, int64_t a
 }
 
 // The plan's traffic of world rank r over two steps: m activations to the next stage and m
-// gradients to the previous one a step, as many received; the stage's gradients (4 bytes a
-// parameter) all-reduced in the DP group once a step, or under ZeRO-1 each unit's padded
-// gradient reduce-scattered and its padded values all-gathered there once a step (`padded`: the
-// stage's units' padded elements), under ZeRO-2 the gradient after every micro-batch, under
-// ZeRO-3 also the values before every micro-batch's forward and backward (none after the step);
-// with a tied head and pp > 1, the table's gradient all-reduced between the pipeline's first and
-// last stage once a step (under ZeRO-2 and -3 the rank's shard of it, padding included).
+// gradients to the previous one a step (to the same TP rank of the neighbouring stage), as many
+// received; under TP, the TP group's all-reduces of every micro-batch (the core's layers and
+// loss: the lookup's [N, D] on stage 0; per block two [N, D] forward, two backward, two more when
+// checkpointed; the head's dx [N, D] and the loss's three of N floats on the last stage); the
+// stage's gradients (4 bytes a parameter of the rank's shards) all-reduced in the DP group once
+// a step, or under ZeRO-1 each unit's padded gradient reduce-scattered and its padded values
+// all-gathered there once a step (`padded`: the stage's units' padded elements), under ZeRO-2
+// the gradient after every micro-batch, under ZeRO-3 also the values before every micro-batch's
+// forward and backward (none after the step); with a tied head and pp > 1, the table's gradient
+// (the TP rank's rows) all-reduced between the pipeline's first and last stage once a step (under
+// ZeRO-2 and -3 the rank's shard of it, padding included).
 inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_parameters,
                                 int64_t padded) {
-  const int pp = c.config.pp, dp = c.config.dp, s = r % pp, d = r / pp;
+  const int pp = c.config.pp, dp = c.config.dp, k = c.config.tp;
+  const Position at = position(c, r);
+  const int s = at.stage, d = at.dp_rank, t = at.tp_rank;
+  auto rank_of = [&](int dd, int ss, int tt) { return (dd * pp + ss) * k + tt; };
   const int64_t m = c.config.accumulation, a = activation_bytes(c);
-  Traffic t;
-  for (const int peer : {r - 1, r + 1}) {
-    if ((peer == r - 1 && s == 0) || (peer == r + 1 && s == pp - 1)) continue;
-    t.sent[peer] = t.received[peer] = 2 * m * a;
-    t.messages[peer] = 2 * m;
+  Traffic out;
+  for (const int peer_stage : {s - 1, s + 1}) {
+    if (peer_stage < 0 || peer_stage >= pp) continue;
+    const int peer = rank_of(d, peer_stage, t);
+    out.sent[peer] = out.received[peer] = 2 * m * a;
+    out.messages[peer] = 2 * m;
+  }
+  if (k > 1) {
+    std::vector<int> group;
+    for (int j = 0; j < k; ++j) group.push_back(rank_of(d, s, j));
+    const int64_t blocks = c.model.layers / pp, n = c.config.micro_batch * c.model.context;
+    int64_t per_micro_batch = blocks * (c.config.activation_checkpointing ? 6 : 4) * a;
+    if (s == 0) per_micro_batch += a;
+    if (s == pp - 1) per_micro_batch += a + 3 * 4 * n;
+    out.all_reduced[group] = 2 * m * per_micro_batch;
   }
   if (dp > 1) {
     std::vector<int> group;
-    for (int i = 0; i < dp; ++i) group.push_back(i * pp + s);
+    for (int i = 0; i < dp; ++i) group.push_back(rank_of(i, s, t));
     if (c.config.zero_stage == 0) {
-      t.all_reduced[group] = 2 * 4 * stage_parameters;
+      out.all_reduced[group] = 2 * 4 * stage_parameters;
     } else {  // ZeRO-2/3: every micro-batch's gradient; ZeRO-3: the values for each pass
       const int zero = c.config.zero_stage;
-      t.reduce_scattered[group] = 2 * 4 * padded * (zero >= 2 ? m : 1);
-      t.all_gathered[group] = 2 * 4 * padded * (zero == 3 ? 2 * m : 1);
+      out.reduce_scattered[group] = 2 * 4 * padded * (zero >= 2 ? m : 1);
+      out.all_gathered[group] = 2 * 4 * padded * (zero == 3 ? 2 * m : 1);
     }
   }
   if (c.model.tied_head && pp > 1 && (s == 0 || s == pp - 1)) {
     // ZeRO-2/3 sum the table's two averaged shards, cut alike: one shard of it.
-    const nn::ShardLayout table(c.model.vocab * c.model.dim, dp);
-    t.all_reduced[{d * pp, d * pp + pp - 1}] +=
+    const nn::ShardLayout table(c.model.vocab / k * c.model.dim, dp);
+    out.all_reduced[{rank_of(d, 0, t), rank_of(d, pp - 1, t)}] +=
         2 * 4 * (c.config.zero_stage >= 2 ? table.shard_size() : table.numel);
   }
-  return t;
+  return out;
 }
 
 // A Traffic as one sequence of integers, for the judge: the two counts, then each map as its
