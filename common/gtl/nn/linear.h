@@ -37,4 +37,20 @@ class Linear final : public Module {
   bool has_bias_;
 };
 
+// The pass of a Linear on given parameters, shared with its tensor-parallel shard
+// (parallel_linear.h) so that both compute, save and cost the same.
+namespace linear {
+// x [N, in] -> x W^T [N, out] in the compute dtype, no bias; saves x in the compute dtype.
+Tensor forward(const Tensor& x, const ParamRef& weight, Context& ctx);
+// dy [N, out] -> dx = dy W [N, in] in the compute dtype (the caller casts it back); W's gradient
+// (and the bias's, when given) written with `mode`: in place by one GEMM when the dtypes agree,
+// else through `write` (the caller's Module::write_grad, which widens it).
+using WriteGrad = void (*)(const ParamRef&, const Tensor&, GradMode);
+Tensor backward(Context& ctx, const Tensor& dy, const ParamRef& weight, const ParamRef* bias,
+                GradMode mode, WriteGrad write);
+// Linear's costs (above) on `rows` rows of in -> out features.
+ComputeCost forward_cost(int64_t rows, int64_t in, int64_t out, bool bias);
+ComputeCost backward_cost(int64_t rows, int64_t in, int64_t out, bool bias);
+}  // namespace linear
+
 }  // namespace gtl::nn

@@ -1,12 +1,12 @@
-// A Linear's tensor-parallel shard (see parallel_linear.h): linear.cpp plus one all-reduce.
+// A Linear's tensor-parallel shard (see parallel_linear.h): Linear's pass (linear.h) plus one
+// all-reduce.
 #include "gtl/nn/parallel_linear.h"
 
 #include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
 
+#include "gtl/nn/linear.h"
 #include "gtl/nn/precision.h"
 #include "gtl/ops/elementwise.h"
-#include "gtl/ops/matmul.h"
-#include "gtl/ops/reduce.h"
 
 namespace gtl::nn {
 
@@ -28,19 +28,11 @@ ParallelLinear::ParallelLinear(Split split, Tensor weight, Tensor bias, dist::Co
 }
 
 ComputeCost ParallelLinear::forward_cost(const Shape& input_shape) const {
-  const double rows = static_cast<double>(shape_numel(input_shape) / in_);
-  const double in = static_cast<double>(in_), out = static_cast<double>(out_);
-  const double c = static_cast<double>(dtype_size(current_precision().compute));
-  const double bias_bytes = has_bias_ ? out * sizeof(float) : 0.0;
-  return {2 * rows * in * out, (rows * in + out * in + rows * out) * c + bias_bytes};
+  return linear::forward_cost(shape_numel(input_shape) / in_, in_, out_, has_bias_);
 }
 
 ComputeCost ParallelLinear::backward_cost(const Shape& input_shape) const {
-  const double rows = static_cast<double>(shape_numel(input_shape) / in_);
-  const double in = static_cast<double>(in_), out = static_cast<double>(out_);
-  const double c = static_cast<double>(dtype_size(current_precision().compute));
-  const double bias_bytes = has_bias_ ? out * sizeof(float) : 0.0;
-  return {4 * rows * in * out, 2 * (rows * out + out * in + rows * in) * c + bias_bytes};
+  return linear::backward_cost(shape_numel(input_shape) / in_, in_, out_, has_bias_);
 }
 
 Tensor ParallelLinear::forward_impl(const Tensor& x, Context& ctx) {
@@ -48,25 +40,15 @@ Tensor ParallelLinear::forward_impl(const Tensor& x, Context& ctx) {
             "ParallelLinear '" << path() << "': expected input [N, " << in_ << "]"
                                << (split_ == Split::Row ? " (this rank's columns)" : "") << ", got "
                                << shape_str(x.shape()));
-  Tensor xc = cast_to_compute(x);
-  Tensor y = ops::matmul(xc, weight_as(params_[0], xc.dtype()), false, true);
+  Tensor y = linear::forward(x, params_[0], ctx);
   if (split_ == Split::Row) tp_.all_reduce(y);  // g: the partial sums, then the bias once
   if (has_bias_) ops::bias_add_(y, params_[1].value);
-  ctx.saved = {xc};
   return y;
 }
 
 Tensor ParallelLinear::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
-  const Tensor& xc = ctx.saved.at(0);
-  Tensor dyc = cast_to(dy, xc.dtype());
-  const ParamRef& w = params_[0];
-  Tensor dx = ops::matmul(dyc, weight_as(w, xc.dtype()));
-  if (dyc.dtype() == w.grad.dtype()) {
-    ops::matmul_out(dyc, xc, w.grad, true, false, 1.f, mode == GradMode::Accumulate ? 1.f : 0.f);
-  } else {
-    write_grad(w, ops::matmul(dyc, xc, true, false), mode);
-  }
-  if (has_bias_) write_grad(params_[1], ops::sum_rows(dyc), mode);
+  const ParamRef* bias = has_bias_ ? &params_[1] : nullptr;
+  Tensor dx = linear::backward(ctx, dy, params_[0], bias, mode, &Module::write_grad);
   if (split_ == Split::Column) tp_.all_reduce(dx);  // f's backward: every rank's share of dx
   return cast_to(dx, ctx.input_dtype);
 }

@@ -13,11 +13,11 @@
 //                   [N, in/k] and dW; db (whole, the same on every rank); nothing sent.
 //
 // A column layer feeding a row layer (the MLP; attention's qkv and proj) needs nothing between
-// them: one all-reduce forward, one backward. Apart from that all-reduce the layer is
-// nn::Linear on its shard, line for line (precision, saved input, in-place weight gradient), so
-// it allocates and saves what a Linear of its shard's size does. Built from the shard's tensors
-// (tensor_parallel.h cuts them from a whole layer); parameters "weight" and, when given, "bias".
-// The all-reduce runs in the compute dtype, as Megatron-LM's does.
+// them: one all-reduce forward, one backward. Apart from that all-reduce the layer runs
+// nn::Linear's pass on its shard (linear.h, `linear::`: precision, saved input, in-place weight
+// gradient), so it allocates, saves and costs what a Linear of its shard's size does. Built from
+// the shard's tensors (tensor_parallel.h cuts them from a whole layer); parameters "weight" and,
+// when given, "bias". The all-reduce runs in the compute dtype, as Megatron-LM's does.
 #pragma once
 
 #include "gtl/distributed/communicator.h"
@@ -37,7 +37,7 @@ class ParallelLinear final : public Module {
   int64_t in_features() const { return in_; }    // of the shard: in, or in/k for Row
   int64_t out_features() const { return out_; }  // of the shard: out/k for Column, or out
 
-  // nn::Linear's costs on the shard's sizes (the all-reduce is traced by the communicator).
+  // Linear's costs on the shard's sizes (the all-reduce is traced by the communicator).
   ComputeCost forward_cost(const Shape& input_shape) const override;
   ComputeCost backward_cost(const Shape& input_shape) const override;
 

@@ -18,6 +18,7 @@
 #include "gtl/nn/vocab_parallel.h"
 #include "gtl_test.h"
 #include "nn/gpt_test_util.h"
+#include "nn/tensor_parallel_slice.h"
 
 using namespace gtl;
 
@@ -59,11 +60,10 @@ Batch batch(const nn::GPTConfig& c, uint64_t seed) {
 }
 
 // One micro-batch through the stages in order; the gradients by name, a tied table's two copies
-// summed (the embedding group's all-reduce).
+// summed (the embedding group's all-reduce); the slices are tensor_parallel_slice.h's.
 struct Result {
   float loss = 0;
   std::map<std::string, std::vector<float>> grads;
-  std::map<std::string, Shape> shapes;
 };
 
 Result run(const nn::GPTConfig& c, int pp, const Batch& in, dist::Communicator* tp) {
@@ -92,40 +92,7 @@ Result run(const nn::GPTConfig& c, int pp, const Batch& in, dist::Communicator* 
       if (!fresh) {
         for (std::size_t i = 0; i < g.size(); ++i) it->second[i] += g[i];
       }
-      out.shapes[p.name] = p.value.shape();
     }
-  }
-  return out;
-}
-
-// Rank r's slice of a whole parameter's values (shape `whole`), written independently of
-// tensor_parallel.cpp from Megatron-LM's layout: column-parallel weights and biases by rows (qkv:
-// its heads' rows of each of q, k and v), row-parallel weights by columns, the token table and
-// the head by rows, the rest whole.
-std::vector<float> slice_of(const std::string& name, const std::vector<float>& v,
-                            const Shape& whole, int r, int k, int64_t dim) {
-  auto ends = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  const int64_t rows = whole.at(0), cols = whole.size() == 2 ? whole[1] : 1;
-  auto row_block = [&](int64_t first, int64_t count, std::vector<float>& out) {
-    out.insert(out.end(), v.begin() + first * cols, v.begin() + (first + count) * cols);
-  };
-  std::vector<float> out;
-  if (ends("attn.qkv.weight") || ends("attn.qkv.bias")) {
-    const int64_t w = dim / k;
-    for (int64_t q = 0; q < 3; ++q) row_block(q * dim + r * w, w, out);
-  } else if (ends("mlp.fc1.weight") || ends("mlp.fc1.bias") || ends("wte.weight") ||
-             ends("head.weight")) {
-    row_block(r * rows / k, rows / k, out);
-  } else if (ends("attn.proj.weight") || ends("mlp.fc2.weight")) {
-    const int64_t w = cols / k;
-    for (int64_t i = 0; i < rows; ++i) {
-      out.insert(out.end(), v.begin() + i * cols + r * w, v.begin() + i * cols + (r + 1) * w);
-    }
-  } else {
-    out = v;
   }
   return out;
 }
@@ -157,7 +124,7 @@ TEST_P(TensorParallelGPT, TrainsWhatOneProcessTrains) {
       EXPECT_EQ(got.grads.size(), whole.grads.size());
       for (const auto& [name, g] : whole.grads) {
         ASSERT_TRUE(got.grads.count(name)) << "rank " << r << " holds no " << name;
-        const std::vector<float> e = slice_of(name, g, whole.shapes.at(name), r, s.k, c.dim);
+        const std::vector<float> e = gtl::testing::tp_slice(name, g, c.dim, s.k, r);
         const std::vector<float>& a = got.grads.at(name);
         ASSERT_EQ(a.size(), e.size()) << name << ": rank " << r << "'s shard of " << s.k;
         double scale = 0, err = 0;

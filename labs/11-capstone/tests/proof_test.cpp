@@ -72,7 +72,8 @@ struct TwinRun {
 std::string copy_key(const ProofCase& c, const std::string& name, const RankRun& r, bool shard) {
   std::string key = name;
   if (shard) key += "/shard-" + std::to_string(r.dp_rank);
-  if (c.config.tp > 1 && (shard || cut_by_tp(name))) key += "/tp-" + std::to_string(r.tp_rank);
+  if (c.config.tp > 1 && (shard || gtl::testing::cut_by_tp(name)))
+    key += "/tp-" + std::to_string(r.tp_rank);
   return key;
 }
 
