@@ -33,11 +33,17 @@ CausalSelfAttention::CausalSelfAttention(int64_t dim, int64_t heads, Generator& 
 }
 
 CausalSelfAttention::CausalSelfAttention(int64_t dim, int64_t heads, int64_t head_dim,
-                                         std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj)
-    : Module("causal_self_attention"), dim_(dim), heads_(heads), head_dim_(head_dim) {
-  GTL_CHECK(dim > 0 && heads > 0 && head_dim > 0,
-            "CausalSelfAttention: expected positive dim, heads and head_dim, got "
-                << dim << ", " << heads << ", " << head_dim);
+                                         std::unique_ptr<Module> qkv, std::unique_ptr<Module> proj,
+                                         int64_t sequence_parallel)
+    : Module("causal_self_attention"),
+      dim_(dim),
+      heads_(heads),
+      head_dim_(head_dim),
+      sequence_parallel_(sequence_parallel) {
+  GTL_CHECK(dim > 0 && heads > 0 && head_dim > 0 && sequence_parallel > 0,
+            "CausalSelfAttention: expected positive dim, heads, head_dim and sequence_parallel, "
+            "got "
+                << dim << ", " << heads << ", " << head_dim << ", " << sequence_parallel);
   add_child("qkv", std::move(qkv));
   add_child("proj", std::move(proj));
 }
@@ -64,9 +70,11 @@ Tensor CausalSelfAttention::forward_impl(const Tensor& x, Context& ctx) {
   GTL_CHECK(x.dim() == 3 && x.size(2) == dim_, "CausalSelfAttention '"
                                                    << path() << "': expected [B, T, " << dim_
                                                    << "], got " << shape_str(x.shape()));
-  const int64_t b = x.size(0), t = x.size(1), h = heads_, d = head_dim();
+  // Under SP the input is this rank's N/k tokens; qkv's output has all T positions.
+  const int64_t b = x.size(0), rows = x.size(1), t = rows * sequence_parallel_, h = heads_,
+                d = head_dim();
   ctx.children.resize(2);
-  Tensor qkv_out = qkv().forward(x.reshape({b * t, dim_}), ctx.children[0]);  // [B*T, 3D]
+  Tensor qkv_out = qkv().forward(x.reshape({b * rows, dim_}), ctx.children[0]);  // [B*T, 3D]
   Tensor heads = ops::permute(qkv_out.reshape({b, t, 3, h, d}), kSplitHeads);
   auto part = [&](int64_t i) { return heads.select(i).reshape({b * h, t, d}); };
   Tensor merged;
@@ -95,11 +103,12 @@ Tensor CausalSelfAttention::forward_impl(const Tensor& x, Context& ctx) {
     ctx.saved = {heads, p};
   }
   Tensor y = proj().forward(merged, ctx.children[1]);
-  return y.reshape({b, t, dim_});
+  return y.reshape({b, rows, dim_});
 }
 
 Tensor CausalSelfAttention::backward_impl(Context& ctx, const Tensor& dy, GradMode mode) {
-  const int64_t b = ctx.input_shape[0], t = ctx.input_shape[1], h = heads_, d = head_dim();
+  const int64_t b = ctx.input_shape[0], rows = ctx.input_shape[1], t = rows * sequence_parallel_,
+                h = heads_, d = head_dim();
   const Tensor& heads = ctx.saved.at(0);
   auto part = [&](int64_t i) { return heads.select(i).reshape({b * h, t, d}); };
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
@@ -108,7 +117,7 @@ Tensor CausalSelfAttention::backward_impl(Context& ctx, const Tensor& dy, GradMo
             "CausalSelfAttention '" << path() << "': its forward ran attention kernels that are "
                                     << "gone (or have no backward): change them between steps");
 
-  Tensor dmerged = proj().backward(ctx.children[1], dy.reshape({b * t, dim_}), mode);
+  Tensor dmerged = proj().backward(ctx.children[1], dy.reshape({b * rows, dim_}), mode);
   Tensor dyh =
       ops::permute(cast_to(dmerged, heads.dtype()).reshape({b, t, h, d}), kSwapHeadsAndTime)
           .reshape({b * h, t, d});
@@ -127,7 +136,7 @@ Tensor CausalSelfAttention::backward_impl(Context& ctx, const Tensor& dy, GradMo
   }
   Tensor dqkv = ops::permute(dheads.reshape({3, b, h, t, d}), ops::inverse_permutation(kSplitHeads))
                     .reshape({b * t, 3 * width()});
-  return qkv().backward(ctx.children[0], dqkv, mode).reshape({b, t, dim_});
+  return qkv().backward(ctx.children[0], dqkv, mode).reshape({b, rows, dim_});
 }
 
 Tensor CausalSelfAttention::forward_cached(const Tensor& x, KVCache& cache, int64_t layer) {
@@ -160,7 +169,7 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, KVCache& cache, int6
 
 ComputeCost CausalSelfAttention::forward_cost(const Shape& input_shape) const {
   const double b = static_cast<double>(input_shape.at(0)),
-               t = static_cast<double>(input_shape.at(1));
+               t = static_cast<double>(input_shape.at(1) * sequence_parallel_);
   const double dd = static_cast<double>(width()), h = static_cast<double>(heads_);
   const double c = static_cast<double>(dtype_size(current_precision().compute));
   const double btd = b * t * dd, scores = b * h * t * t;
@@ -173,7 +182,7 @@ ComputeCost CausalSelfAttention::forward_cost(const Shape& input_shape) const {
 
 ComputeCost CausalSelfAttention::backward_cost(const Shape& input_shape) const {
   const double b = static_cast<double>(input_shape.at(0)),
-               t = static_cast<double>(input_shape.at(1));
+               t = static_cast<double>(input_shape.at(1) * sequence_parallel_);
   const double dd = static_cast<double>(width()), h = static_cast<double>(heads_);
   const double c = static_cast<double>(dtype_size(current_precision().compute));
   const double btd = b * t * dd, scores = b * h * t * t;

@@ -36,7 +36,10 @@
 // Tensor parallelism (tensor_parallel.h): a rank of a TP group of k runs H/k of the heads, built
 // from its shards of qkv (column-parallel: D -> 3D/k) and proj (row-parallel: D/k -> D). The
 // heads' code is the same; the two layers' all-reduces are the only communication, and every
-// tensor above with a D in it is the rank's D/k, except qkv's input (whole).
+// tensor above with a D in it is the rank's D/k, except qkv's input (whole). Under sequence
+// parallelism (parallel_linear.h) its input and output are the rank's N/k tokens, [B, T/k, D]
+// (the N/k rows of the flattened stream, whichever positions they are); qkv gathers the whole
+// sequence, proj scatters it back, and the heads see all T positions as without SP.
 #pragma once
 
 #include <memory>
@@ -53,8 +56,9 @@ class CausalSelfAttention final : public Module {
   // `heads` heads of head_dim each, from given layers: qkv [N, dim] -> [N, 3 heads head_dim]
   // (q, k, v, each heads in order), proj [N, heads head_dim] -> [N, dim]. Its children "qkv" and
   // "proj"; the tensor-parallel shard of a whole layer (tensor_parallel.h).
+  // `sequence_parallel` k > 1: the input holds N/k of the tokens (qkv gathers, proj scatters).
   CausalSelfAttention(int64_t dim, int64_t heads, int64_t head_dim, std::unique_ptr<Module> qkv,
-                      std::unique_ptr<Module> proj);
+                      std::unique_ptr<Module> proj, int64_t sequence_parallel = 1);
 
   int64_t dim() const { return dim_; }
   int64_t heads() const { return heads_; }  // the heads this layer runs
@@ -100,6 +104,7 @@ class CausalSelfAttention final : public Module {
   Tensor merge_heads(const Tensor& y, int64_t batch, int64_t t) const;
 
   int64_t dim_, heads_, head_dim_;
+  int64_t sequence_parallel_ = 1;  // the input holds 1/sequence_parallel_ of the positions
   std::shared_ptr<const AttentionKernels> kernels_;
 };
 

@@ -30,6 +30,13 @@
 // and returns the same activations (the stage's input and output are whole), so a pipeline of TP
 // stages sends between stages exactly what it sends without TP.
 //
+// Sequence parallelism (`sequence_parallel`, with a TP group; tensor_parallel.h): the stream
+// between the blocks is cut by tokens too. A rank holds N/k of a micro-batch's N = B*T tokens,
+// rows [r N/k, (r+1) N/k) of the flattened stream, as [B, T/k, D] (k must divide T): stage 0
+// takes its rows after adding the positions (backward: gathers the rows' gradients), the last
+// stage's ln_f normalises its rows and the head gathers them (the logits, [B*T, V/k], have every
+// token), and a stage's input and output are its rows, so stages send 1/k of the bytes.
+//
 // Memory: each part allocates and saves exactly what it does inside GPT (docs/core.md, "Memory
 // of a training step"): the last stage's backward holds the head's dx and ln_f's dx through its
 // blocks, as GPT's does; a non-last stage's backward holds only the gradient it was given.
@@ -48,12 +55,14 @@ class GPTStage final : public Module {
   // Throws gtl::Error unless config is a valid GPT config, stages >= 1 divides config.layers and
   // 0 <= stage < stages; with a TP group of k > 1, unless k divides the heads and the vocabulary.
   // A group of one rank is no TP (the whole layers, no communication).
-  GPTStage(const GPTConfig& config, int stage, int stages, dist::Communicator* tp = nullptr);
+  GPTStage(const GPTConfig& config, int stage, int stages, dist::Communicator* tp = nullptr,
+           bool sequence_parallel = false);
 
   const GPTConfig& config() const { return config_; }
   int stage() const { return stage_; }
   int stages() const { return stages_; }
   int tp_size() const { return tp_ != nullptr ? tp_->world_size() : 1; }
+  bool sequence_parallel() const { return sp_; }
   bool is_first() const { return stage_ == 0; }
   bool is_last() const { return stage_ == stages_ - 1; }
   int64_t first_block() const { return first_block_; }
@@ -78,7 +87,11 @@ class GPTStage final : public Module {
   const ParamRef& table() const;  // wte_'s weight: the whole table, or this rank's rows
   GPTConfig config_;
   int stage_, stages_;
+  // Under SP: this rank's rows of a stream [B, T, D] -> [B, T/k, D], and back (all-gathered).
+  Tensor my_rows(const Tensor& x) const;
+  Tensor all_rows(const Tensor& x) const;
   dist::Communicator* tp_ = nullptr;  // a TP group of k > 1, or none
+  bool sp_ = false;                   // sequence parallelism over tp_
   int64_t first_block_ = 0;
   Module* wte_ = nullptr;  // stage 0's embedding, or the last stage's copy of the tied table
                            // (TokenEmbedding, or VocabParallelEmbedding under TP)

@@ -21,19 +21,10 @@ Tensor columns(const Tensor& t, Part cols) {
   return out;
 }
 
-// A copy of a whole LayerNorm (the same on every rank).
-std::unique_ptr<Module> copy_layernorm(const Module& full) {
-  const std::vector<ParamRef> from = full.parameters();
-  auto ln = std::make_unique<LayerNorm>(from.at(0).value.size(0));
-  std::vector<ParamRef> to = ln->parameters();
-  for (std::size_t i = 0; i < to.size(); ++i) to[i].value.copy_(from.at(i).value);
-  return ln;
-}
-
 // qkv's rows for heads [first, first + count) of head_dim each: q's, k's and v's, in that order,
 // as the attention's [N, 3 count head_dim] output expects them.
 std::unique_ptr<ParallelLinear> shard_qkv(const Linear& full, int64_t dim, Part cols,
-                                          dist::Communicator& tp) {
+                                          dist::Communicator& tp, bool sequence_parallel) {
   const std::vector<ParamRef> p = full.parameters();
   const int64_t width = cols.size();
   Tensor w = Tensor::empty({3 * width, dim}), b = Tensor::empty({3 * width});
@@ -42,7 +33,7 @@ std::unique_ptr<ParallelLinear> shard_qkv(const Linear& full, int64_t dim, Part 
     w.slice(to, to + width).copy_(p.at(0).value.slice(from, from + width));
     b.slice(to, to + width).copy_(p.at(1).value.slice(from, from + width));
   }
-  return std::make_unique<ParallelLinear>(Split::Column, w, b, tp);
+  return std::make_unique<ParallelLinear>(Split::Column, w, b, tp, sequence_parallel);
 }
 
 }  // namespace
@@ -55,7 +46,8 @@ Part part(int64_t n, int rank, int size, const char* what) {
   return {rank * (n / size), (rank + 1) * (n / size)};
 }
 
-std::unique_ptr<ParallelLinear> shard(const Linear& full, Split split, dist::Communicator& tp) {
+std::unique_ptr<ParallelLinear> shard(const Linear& full, Split split, dist::Communicator& tp,
+                                      bool sequence_parallel) {
   gtl::grading::reference_guard("gtl::nn::tensor_parallel::shard");
   const std::vector<ParamRef> p = full.parameters();
   const bool bias = p.size() == 2;
@@ -63,14 +55,27 @@ std::unique_ptr<ParallelLinear> shard(const Linear& full, Split split, dist::Com
     const Part rows = part(full.out_features(), tp.rank(), tp.world_size(), "output features");
     return std::make_unique<ParallelLinear>(
         split, p[0].value.slice(rows.begin, rows.end).clone(),
-        bias ? p[1].value.slice(rows.begin, rows.end).clone() : Tensor(), tp);
+        bias ? p[1].value.slice(rows.begin, rows.end).clone() : Tensor(), tp, sequence_parallel);
   }
   const Part cols = part(full.in_features(), tp.rank(), tp.world_size(), "input features");
   return std::make_unique<ParallelLinear>(split, columns(p[0].value, cols),
-                                          bias ? p[1].value.clone() : Tensor(), tp);
+                                          bias ? p[1].value.clone() : Tensor(), tp,
+                                          sequence_parallel);
 }
 
-std::unique_ptr<GPTBlock> shard(const GPTBlock& full, dist::Communicator& tp) {
+std::unique_ptr<Module> copy(const LayerNorm& full, dist::Communicator& tp,
+                             bool sequence_parallel) {
+  gtl::grading::reference_guard("gtl::nn::tensor_parallel::copy");
+  const std::vector<ParamRef> from = full.parameters();
+  auto ln = std::make_unique<LayerNorm>(from.at(0).value.size(0));
+  std::vector<ParamRef> to = ln->parameters();
+  for (std::size_t i = 0; i < to.size(); ++i) to[i].value.copy_(from.at(i).value);
+  if (sequence_parallel) ln->set_sequence_parallel(&tp);
+  return ln;
+}
+
+std::unique_ptr<GPTBlock> shard(const GPTBlock& full, dist::Communicator& tp,
+                                bool sequence_parallel) {
   gtl::grading::reference_guard("gtl::nn::tensor_parallel::shard");
   const auto& parts = full.children();  // ln1, attn, mlp
   const auto& attn = static_cast<const CausalSelfAttention&>(*parts.at(1));
@@ -79,18 +84,20 @@ std::unique_ptr<GPTBlock> shard(const GPTBlock& full, dist::Communicator& tp) {
   const Part cols = {heads.begin * d, heads.end * d};
   const auto& qkv = static_cast<const Linear&>(*attn.children().at(0));
   const auto& proj = static_cast<const Linear&>(*attn.children().at(1));
+  const bool sp = sequence_parallel;
   auto proj_shard =
       std::make_unique<ParallelLinear>(Split::Row, columns(proj.parameters().at(0).value, cols),
-                                       proj.parameters().at(1).value.clone(), tp);
-  auto attn_shard = std::make_unique<CausalSelfAttention>(
-      dim, heads.size(), d, shard_qkv(qkv, dim, cols, tp), std::move(proj_shard));
+                                       proj.parameters().at(1).value.clone(), tp, sp);
+  auto attn_shard =
+      std::make_unique<CausalSelfAttention>(dim, heads.size(), d, shard_qkv(qkv, dim, cols, tp, sp),
+                                            std::move(proj_shard), sp ? tp.world_size() : 1);
   const auto& mlp = parts.at(2)->children();  // ln, fc1, gelu, fc2
   auto mlp_shard = std::make_unique<ResidualMLP>(
-      dim, copy_layernorm(*mlp.at(0)),
-      shard(static_cast<const Linear&>(*mlp.at(1)), Split::Column, tp),
-      shard(static_cast<const Linear&>(*mlp.at(3)), Split::Row, tp));
-  return std::make_unique<GPTBlock>(dim, copy_layernorm(*parts.at(0)), std::move(attn_shard),
-                                    std::move(mlp_shard));
+      dim, copy(static_cast<const LayerNorm&>(*mlp.at(0)), tp, sp),
+      shard(static_cast<const Linear&>(*mlp.at(1)), Split::Column, tp, sp),
+      shard(static_cast<const Linear&>(*mlp.at(3)), Split::Row, tp, sp));
+  return std::make_unique<GPTBlock>(dim, copy(static_cast<const LayerNorm&>(*parts.at(0)), tp, sp),
+                                    std::move(attn_shard), std::move(mlp_shard));
 }
 
 std::unique_ptr<VocabParallelEmbedding> shard(const TokenEmbedding& full, dist::Communicator& tp) {

@@ -19,12 +19,20 @@
 // column/row pairs (the residual stream, the LayerNorms, their gradients) is the same on every
 // rank and needs no gradient synchronisation inside the group. k must divide the heads (a head is
 // never cut) and the vocabulary (this course refuses rather than pads).
+//
+// Sequence parallelism (SP, `sequence_parallel`; parallel_linear.h): the same shards, but
+// between the pairs each rank holds its own N/k tokens: the column layers all-gather their input,
+// the row layers reduce-scatter their output, and the LayerNorms, which then see only their
+// rank's tokens, all-reduce their two gradients (layernorm.h). Per block and pass that is two
+// all-gathers and two reduce-scatters of [N, D] in place of the two all-reduces (the same bytes),
+// and the LayerNorms' saved tensors and the residual stream cut in k.
 #pragma once
 
 #include <memory>
 
 #include "gtl/distributed/communicator.h"
 #include "gtl/nn/gpt_block.h"
+#include "gtl/nn/layernorm.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/parallel_linear.h"
 #include "gtl/nn/token_embedding.h"
@@ -44,11 +52,14 @@ Part part(int64_t n, int rank, int size, const char* what);
 // A whole Linear (with a bias unless it has none) cut by output features (Column) or by input
 // features (Row) for this rank of `tp`.
 std::unique_ptr<ParallelLinear> shard(const Linear& full, ParallelLinear::Split split,
-                                      dist::Communicator& tp);
+                                      dist::Communicator& tp, bool sequence_parallel = false);
 // A whole GPTBlock (gpt_block.h): ln1 and the MLP's ln whole, the attention's heads split (qkv
 // column-parallel over its heads' q, k and v rows, proj row-parallel), the MLP's fc1 column- and
 // fc2 row-parallel. Parameter names as in the whole block; shapes the shards'.
-std::unique_ptr<GPTBlock> shard(const GPTBlock& full, dist::Communicator& tp);
+std::unique_ptr<GPTBlock> shard(const GPTBlock& full, dist::Communicator& tp,
+                                bool sequence_parallel = false);
+// A copy of a whole LayerNorm for every rank; under SP it sums its gradients over `tp`.
+std::unique_ptr<Module> copy(const LayerNorm& full, dist::Communicator& tp, bool sequence_parallel);
 // A whole token table cut by rows (vocab_parallel.h).
 std::unique_ptr<VocabParallelEmbedding> shard(const TokenEmbedding& full, dist::Communicator& tp);
 

@@ -2,13 +2,16 @@
 // each running its shards of every pipeline stage one after the other, train exactly what one
 // process does: the same loss and every gradient the slice of one process's (within the rounding
 // of sums taken in another order), with exactly Megatron-LM's all-reduces, and each rank holding
-// exactly its shards of the parameters and of the saved activations.
+// exactly its shards of the parameters and of the saved activations. With sequence parallelism
+// too: the same training, all-gathers and reduce-scatters in place of the all-reduces, and the
+// LayerNorms' saved tensors cut in k.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtl/distributed/in_process.h"
@@ -27,6 +30,7 @@ namespace {
 struct Shape4 {
   int k, pp;
   bool tied, checkpoint;
+  bool sp = false;
 };
 
 nn::GPTConfig config(const Shape4& s, uint64_t seed) {
@@ -66,9 +70,12 @@ struct Result {
   std::map<std::string, std::vector<float>> grads;
 };
 
-Result run(const nn::GPTConfig& c, int pp, const Batch& in, dist::Communicator* tp) {
+Result run(const nn::GPTConfig& c, int pp, const Batch& in, dist::Communicator* tp,
+           bool sp = false) {
   std::vector<std::unique_ptr<nn::GPTStage>> stages;
-  for (int s = 0; s < pp; ++s) stages.push_back(std::make_unique<nn::GPTStage>(c, s, pp, tp));
+  for (int s = 0; s < pp; ++s) {
+    stages.push_back(std::make_unique<nn::GPTStage>(c, s, pp, tp, sp));
+  }
   std::vector<nn::Context> ctx(stages.size());
   Tensor x = in.ids;
   for (int s = 0; s < pp; ++s) x = stages[s]->forward(x, ctx[s]);
@@ -101,9 +108,10 @@ class TensorParallelGPT : public ::testing::TestWithParam<Shape4> {};
 
 // Bars, from the rounding of float32 sums taken in another order: an all-reduced GEMM sums k
 // partial products instead of one, the vocabulary-parallel loss sums exp over k slices and
-// averages in double. Measured on the 2-core CPU machine at these sizes (every shape, seeds
-// 1-3): losses within 2.4e-7, gradients within 3.6e-6 of the largest element of their tensor;
-// the bars are about 40 and 28 times that. A missing or misplaced all-reduce is off by O(1).
+// averages in double. Measured on the 2-core CPU machine at these sizes (every shape, with and
+// without SP, seeds 1-3): losses within 2.4e-7, gradients within 3.6e-6 of the largest element of
+// their tensor; the bars are about 40 and 28 times that. A missing or misplaced all-reduce is off
+// by O(1).
 constexpr double kLossBar = 1e-5, kGradBar = 1e-4;
 
 TEST_P(TensorParallelGPT, TrainsWhatOneProcessTrains) {
@@ -116,7 +124,8 @@ TEST_P(TensorParallelGPT, TrainsWhatOneProcessTrains) {
     dist::RunOptions options;
     options.deterministic = true;
     dist::run_ranks(
-        s.k, [&](dist::Communicator& tp) { ranks[tp.rank()] = run(c, s.pp, in, &tp); }, options);
+        s.k, [&](dist::Communicator& tp) { ranks[tp.rank()] = run(c, s.pp, in, &tp, s.sp); },
+        options);
     for (int r = 0; r < s.k; ++r) {
       const Result& got = ranks[r];
       EXPECT_NEAR(got.loss, whole.loss, kLossBar)
@@ -143,22 +152,32 @@ TEST_P(TensorParallelGPT, TrainsWhatOneProcessTrains) {
 // Exactly Megatron-LM's all-reduces, per micro-batch: forward, the lookup (stage 0) and two per
 // block ([N, D] each: proj's and fc2's partial sums); backward, two per block (qkv's and fc1's dx)
 // and the head's dx; a checkpointed block's recomputed forward two more; the loss three of N
-// floats (max, the label's logit, the sum of exponentials).
+// floats (max, the label's logit, the sum of exponentials). Under SP each block's all-reduce is
+// an all-gather where the stream enters a column layer and a reduce-scatter where it leaves a row
+// layer (forward: qkv's and fc1's input gathered, proj's and fc2's output scattered; backward:
+// proj's and fc2's dy gathered, qkv's and fc1's dx scattered), the head's dx is reduce-scattered
+// and its input gathered, stage 0's backward gathers its rows' gradient, and each LayerNorm
+// all-reduces its two gradients of D floats. (All of [N, D] counted whole: the trace's bytes.)
 TEST_P(TensorParallelGPT, AllReducesExactlyMegatronsTensors) {
   const Shape4 s = GetParam();
   const nn::GPTConfig c = config(s, 7);
   const Batch in = batch(c, 8);
-  const int64_t n = kBatch * c.context, act = n * c.dim * 4;
-  std::map<int64_t, int64_t> expected;  // bytes -> calls
-  expected[act] = 1 + c.layers * (2 + 2 + (s.checkpoint ? 2 : 0)) + 1;
-  expected[n * 4] = 3;
-  std::vector<std::map<int64_t, int64_t>> got(static_cast<std::size_t>(s.k));
+  const int64_t n = kBatch * c.context, act = n * c.dim * 4, passes = s.checkpoint ? 3 : 2;
+  std::map<std::pair<std::string, int64_t>, int64_t> expected;  // (op, bytes) -> calls
+  if (!s.sp) {
+    expected[{"all_reduce", act}] = 1 + c.layers * 2 * passes + 1;
+  } else {
+    expected[{"all_reduce", act}] = 1;
+    expected[{"all_gather", act}] = c.layers * 2 * passes + 1 + 1;
+    expected[{"reduce_scatter", act}] = c.layers * 2 * passes + 1;
+    expected[{"all_reduce", c.dim * 4}] += 4 * c.layers + 2;
+  }
+  expected[{"all_reduce", n * 4}] += 3;
+  std::vector<std::map<std::pair<std::string, int64_t>, int64_t>> got(
+      static_cast<std::size_t>(s.k));
   dist::run_ranks(s.k, [&](dist::Communicator& tp) {
-    run(c, s.pp, in, &tp);
-    for (const dist::TraceEvent& e : tp.trace()->events()) {
-      ASSERT_EQ(e.op, "all_reduce") << "rank " << tp.rank() << " traced a " << e.op;
-      ++got[tp.rank()][e.bytes];
-    }
+    run(c, s.pp, in, &tp, s.sp);
+    for (const dist::TraceEvent& e : tp.trace()->events()) ++got[tp.rank()][{e.op, e.bytes}];
   });
   for (int r = 0; r < s.k; ++r) EXPECT_EQ(got[r], expected) << "rank " << r << " of " << s.k;
 }
@@ -167,20 +186,29 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TensorParallelGPT,
                          ::testing::Values(Shape4{2, 1, true, false}, Shape4{2, 1, false, false},
                                            Shape4{4, 1, true, false}, Shape4{4, 1, false, false},
                                            Shape4{2, 2, true, false}, Shape4{2, 2, false, true},
-                                           Shape4{4, 2, true, true}, Shape4{2, 4, true, false}),
+                                           Shape4{4, 2, true, true}, Shape4{2, 4, true, false},
+                                           Shape4{2, 1, true, false, true},
+                                           Shape4{4, 1, false, false, true},
+                                           Shape4{2, 2, false, true, true},
+                                           Shape4{4, 2, true, true, true},
+                                           Shape4{2, 4, true, false, true}),
                          [](const ::testing::TestParamInfo<Shape4>& p) {
                            const Shape4& s = p.param;
                            return "tp" + std::to_string(s.k) + "_pp" + std::to_string(s.pp) +
-                                  (s.tied ? "_tied" : "_untied") + (s.checkpoint ? "_ckpt" : "");
+                                  (s.tied ? "_tied" : "_untied") + (s.checkpoint ? "_ckpt" : "") +
+                                  (s.sp ? "_sp" : "");
                          });
 
 // Each rank holds its shards: per block 6D + (12D^2 + 7D)/k parameters (the LayerNorms and the
 // row-parallel biases whole), and a block's forward saves per micro-batch, in float32 and beyond
 // its input (the caller's tensor, which ln1 keeps), ln1's mean and rstd, the MLP's LayerNorm's
 // input, mean and rstd, and qkv's and fc1's inputs whole (12ND + 16N bytes), and its heads' q, k,
-// v and P, proj's input, GELU's and fc2's inputs cut in k ((48ND + 4BHT^2)/k).
+// v and P, proj's input, GELU's and fc2's inputs cut in k ((48ND + 4BHT^2)/k). Under SP the
+// block's input is the rank's N/k tokens and the LayerNorms' tensors are cut too: qkv's and fc1's
+// gathered inputs whole (8ND), the rest over k ((4ND + 16N + 48ND + 4BHT^2)/k).
 TEST(TensorParallelGPTMemory, EachRankHoldsItsShards) {
-  for (const Shape4& s : {Shape4{2, 1, true, false}, Shape4{4, 1, false, false}}) {
+  for (const Shape4& s : {Shape4{2, 1, true, false}, Shape4{4, 1, false, false},
+                          Shape4{2, 1, true, false, true}, Shape4{4, 1, false, false, true}}) {
     const nn::GPTConfig c = config(s, 3);
     const int64_t k = s.k, d = c.dim, n = kBatch * c.context, t = c.context;
     std::vector<std::shared_ptr<Allocator>> allocs;
@@ -190,7 +218,7 @@ TEST(TensorParallelGPTMemory, EachRankHoldsItsShards) {
     dist::run_ranks(
         s.k,
         [&](dist::Communicator& tp) {
-          nn::GPTStage stage(c, 0, 1, &tp);
+          nn::GPTStage stage(c, 0, 1, &tp, s.sp);
           const int64_t block = 6 * d + (12 * d * d + 7 * d) / k;
           const int64_t tables =
               c.vocab * d / k + c.context * d + 2 * d + (s.tied ? 0 : c.vocab * d / k);
@@ -199,14 +227,16 @@ TEST(TensorParallelGPTMemory, EachRankHoldsItsShards) {
           nn::Module& h0 = *stage.children().at(2);  // after wte and wpe
           nn::Context ctx;
           Generator gen(5);
-          const Tensor x = Tensor::normal({kBatch, t, d}, gen, 0.f, 1.f);
+          const Tensor x = Tensor::normal({kBatch, s.sp ? t / k : t, d}, gen, 0.f, 1.f);
           const int64_t before = allocs[tp.rank()]->stats().allocated_bytes;
           const Tensor y = h0.forward(x, ctx);
           const int64_t saved = allocs[tp.rank()]->stats().allocated_bytes - before - y.nbytes();
+          const int64_t heads = 48 * n * d + 4 * kBatch * c.heads * t * t;
           const int64_t expected =
-              12 * n * d + 16 * n + (48 * n * d + 4 * kBatch * c.heads * t * t) / k;
+              s.sp ? 8 * n * d + (4 * n * d + 16 * n + heads) / k : 12 * n * d + 16 * n + heads / k;
           EXPECT_EQ(saved, expected)
-              << "rank " << tp.rank() << " of " << k << ": bytes one block's forward saves";
+              << "rank " << tp.rank() << " of " << k << (s.sp ? " with SP" : "")
+              << ": bytes one block's forward saves";
         },
         options);
   }
