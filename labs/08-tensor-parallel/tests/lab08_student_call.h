@@ -28,12 +28,14 @@ inline StudentCall todo2() {
   return StudentCall("shard_attention (TODO 2, attention_shard.cpp)",
                      {"gtl::nn::tensor_parallel::"});
 }
-// TODO 4, the sequence-parallel pair and MLP: its column and row layers are TODO 1's.
+// TODO 4, the sequence-parallel pair and MLP: its column and row layers are TODO 1's; the
+// core's sequence-parallel layers are what it builds.
 inline StudentCall todo4() {
   return StudentCall(
       "gather_sequence / scatter_sequence / SequenceParallelMLP (TODO 4, "
       "sequence_parallel.cpp)",
-      {"gtl::nn::ParallelLinear", "gtl::nn::tensor_parallel::"});
+      {"gtl::nn::ParallelLinear",
+       "gtl::nn::tensor_parallel::", "gtl::nn::LayerNorm::set_sequence_parallel"});
 }
 // TODO 3, VocabParallelEmbedding and VocabParallelCrossEntropy: the core's loss and lookup work
 // on the full logits and the full table, and an all-gather is how the full logits would be built.
