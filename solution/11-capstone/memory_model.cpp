@@ -84,9 +84,14 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   // whole), which with checkpointing is the last block's recomputation inside that backward, or
   // on the last stage ln_f's backward, before that recomputation.
   const bool last = stage == config.pp - 1;
-  const int64_t held = last ? 4 * (2 * n * d) + 4 * 2 * n * (model.vocab / k) + 4 : 4 * n * d / sp;
-  const int64_t backward =
-      4 * std::max(4 * n * d / k + d, 2 * scores / k - n * d / k - 2 * n + 3 * d / k);
+  const int64_t nd = n * d;
+  const int64_t held = last ? 4 * (2 * nd / sp) + 4 * 2 * n * (model.vocab / k) + 4 : 4 * nd / sp;
+  // Under SP fc2's backward first gathers its dy whole; qkv's dx is scattered to the rank's
+  // positions once its bias gradient is freed, and the MLP's tensors it outlives are cut.
+  const int64_t fc2 = 4 * n * d / k + d + (sp > 1 ? nd : 0);
+  const int64_t qkv = sp > 1 ? 2 * scores / k - 2 * n / k - nd / k + std::max(3 * d / k, nd / k)
+                             : 2 * scores / k - nd / k - 2 * n + 3 * d / k;
+  const int64_t backward = 4 * std::max(fc2, qkv);
   // Under ZeRO-2 and -3 the categories above count F9's whole buffers of a block (and of the
   // stage's other units) that a forward, and ln_f's backward, run without: no gradient buffer
   // exists in a forward, and ln_f's backward comes before any block's window.
@@ -98,9 +103,15 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   m.other = std::max(held + backward, config.activation_checkpointing
                                           ? held + forward  // the recomputation, in the window
                                           : forward - forward_without);
-  if (last) {  // ln_f's backward: its input, mean and rstd, its dx, its two parameter gradients
+  if (last) {  // ln_f's backward: its input, mean and rstd, its dx, its two parameter gradients;
+               // before it the head's: its gathered input and its dx whole, beside ln_f's saved
+               // tensors (the held gradients not made yet; under SP an untied head scatters its
+               // dx while its input is still saved). Both before the last block's recomputation.
     const int64_t recomputed = config.activation_checkpointing ? saved - input : 0;  // not yet
-    m.other = std::max(m.other, held + 4 * (n * d + 2 * n + 2 * d) - recomputed - lnf_without);
+    const int64_t ln_f = held + 4 * ((nd + 2 * n) / sp + 2 * d);
+    const int64_t head = held - 4 * 2 * nd / sp + 4 * (nd + 2 * n) / sp + 4 * 2 * nd +
+                         (sp > 1 && !model.tied_head ? 4 * nd / sp : 0);
+    m.other = std::max(m.other, std::max(ln_f, head) - recomputed - lnf_without);
   }
   if (stage == 0) m.other += 8 * n * in_flight;  // ids
   if (last) m.other += 8 * n;                    // targets

@@ -94,10 +94,10 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
                    float lr)
     : model_(model), config_(config) {
   // The process grid (r = (d pp + s) tp + t) and this rank's stage: stage s of the GPT, its layers
-  // cut over the TP group when tp > 1 (gpt_stage.h).
+  // cut over the TP group when tp > 1, its stream cut by tokens too under SP (gpt_stage.h).
   grid_ = std::make_unique<gtl::dist::ProcessGrid>(world, config.tp, config.pp, config.dp);
   stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), grid_->pp_rank(),
-                                          config.pp, &grid_->tp_group());
+                                          config.pp, &grid_->tp_group(), config.sequence_parallel);
   // SOLUTION(lab11) step 5
   const int s = grid_->pp_rank(), pp = config.pp;
   // The two copies of a tied table (stage 0's and the last stage's) are one parameter: their
@@ -223,7 +223,9 @@ float TwinRank::step(const ProofBatch& batch) {
   std::vector<nn::Context> ctx(static_cast<std::size_t>(m));
   int64_t forwarded = 0, backwarded = 0;
   if (last) loss_sum = 0;
-  auto activation = [&] { return Tensor::empty({mb, t, model_.dim}); };
+  // What crosses between stages: [mb, T, D], or under SP this rank's T/k positions of it.
+  const int64_t positions = config_.sequence_parallel ? t / config_.tp : t;
+  auto activation = [&] { return Tensor::empty({mb, positions, model_.dim}); };
   // The input of the next micro-batch to forward: its ids on stage 0, else a buffer to receive
   // the previous stage's activation into.
   auto next_input = [&]() -> Tensor {

@@ -82,10 +82,10 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
                    float lr)
     : model_(model), config_(config) {
   // The process grid (r = (d pp + s) tp + t) and this rank's stage: stage s of the GPT, its layers
-  // cut over the TP group when tp > 1 (gpt_stage.h).
+  // cut over the TP group when tp > 1, its stream cut by tokens too under SP (gpt_stage.h).
   grid_ = std::make_unique<gtl::dist::ProcessGrid>(world, config.tp, config.pp, config.dp);
   stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), grid_->pp_rank(),
-                                          config.pp, &grid_->tp_group());
+                                          config.pp, &grid_->tp_group(), config.sequence_parallel);
   // TODO(lab11) step 5: this rank's groups and its optimizer (its stage and grid are built
   //   above).
   //   Spec: proof.h, make_plan_rank.

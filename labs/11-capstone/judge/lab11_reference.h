@@ -105,14 +105,20 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   // gradient, logits, dlogits and the loss; elsewhere the gradient the next stage sent (float32,
   // the residual stream: cut by SP).
   const bool last = stage == c.pp - 1;
-  const int64_t kept = last ? 8 * tokens * d + 8 * tokens * (m.vocab / k) + 4 : 4 * tokens * d / sp;
+  const int64_t kept =
+      last ? 8 * tokens * d / sp + 8 * tokens * (m.vocab / k) + 4 : 4 * tokens * d / sp;
   // The transient moments, per TP rank: the last block's backward (docs/core.md: fc2's, or
   // qkv's with its bias gradient cut in k), or a block's forward: attention's output, fc2's
   // all-reduced output and the block's output, whole (under SP, rule: fc2's partial sum whole,
   // the other two the rank's positions); with checkpointing the last block's recomputation runs
   // inside the backward, beside what it holds.
-  const int64_t fc2 = 4 * (4 * tokens * d / k + d);
-  const int64_t attention = 4 * (2 * probs / k - tokens * d / k - 2 * tokens + 3 * d / k);
+  // Under SP (measured): fc2's backward gathers its dy whole first; qkv's partial dx is
+  // reduce-scattered after its bias gradient is freed, and the MLP's tensors it outlives are cut.
+  const int64_t nd = tokens * d;
+  const int64_t fc2 = 4 * (4 * nd / k + d + (sp > 1 ? nd : 0));
+  const int64_t attention =
+      sp > 1 ? 4 * (2 * probs / k - 2 * tokens / k - nd / k + std::max(3 * d / k, nd / k))
+             : 4 * (2 * probs / k - nd / k - 2 * tokens + 3 * d / k);
   const int64_t forward = sp > 1 ? 4 * (tokens * d + 2 * tokens * d / k) : (2 * e + 4) * tokens * d;
   // ZeRO-2/3's whole buffers (F9) that the categories count and a moment runs without: a
   // forward has no gradient buffer; ln_f's backward comes before any block's window.
@@ -126,7 +132,16 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
                // a checkpointed last block is recomputed
     const int64_t recomputed = c.activation_checkpointing ? per_block - block_input : 0;
     r.other =
-        std::max(r.other, kept + 4 * (tokens * d + 2 * tokens + 2 * d) - recomputed - lnf_without);
+        std::max(r.other, kept + 4 * ((nd + 2 * tokens) / sp + 2 * d) - recomputed - lnf_without);
+  }
+  if (last) {  // the head's backward, before ln_f's: its input (gathered) and dx, whole, beside
+               // ln_f's saved tensors; the held gradients not made yet. Under SP an untied
+               // head's scattered dx comes while its input is still saved. (Below ln_f's
+               // moment without SP.)
+    const int64_t recomputed = c.activation_checkpointing ? per_block - block_input : 0;
+    const int64_t head = kept - 8 * nd / sp + 4 * (nd + 2 * tokens) / sp + 8 * nd +
+                         (sp > 1 && !m.tied_head ? 4 * nd / sp : 0);
+    r.other = std::max(r.other, head - recomputed - lnf_without);
   }
   if (stage == 0) r.other += held * 8 * tokens;  // the ids of every micro-batch held
   if (last) r.other += 8 * tokens;               // the targets

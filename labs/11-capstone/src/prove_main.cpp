@@ -69,16 +69,18 @@ Args parse(int argc, char** argv) {
       std::printf(
           "lab11_prove [--dp 2] [--tp 1] [--pp 4] [--micro-batch 1] [--accumulation 8]\n"
           "            [--layers 8] [--dim 64] [--heads 4] [--vocab 256] [--context 32]\n"
-          "            [--untied] [--checkpoint] [--zero 0] [--seed 1] [--trace FILE]\n"
-          "Trains a dp x tp x pp twin (any ZeRO stage, float32) for two steps through your\n"
-          "TODO 5 and prints its losses, peaks and traffic against the plan\n"
-          "(labs/11-capstone/README.md).\n");
+          "            [--untied] [--checkpoint] [--sp] [--zero 0] [--seed 1] [--trace FILE]\n"
+          "Trains a dp x tp x pp twin (any ZeRO stage, SP with --sp and tp > 1, float32) for\n"
+          "two steps through your TODO 5 and prints its losses, peaks and traffic against the\n"
+          "plan (labs/11-capstone/README.md).\n");
       std::exit(0);
     }
     if (f == "--untied") {
       a.model.tied_head = false;
     } else if (f == "--checkpoint") {
       a.config.activation_checkpointing = true;
+    } else if (f == "--sp") {
+      a.config.sequence_parallel = true;
     } else if (i + 1 < argc && f.rfind("--", 0) == 0) {
       const char* v = argv[++i];
       if (f == "--trace") {

@@ -51,8 +51,9 @@ struct ProofCase {
 };
 
 inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t m, bool checkpoint,
-                           uint64_t seed, int zero = 0, int tp = 1) {
+                           uint64_t seed, int zero = 0, int tp = 1, bool sp = false) {
   ProofCase c;
+  c.config.sequence_parallel = sp;
   c.config.zero_stage = zero;
   c.model = model;
   c.config.dp = dp;
@@ -72,7 +73,9 @@ inline ProofCase make_case(ModelSpec model, int dp, int pp, int64_t mb, int64_t 
 // ZeRO-3 likewise, over 3 and 2 DP ranks; tensor parallelism: 4 TP ranks by 2 stages with m > pp,
 // 2 TP by 2 DP ranks checkpointed with an untied head and a model whose peak is attention's, 2 TP
 // by 2 DP by 2 stages under ZeRO-2 with a tied table across the stages, 4 TP by 2 DP under
-// ZeRO-3. Then three drawn from the seed (tp from 1, 2, 4; at most 8 ranks).
+// ZeRO-3; sequence parallelism: 4 TP ranks by 2 stages, 2 TP by 2 DP checkpointed under ZeRO-1
+// with the attention-bound model, 2 TP by 2 DP by 2 stages under ZeRO-3 checkpointed. Then three
+// drawn from the seed (tp from 1, 2, 4, SP on half of those it can cut; at most 8 ranks).
 inline std::vector<ProofCase> proof_cases(const std::string& test) {
   const ModelSpec tied{4, 16, 2, 29, 8, true}, untied{4, 16, 4, 23, 8, false};
   const ModelSpec wide{4, 16, 4, 32, 8, true}, attention_bound{2, 8, 2, 18, 16, false};
@@ -93,6 +96,9 @@ inline std::vector<ProofCase> proof_cases(const std::string& test) {
       make_case(attention_bound, 2, 1, 2, 2, true, 14, 0, 2),
       make_case(wide, 2, 2, 1, 3, true, 15, 2, 2),
       make_case(wide, 2, 1, 1, 2, false, 16, 3, 4),
+      make_case(wide, 1, 2, 1, 3, false, 17, 0, 4, true),
+      make_case(attention_bound, 2, 1, 2, 2, true, 18, 1, 2, true),
+      make_case(wide, 2, 2, 1, 3, true, 19, 3, 2, true),
   };
   std::mt19937_64 g = gtl::test_seed::generator(test);
   using gtl::test_seed::draw;
@@ -110,6 +116,7 @@ inline std::vector<ProofCase> proof_cases(const std::string& test) {
     out.push_back(make_case(model, dp, pp, draw(g, 1, 3), draw(g, 1, 6), draw(g, 0, 1) == 1,
                             static_cast<uint64_t>(draw(g, 1, 1000)),
                             static_cast<int>(draw(g, 0, 3)), tp));
+    out.back().config.sequence_parallel = tp > 1 && model.context % tp == 0 && draw(g, 0, 1) == 1;
   }
   return out;
 }
@@ -158,7 +165,8 @@ inline StageAlone stage_alone(const ProofCase& c, int s, int t) {
   StageAlone a;
   a.group = dist::make_in_process_world(c.config.tp);
   a.stage = std::make_unique<nn::GPTStage>(gpt_config(c), s, c.config.pp,
-                                           a.group[static_cast<std::size_t>(t)].get());
+                                           a.group[static_cast<std::size_t>(t)].get(),
+                                           c.config.sequence_parallel);
   return a;
 }
 
@@ -230,7 +238,9 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
   const int pp = c.config.pp, zero = c.config.zero_stage;
   const int64_t mb = c.config.micro_batch, t = c.model.context, d = c.model.dim;
   StagePieces p;
-  nn::GPTStage stage(gpt_config(c), s, pp, tp);
+  nn::GPTStage stage(gpt_config(c), s, pp, tp, c.config.sequence_parallel);
+  // The stream between stages: [mb, T, D], or this rank's [mb, T/k, D] under SP.
+  const int64_t rows = c.config.sequence_parallel ? t / c.config.tp : t;
   std::vector<std::unique_ptr<nn::FlatParameter>> units;
   std::vector<nn::ParamRef> updated = stage.parameters();
   if (zero >= 1) {
@@ -310,7 +320,7 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
   const std::vector<int64_t> ids(b.ids.begin(), b.ids.begin() + mb * t);
   const std::vector<int64_t> targets(b.targets.begin(), b.targets.begin() + mb * t);
   auto input = [&] {
-    return s == 0 ? gtl::testing::ids_tensor(ids, {mb, t}) : Tensor::zeros({mb, t, d});
+    return s == 0 ? gtl::testing::ids_tensor(ids, {mb, t}) : Tensor::zeros({mb, rows, d});
   };
   {  // what one forward leaves held
     nn::Context ctx;
@@ -338,7 +348,7 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
       backward(ctx, dlogits);
     } else {
       { const Tensor y = forward(input(), ctx); }
-      const Tensor dy = Tensor::zeros({mb, t, d});
+      const Tensor dy = Tensor::zeros({mb, rows, d});
       backward(ctx, dy);
     }
   }
@@ -519,9 +529,11 @@ struct Traffic {
   }
 };
 
-// One micro-batch's activation (or its gradient) between stages: [micro_batch, T, D] float32.
-inline int64_t activation_bytes(const ProofCase& c) {
-  return 4 * c.config.micro_batch * c.model.context * c.model.dim;
+// One micro-batch's activation (or its gradient) between stages: [micro_batch, T, D] float32,
+// or a rank's T/k positions of it under SP (`whole`: the micro-batch's [N, D] in any case).
+inline int64_t activation_bytes(const ProofCase& c, bool whole = false) {
+  const int64_t cut = c.config.sequence_parallel && !whole ? c.config.tp : 1;
+  return 4 * c.config.micro_batch * c.model.context * c.model.dim / cut;
 }
 
 // Sums a rank's events (peers of a point-to-point event: the destination, then the source).
@@ -554,7 +566,10 @@ inline Traffic traffic_of(const std::vector<dist::TraceEvent>& events, int64_t a
 // gradients to the previous one a step (to the same TP rank of the neighbouring stage), as many
 // received; under TP, the TP group's all-reduces of every micro-batch (the core's layers and
 // loss: the lookup's [N, D] on stage 0; per block two [N, D] forward, two backward, two more when
-// checkpointed; the head's dx [N, D] and the loss's three of N floats on the last stage); the
+// checkpointed; the head's dx [N, D] and the loss's three of N floats on the last stage; under
+// SP each block's all-reduce of [N, D] an all-gather AND a reduce-scatter of it, the head's dx a
+// reduce-scatter and its input an all-gather, stage 0's backward an all-gather of its rows'
+// gradient, and each LayerNorm's two gradients of D floats all-reduced every backward); the
 // stage's gradients (4 bytes a parameter of the rank's shards) all-reduced in the DP group once
 // a step, or under ZeRO-1 each unit's padded gradient reduce-scattered and its padded values
 // all-gathered there once a step (`padded`: the stage's units' padded elements), under ZeRO-2
@@ -580,10 +595,19 @@ inline Traffic expected_traffic(const ProofCase& c, int r, int64_t stage_paramet
     std::vector<int> group;
     for (int j = 0; j < k; ++j) group.push_back(rank_of(d, s, j));
     const int64_t blocks = c.model.layers / pp, n = c.config.micro_batch * c.model.context;
-    int64_t per_micro_batch = blocks * (c.config.activation_checkpointing ? 6 : 4) * a;
-    if (s == 0) per_micro_batch += a;
-    if (s == pp - 1) per_micro_batch += a + 3 * 4 * n;
-    out.all_reduced[group] = 2 * m * per_micro_batch;
+    const int64_t whole = activation_bytes(c, true), ln = 2 * 4 * c.model.dim;
+    const int64_t per_block = (c.config.activation_checkpointing ? 6 : 4) * whole;
+    const bool first = s == 0, last = s == pp - 1;
+    if (!c.config.sequence_parallel) {
+      out.all_reduced[group] =
+          2 * m * (blocks * per_block + (first ? whole : 0) + (last ? whole + 3 * 4 * n : 0));
+    } else {
+      out.all_reduced[group] =
+          2 * m * (blocks * 2 * ln + (first ? whole : 0) + (last ? ln + 3 * 4 * n : 0));
+      out.all_gathered[group] =
+          2 * m * (blocks * per_block + (first ? whole : 0) + (last ? whole : 0));
+      out.reduce_scattered[group] = 2 * m * (blocks * per_block + (last ? whole : 0));
+    }
   }
   if (dp > 1) {
     std::vector<int> group;
