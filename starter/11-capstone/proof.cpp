@@ -116,16 +116,16 @@ float TwinRank::step(const ProofBatch& batch) {
   float loss_sum = std::numeric_limits<float>::quiet_NaN();
   // TODO(lab11) step 5: one training step of this rank.
   //   Spec: proof.h, PlanRank::step; the handout's TODO 5 says what is measured.
-  //   Hint: write stage s's 1F1B order as three phases (lab 07): how many forwards run before
-  //   its first backward, and whom each message goes to and comes from. Sends are rendezvous:
-  //   two neighbours that send to each other at the same point must do it in one call. Then
-  //   decide, for every tensor you make, which call it must not outlive and which call first
-  //   needs it: the allocator sees each one. Under TP, what the last stage's logits are. Under
-  //   ZeRO-1 (lab 06), after the pipeline: who averages which chunk, who updates it, and how
-  //   the others' updates reach every rank. Under ZeRO-2 and -3, each backward's gradients
-  //   leave their buffers before the next backward writes: what must a shard hold at the end of
-  //   the step, and what is left to combine then? About 70 lines, 10 more for ZeRO-1, 15 more
-  //   for ZeRO-2 and -3.
+  //   Hint: write stage s's 1F1B order as three phases (lab 07): how many forwards run before its
+  //   first backward, and whom each message goes to and comes from. Sends are rendezvous: two
+  //   neighbours that send to each other at the same point must do it in one call. Then decide, for
+  //   every tensor you make, which call it must not outlive and which call first needs it: the
+  //   allocator sees each one. Under TP, what the last stage's logits are; under SP, what crosses
+  //   between stages. Under ZeRO-1 (lab 06), after the pipeline: who averages which chunk, who
+  //   updates it, and how the others' updates reach every rank. Under ZeRO-2 and -3, each
+  //   backward's gradients leave their buffers before the next backward writes: what must a shard
+  //   hold at the end of the step, and what is left to combine then? About 70 lines, 10 more for
+  //   ZeRO-1, 15 more for ZeRO-2 and -3.
   (void)batch;
   // END TODO(lab11)
   return loss_sum;
