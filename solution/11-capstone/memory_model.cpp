@@ -84,14 +84,7 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   // whole), which with checkpointing is the last block's recomputation inside that backward, or
   // on the last stage ln_f's backward, before that recomputation.
   const bool last = stage == config.pp - 1;
-  const int64_t nd = n * d;
-  const int64_t held = last ? 4 * (2 * nd / sp) + 4 * 2 * n * (model.vocab / k) + 4 : 4 * nd / sp;
-  // Under SP fc2's backward first gathers its dy whole; qkv's dx is scattered to the rank's
-  // positions once its bias gradient is freed, and the MLP's tensors it outlives are cut.
-  const int64_t fc2 = 4 * n * d / k + d + (sp > 1 ? nd : 0);
-  const int64_t qkv = sp > 1 ? 2 * scores / k - 2 * n / k - nd / k + std::max(3 * d / k, nd / k)
-                             : 2 * scores / k - nd / k - 2 * n + 3 * d / k;
-  const int64_t backward = 4 * std::max(fc2, qkv);
+  const int64_t nd = n * d, v = model.vocab / k;
   // Under ZeRO-2 and -3 the categories above count F9's whole buffers of a block (and of the
   // stage's other units) that a forward, and ln_f's backward, run without: no gradient buffer
   // exists in a forward, and ln_f's backward comes before any block's window.
@@ -99,19 +92,78 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   const int64_t forward_without = windows ? 4 * (gathered_unit + gathered_others) : 0;
   const int64_t lnf_without =
       windows ? 4 * gathered_unit + (config.zero_stage == 3 ? c * gathered_unit : 0) : 0;
-  const int64_t forward = sp > 1 ? 4 * (n * d + 2 * n * d / k) : (2 * c + 4) * n * d;
-  m.other = std::max(held + backward, config.activation_checkpointing
-                                          ? held + forward  // the recomputation, in the window
-                                          : forward - forward_without);
-  if (last) {  // ln_f's backward: its input, mean and rstd, its dx, its two parameter gradients;
-               // before it the head's: its gathered input and its dx whole, beside ln_f's saved
-               // tensors (the held gradients not made yet; under SP an untied head scatters its
-               // dx while its input is still saved). Both before the last block's recomputation.
-    const int64_t recomputed = config.activation_checkpointing ? saved - input : 0;  // not yet
-    const int64_t ln_f = held + 4 * ((nd + 2 * n) / sp + 2 * d);
-    const int64_t head = held - 4 * 2 * nd / sp + 4 * (nd + 2 * n) / sp + 4 * 2 * nd +
-                         (sp > 1 && !model.tied_head ? 4 * nd / sp : 0);
-    m.other = std::max(m.other, std::max(ln_f, head) - recomputed - lnf_without);
+  const int64_t recomputed = config.activation_checkpointing ? saved - input : 0;  // not yet
+  int64_t held = 0;
+  if (fp32) {
+    held = last ? 4 * (2 * nd / sp) + 4 * 2 * n * v + 4 : 4 * nd / sp;
+    // Under SP fc2's backward first gathers its dy whole; qkv's dx is scattered to the rank's
+    // positions once its bias gradient is freed, and the MLP's tensors it outlives are cut.
+    const int64_t fc2 = 4 * n * d / k + d + (sp > 1 ? nd : 0);
+    const int64_t qkv = sp > 1 ? 2 * scores / k - 2 * n / k - nd / k + std::max(3 * d / k, nd / k)
+                               : 2 * scores / k - nd / k - 2 * n + 3 * d / k;
+    const int64_t backward = 4 * std::max(fc2, qkv);
+    const int64_t forward = sp > 1 ? 4 * (n * d + 2 * n * d / k) : 12 * n * d;
+    m.other = std::max(held + backward, config.activation_checkpointing
+                                            ? held + forward  // the recomputation, in the window
+                                            : forward - forward_without);
+    if (last) {  // ln_f's backward: its input, mean and rstd, its dx, its two parameter
+                 // gradients; before it the head's: its gathered input and its dx whole, beside
+                 // ln_f's saved tensors (the held gradients not made yet; under SP an untied head
+                 // scatters its dx while its input is still saved). Both before the last block's
+                 // recomputation.
+      const int64_t ln_f = held + 4 * ((nd + 2 * n) / sp + 2 * d);
+      const int64_t head = held - 4 * 2 * nd / sp + 4 * (nd + 2 * n) / sp + 4 * 2 * nd +
+                           (sp > 1 && !model.tied_head ? 4 * nd / sp : 0);
+      m.other = std::max(m.other, std::max(ln_f, head) - recomputed - lnf_without);
+    }
+  } else {
+    // bf16-mixed (F15): the GEMMs make their outputs and weight gradients in bf16; a layer whose
+    // input was float32 widens its dx back; a backward that accumulates widens its bf16 dW to a
+    // float32 copy before adding it (6 bytes per weight element, 2 when it overwrites).
+    held = last ? (model.tied_head ? 6 : 8) * nd / sp + 4 * n * v + 4 : 4 * nd / sp;
+    const int64_t column_dx = sp > 1 ? std::max(2 * nd + 2 * nd / k, 6 * nd / k) : 6 * nd;
+    const int64_t forward =
+        sp > 1 ? std::max({4 * nd - 2 * nd / k, 2 * nd + 4 * nd / k, 12 * nd / k}) : 12 * nd;
+    auto moments = [&](bool accumulating) {
+      auto dw = [&](int64_t weights) { return (accumulating ? 6 : 2) * weights; };
+      const int64_t fc2 =
+          (sp > 1 ? 4 * nd : 0) + 2 * nd + 8 * nd / k + std::max(dw(4 * d * d / k), 4 * d);
+      const int64_t fc1 =
+          -8 * nd / k + std::max(2 * nd + std::max(dw(4 * d * d / k), 16 * d / k), column_dx);
+      const int64_t qkv = 4 * scores / k - 2 * nd / k - 8 * n / sp - 2 * nd +
+                          std::max(2 * nd + std::max(dw(3 * d * d / k), 12 * d / k), column_dx);
+      int64_t most =
+          std::max(held + std::max({fc2, fc1, qkv}),
+                   config.activation_checkpointing ? held + forward : forward - forward_without);
+      if (last) {  // ln_f's backward (a tied head's bf16 dx and its float32 copy both held), and
+                   // before it the head's and the loss's, beside ln_f's saved tensors and the
+                   // head's bf16 input (whole)
+        const int64_t ln_f =
+            held + (model.tied_head ? 4 * nd / sp : 0) + 4 * ((nd + 2 * n) / sp + 2 * d);
+        const int64_t before_head =
+            held - (model.tied_head ? 6 : 8) * nd / sp + 4 * (nd + 2 * n) / sp + 2 * nd;
+        const int64_t head =
+            before_head +
+            (model.tied_head ? 2 * nd + dw(v * d) : std::max(2 * nd + dw(v * d), column_dx));
+        const int64_t loss = before_head + 6 * n * v + (k > 1 ? 4 * n : 0);
+        most = std::max(most, std::max({ln_f, head, loss}) - recomputed - lnf_without);
+      }
+      return most;
+    };
+    m.other = moments(false);
+    if (config.zero_stage <= 1 && config.accumulation > 1) {  // the later backwards accumulate,
+      // the next one with a micro-batch fewer held when m <= pp - s
+      const int64_t fewer = in_flight > config.accumulation - 1 ? 1 : 0;
+      const int64_t one =
+          (config.activation_checkpointing ? input : saved) * blocks + (stage == 0 ? 8 * n : 0);
+      m.other = std::max(m.other, moments(true) - fewer * one);
+    }
+  }
+  if (stage == 0) {  // the token table's gradient, whole, after this micro-batch's activations
+    const int64_t mine =
+        config.activation_checkpointing ? blocks * input + recomputed : blocks * saved;
+    const int64_t stream = last ? held - 4 * nd / sp : held;
+    m.other = std::max(m.other, stream + 4 * nd + 4 * v * d - mine - lnf_without);
   }
   if (stage == 0) m.other += 8 * n * in_flight;  // ids
   if (last) m.other += 8 * n;                    // targets

@@ -37,11 +37,13 @@ class VocabParallelEmbedding final : public Module {
 };
 
 // The mean cross-entropy of logits [N, V] against labels [N] when this rank holds only its
-// columns [r V/k, (r+1) V/k) of the logits, local [N, V/k] float32. Forward: three all-reduces
-// of N floats, in this order: each row's max (Max), the label's logit (Sum: only its owner
+// columns [r V/k, (r+1) V/k) of the logits, local [N, V/k]. Forward: three all-reduces of N
+// floats, in this order: each row's max (Max), the label's logit (Sum: only its owner
 // contributes), the sum of exp(logit - max) (Sum); returns the loss [1], the same on every rank.
 // Saves the local logits, the labels and each row's log-sum-exp [N] (4N bytes beyond the
 // logits). Backward: d(dloss * loss)/d(local logits) [N, V/k], nothing sent; consumes ctx.
+// Half-precision logits (a bf16 head's) work as in CrossEntropyLoss: the loss is computed from,
+// and saves, a float32 copy (4 N V/k bytes), and the gradient comes back in the logits' dtype.
 class VocabParallelCrossEntropy {
  public:
   explicit VocabParallelCrossEntropy(dist::Communicator& tp) : tp_(tp) {}

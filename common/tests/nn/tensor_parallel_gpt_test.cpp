@@ -242,6 +242,39 @@ TEST(TensorParallelGPTMemory, EachRankHoldsItsShards) {
   }
 }
 
+// A bf16 head's logits: the vocabulary-parallel loss works on their float32 widening, as
+// CrossEntropyLoss does, so the loss is bit for bit the one of those float32 logits, and the
+// gradient comes back in bf16, the rounding of the float32 one.
+TEST(VocabParallelCrossEntropyHalf, WorksOnTheFloat32WideningOfBf16Logits) {
+  const int k = 2;
+  const int64_t n = 6, width = 5;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> normal(0.f, 3.f);
+  std::vector<float> whole(static_cast<std::size_t>(n * k * width));
+  for (float& v : whole) v = normal(rng);
+  const Tensor labels = gtl::testing::ids_tensor({0, 9, 4, 5, 7, 2}, {n});
+  dist::run_ranks(k, [&](dist::Communicator& tp) {
+    std::vector<float> mine;  // this rank's columns [r V/k, (r+1) V/k)
+    for (int64_t i = 0; i < n; ++i) {
+      const auto row = whole.begin() + (i * k + tp.rank()) * width;
+      mine.insert(mine.end(), row, row + width);
+    }
+    const Tensor half = Tensor::from_vector(mine, {n, width}).to(DType::BFloat16);
+    const Tensor widened = half.to(DType::Float32);
+    const nn::VocabParallelCrossEntropy loss(tp);
+    nn::Context ctx_half, ctx_float;
+    const float got = loss.forward(half, labels, ctx_half).item();
+    const float expected = loss.forward(widened, labels, ctx_float).item();
+    EXPECT_EQ(got, expected) << "rank " << tp.rank();
+    const Tensor d_half = loss.backward(ctx_half);
+    const Tensor d_float = loss.backward(ctx_float);
+    ASSERT_EQ(d_half.dtype(), DType::BFloat16) << "the gradient in the logits' dtype";
+    EXPECT_EQ(d_half.to(DType::Float32).to_vector(),
+              d_float.to(DType::BFloat16).to(DType::Float32).to_vector())
+        << "rank " << tp.rank();
+  });
+}
+
 // A TP size that does not divide the heads or the vocabulary is refused by name, before the
 // stage draws anything.
 TEST(TensorParallelGPTRefuses, SizesThatDoNotDivide) {

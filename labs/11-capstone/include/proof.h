@@ -5,11 +5,10 @@
 // This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your file
 // is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
 //
-// What runs here: dp x tp x pp ranks, any ZeRO stage, float32, no SP. The core has the pieces
-// for that (nn::GPTStage, its tensor-parallel layers and loss, the communicator, AdamW,
-// nn::FlatParameter, the modules' hooks); it has no sequence-parallel GPT, and under bf16 the
-// memory model's transients are not exact yet (the handout's F15): check_provable refuses the
-// rest.
+// What runs here: dp x tp x pp ranks, with or without SP, any ZeRO stage, float32. The core has
+// the pieces for that (nn::GPTStage, its tensor- and sequence-parallel layers and loss, the
+// communicator, AdamW, nn::FlatParameter, the modules' hooks); under bf16 the memory model's
+// transients are not exact yet (the handout's F15): check_provable refuses it.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +31,8 @@ struct ProofBatch {
   std::vector<int64_t> ids, targets;
 };
 
-// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: float32, no
-// sequence parallelism. Throws gtl::Error naming the field otherwise.
+// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: float32.
+// Throws gtl::Error naming the field otherwise.
 void check_provable(const ModelSpec& model, const Config& config);
 
 // One rank of the twin, built by make_plan_rank.

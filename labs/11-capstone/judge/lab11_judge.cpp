@@ -89,16 +89,19 @@ std::string memory_anchor() {
   const std::string seeded = "MemoryAnchor.EveryCategoryEqualsTheCoresAllocatorAtSeededShapes";
   anchor_cases(seeded, lab11_cases::seeded_anchor_cases(seeded));
   {
-    const std::string bf16 = "MemoryAnchor.Bf16BlocksKeepWhatTheCoresBlocksKeep";
+    const std::string bf16 = "MemoryAnchor.Bf16EveryCategoryEqualsTheCoresAllocator";
     Recorded r(bf16);
     std::vector<lab11_cases::AnchorCase> cases = lab11_cases::fixed_anchor_cases();
     for (const auto& a : lab11_cases::seeded_anchor_cases(bf16)) cases.push_back(a);
     for (const auto& a : cases) {
-      if (a.checkpoint) continue;
-      Config c;
-      c.micro_batch = a.batch;
-      c.precision = lab11::Precision::Bf16Mixed;
-      expect_breakdown(r, a.model, c, 0);
+      for (int micro_batches : {1, 2}) {
+        Config c;
+        c.micro_batch = a.batch;
+        c.activation_checkpointing = a.checkpoint;
+        c.precision = lab11::Precision::Bf16Mixed;
+        c.accumulation = micro_batches;
+        expect_breakdown(r, a.model, c, 0);
+      }
     }
   }
   return "every category at every anchor shape the reference's (the core's allocator's)";

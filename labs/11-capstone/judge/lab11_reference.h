@@ -47,6 +47,77 @@ inline int64_t stage_parameters(const ModelSpec& m, const Config& c, int stage) 
   return (m.layers / c.pp) * block_parameters(m, c.tp) + non_block_parameters(m, c, stage);
 }
 
+// Stage 0's last moment, in either precision: the token table's gradient [V/k, D] float32, made
+// whole before it is written, beside the stream's gradient (whole: gathered under SP), after this
+// micro-batch's activations are freed; on the last stage too without the block's incoming one.
+inline int64_t embedding_moment(const ModelSpec& m, const Config& c, int64_t kept,
+                                int64_t per_block, int64_t block_input, int64_t lnf_without) {
+  const int64_t k = c.tp, n = c.micro_batch * m.context, nd = n * m.dim;
+  const int64_t sp = (c.sequence_parallel && k > 1) ? k : 1;
+  const int64_t blocks = m.layers / c.pp;
+  const int64_t freed = c.activation_checkpointing ? blocks * block_input + per_block - block_input
+                                                   : blocks * per_block;
+  const int64_t stream = c.pp == 1 ? kept - 4 * nd / sp : kept;
+  return stream + 4 * nd + 4 * (m.vocab / k) * m.dim - freed - lnf_without;
+}
+
+// bf16-mixed's moments beyond the activations (F15), measured on the core's GPTStage: the
+// backward of a micro-batch that overwrites the gradients, and of one that accumulates (a bf16
+// dW and its float32 widening: 6 bytes per weight element), which 1F1B runs with one fewer
+// micro-batch's activations held when m <= pp - s.
+inline int64_t half_other(const ModelSpec& m, const Config& c, int stage, int64_t per_block,
+                          int64_t block_input, int64_t forward_without, int64_t lnf_without) {
+  const int64_t k = c.tp, d = m.dim, n = c.micro_batch * m.context;
+  const int64_t sp = (c.sequence_parallel && k > 1) ? k : 1;
+  const int64_t nd = n * d, probs = c.micro_batch * m.heads * m.context * m.context;
+  const int64_t v = m.vocab / k;
+  const bool last = stage == c.pp - 1;
+  const int64_t kept = last ? (m.tied_head ? 6 : 8) * nd / sp + 4 * n * v + 4 : 4 * nd / sp;
+  auto moments = [&](bool accumulate) {
+    auto dw = [&](int64_t w) { return (accumulate ? 6 : 2) * w; };
+    // a column layer's dx [N, D] in bf16, whole: reduced in place, or scattered under SP, then
+    // widened to float32 on the rank's positions
+    auto column_dx = [&] { return sp > 1 ? std::max(2 * nd + 2 * nd / k, 6 * nd / k) : 6 * nd; };
+    const int64_t fc2 =
+        (sp > 1 ? 4 * nd : 0) + 2 * nd + 8 * nd / k + std::max(dw(4 * d * d / k), 4 * d);
+    const int64_t fc1 =
+        -8 * nd / k + std::max(2 * nd + std::max(dw(4 * d * d / k), 16 * d / k), column_dx());
+    const int64_t qkv = 4 * probs / k - 2 * nd / k - 8 * n / sp - 2 * nd +
+                        std::max(2 * nd + std::max(dw(3 * d * d / k), 12 * d / k), column_dx());
+    const int64_t forward =
+        sp > 1 ? std::max({4 * nd - 2 * nd / k, 2 * nd + 4 * nd / k, 12 * nd / k}) : 12 * nd;
+    int64_t other =
+        std::max(kept + std::max({fc2, fc1, qkv}),
+                 c.activation_checkpointing ? kept + forward : forward - forward_without);
+    if (last) {
+      const int64_t recomputed = c.activation_checkpointing ? per_block - block_input : 0;
+      // a tied head's bf16 dx and its float32 widening both held while ln_f makes its dx
+      const int64_t ln_f = kept + (m.tied_head ? 4 * nd / sp : 0) + 4 * ((nd + 2 * n) / sp + 2 * d);
+      // before the head's backward: ln_f's saved tensors, the head's bf16 input (whole), logits
+      // and dlogits, the loss; the held gradients not made yet
+      const int64_t head_base =
+          kept - (m.tied_head ? 6 : 8) * nd / sp + 4 * (nd + 2 * n) / sp + 2 * nd;
+      const int64_t head = head_base + (m.tied_head ? 2 * nd + dw(v * d)
+                                                    : std::max(2 * nd + dw(v * d), column_dx()));
+      const int64_t loss = head_base + 6 * n * v + (k > 1 ? 4 * n : 0);
+      other = std::max(other, std::max({ln_f, head, loss}) - recomputed - lnf_without);
+    }
+    if (stage == 0)
+      other = std::max(other, embedding_moment(m, c, kept, per_block, block_input, lnf_without));
+    return other;
+  };
+  int64_t other = moments(false);
+  if (c.zero_stage <= 1 && c.accumulation > 1) {
+    const int64_t in_flight = std::min<int64_t>(c.pp - stage, c.accumulation);
+    const int64_t fewer = in_flight > c.accumulation - 1 ? 1 : 0;  // m <= pp - s
+    const int64_t per_micro_batch =
+        (c.activation_checkpointing ? block_input : per_block) * (m.layers / c.pp) +
+        (stage == 0 ? 8 * n : 0);  // its ids
+    other = std::max(other, moments(true) - fewer * per_micro_batch);
+  }
+  return other;
+}
+
 inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int stage) {
   MemoryBreakdown r;
   r.stage = stage;
@@ -119,29 +190,32 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   const int64_t attention =
       sp > 1 ? 4 * (2 * probs / k - 2 * tokens / k - nd / k + std::max(3 * d / k, nd / k))
              : 4 * (2 * probs / k - nd / k - 2 * tokens + 3 * d / k);
-  const int64_t forward = sp > 1 ? 4 * (tokens * d + 2 * tokens * d / k) : (2 * e + 4) * tokens * d;
+  const int64_t forward = sp > 1 ? 4 * (tokens * d + 2 * tokens * d / k) : 12 * tokens * d;
   // ZeRO-2/3's whole buffers (F9) that the categories count and a moment runs without: a
   // forward has no gradient buffer; ln_f's backward comes before any block's window.
   const bool windows = c.zero_stage >= 2;
   const int64_t forward_without = windows ? 4 * (unit_padded + others_padded) : 0;
   const int64_t lnf_without =
       windows ? 4 * unit_padded + (c.zero_stage == 3 ? e * unit_padded : 0) : 0;
-  r.other = std::max(kept + std::max(fc2, attention),
-                     c.activation_checkpointing ? kept + forward : forward - forward_without);
-  if (last) {  // ln_f's backward (its input, mean, rstd, dx and two parameter gradients), before
-               // a checkpointed last block is recomputed
-    const int64_t recomputed = c.activation_checkpointing ? per_block - block_input : 0;
-    r.other =
-        std::max(r.other, kept + 4 * ((nd + 2 * tokens) / sp + 2 * d) - recomputed - lnf_without);
-  }
-  if (last) {  // the head's backward, before ln_f's: its input (gathered) and dx, whole, beside
-               // ln_f's saved tensors; the held gradients not made yet. Under SP an untied
-               // head's scattered dx comes while its input is still saved. (Below ln_f's
-               // moment without SP.)
-    const int64_t recomputed = c.activation_checkpointing ? per_block - block_input : 0;
-    const int64_t head = kept - 8 * nd / sp + 4 * (nd + 2 * tokens) / sp + 8 * nd +
-                         (sp > 1 && !m.tied_head ? 4 * nd / sp : 0);
-    r.other = std::max(r.other, head - recomputed - lnf_without);
+  if (half) {
+    r.other = half_other(m, c, stage, per_block, block_input, forward_without, lnf_without);
+  } else {
+    r.other = std::max(kept + std::max(fc2, attention),
+                       c.activation_checkpointing ? kept + forward : forward - forward_without);
+    if (last) {  // ln_f's backward (its input, mean, rstd, dx and two parameter gradients), and
+                 // before it the head's: its input (gathered) and dx, whole, beside ln_f's saved
+                 // tensors, the held gradients not made yet (under SP an untied head's scattered
+                 // dx comes while its input is still saved); both before a checkpointed last
+                 // block is recomputed
+      const int64_t recomputed = c.activation_checkpointing ? per_block - block_input : 0;
+      const int64_t ln_f = kept + 4 * ((nd + 2 * tokens) / sp + 2 * d);
+      const int64_t head = kept - 8 * nd / sp + 4 * (nd + 2 * tokens) / sp + 8 * nd +
+                           (sp > 1 && !m.tied_head ? 4 * nd / sp : 0);
+      r.other = std::max(r.other, std::max(ln_f, head) - recomputed - lnf_without);
+    }
+    if (stage == 0)
+      r.other =
+          std::max(r.other, embedding_moment(m, c, kept, per_block, block_input, lnf_without));
   }
   if (stage == 0) r.other += held * 8 * tokens;  // the ids of every micro-batch held
   if (last) r.other += 8 * tokens;               // the targets

@@ -50,24 +50,37 @@ TEST(ReferenceAnchor, EqualsTheCoresAllocatorAtSeededShapes) {
     expect_reference_is_the_core(a);
 }
 
-// bf16: the blocks' saved bytes (docs/core.md's per-block formula with c = 2) equal what the
-// core's blocks keep under the bf16 policy, at every anchor shape without checkpointing.
-void expect_bf16_blocks(const AnchorCase& a) {
-  const lab11_core_step::Measured m = lab11_core_step::measure_step(a, /*bf16=*/true);
+// bf16-mixed (each parameter with its bf16 compute copy), one micro-batch and two (the second
+// accumulating): the persistent state, the blocks' saved bytes and the step's peak, at every
+// anchor shape.
+void expect_bf16_step(const AnchorCase& a, int micro_batches) {
+  const lab11_core_step::Measured m =
+      lab11_core_step::measure_step(a, /*bf16=*/true, micro_batches);
   lab11::Config c;
   c.micro_batch = a.batch;
+  c.activation_checkpointing = a.checkpoint;
   c.precision = lab11::Precision::Bf16Mixed;
-  EXPECT_EQ(lab11_reference::stage_memory(a.model, c, 0).activations, m.blocks)
-      << lab11::describe(a.model) << ", batch " << a.batch << " (" << gtl::test_seed::describe()
-      << ")";
+  c.accumulation = micro_batches;
+  const lab11::MemoryBreakdown r = lab11_reference::stage_memory(a.model, c, 0);
+  const std::string at = lab11::describe(a.model) + ", batch " + std::to_string(a.batch) +
+                         (a.checkpoint ? ", checkpointed" : "") + ", " +
+                         std::to_string(micro_batches) + " micro-batch(es) (" +
+                         gtl::test_seed::describe() + ")";
+  EXPECT_EQ(r.parameters + r.gradients + r.optimizer, m.model + m.optimizer) << at;
+  if (!a.checkpoint) {
+    EXPECT_EQ(r.activations, m.blocks) << at;
+  }
+  EXPECT_EQ(r.total(), m.peak) << at << ": activations " << r.activations << ", other " << r.other;
 }
 
-TEST(ReferenceAnchor, Bf16BlocksSaveWhatTheReferenceSays) {
-  for (const AnchorCase& a : lab11_cases::fixed_anchor_cases())
-    if (!a.checkpoint) expect_bf16_blocks(a);
+TEST(ReferenceAnchor, Bf16StepEqualsTheCoresAllocator) {
+  std::vector<AnchorCase> cases = lab11_cases::fixed_anchor_cases();
   for (const AnchorCase& a :
-       lab11_cases::seeded_anchor_cases("MemoryAnchor.Bf16BlocksKeepWhatTheCoresBlocksKeep"))
-    if (!a.checkpoint) expect_bf16_blocks(a);
+       lab11_cases::seeded_anchor_cases("MemoryAnchor.Bf16EveryCategoryEqualsTheCoresAllocator"))
+    cases.push_back(a);
+  for (const AnchorCase& a : cases) {
+    for (int micro_batches : {1, 2}) expect_bf16_step(a, micro_batches);
+  }
 }
 
 }  // namespace
@@ -101,6 +114,50 @@ TEST(ReferenceProof, EveryStageEqualsTheTwinsShare) {
                                   << ", activations " << r.activations << ", other " << r.other;
     }
   }
+}
+
+// Stages in both precisions, at ZeRO-0 (bf16-mixed: a bf16 compute copy of each parameter), TP 1
+// to 4 with and without SP, one and two stages, checkpointing, micro-batches of 1 and 2 sequences
+// and m = 1 to 3 (F15's bf16 moments: the later backwards accumulate, one of them with a
+// micro-batch fewer in flight when m <= pp - s): models bound by attention, by the MLP, and by
+// the token table's gradient on stage 0 (a vocabulary many times the width). Each stage's total
+// equals the share measured on the core's GPTStage.
+TEST(ReferenceStages, BothPrecisionsEqualTheCoresStages) {
+  const std::vector<lab11::ModelSpec> models = {{4, 16, 4, 48, 8, true},
+                                                {2, 32, 8, 40, 8, false},
+                                                {2, 8, 4, 16, 16, true},
+                                                {2, 32, 4, 200, 4, false},
+                                                {2, 64, 8, 32, 8, true}};
+  int stages = 0;
+  for (const lab11::ModelSpec& model : models) {
+    for (int tp : {1, 2, 4}) {
+      for (bool sp : {false, true}) {
+        if ((sp && (tp == 1 || model.context % tp != 0)) || model.heads % tp != 0) continue;
+        for (int pp : {1, 2}) {
+          for (bool checkpoint : {false, true}) {
+            for (int64_t m : {1, 2, 3}) {
+              for (lab11::Precision precision :
+                   {lab11::Precision::Fp32, lab11::Precision::Bf16Mixed}) {
+                lab11_proof_cases::ProofCase c = lab11_proof_cases::make_case(
+                    model, 1, pp, 1 + (m + pp) % 2, m, checkpoint, 7, 0, tp, sp);
+                c.config.precision = precision;
+                for (int s = 0; s < pp; ++s) {
+                  const int64_t share = lab11_proof_cases::stage_share(
+                      c, lab11_proof_cases::stage_pieces(c, s, 0), s);
+                  const lab11::MemoryBreakdown r =
+                      lab11_reference::stage_memory(c.model, c.config, s);
+                  EXPECT_EQ(r.total(), share) << c.name() << ", stage " << s << ": activations "
+                                              << r.activations << ", other " << r.other;
+                  ++stages;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(stages, 600);
 }
 
 // F8 in float32 (lab 06's memory table): ZeRO-1 and -2 as lab 06 builds them, each of a stage's

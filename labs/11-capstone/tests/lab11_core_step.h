@@ -33,13 +33,15 @@ struct Measured {
   int64_t parameters = 0;  // numel of the GPT's parameters (for the count)
 };
 
-inline Measured measure_step(const AnchorCase& a, bool bf16 = false) {
+// bf16: bf16-mixed, each parameter with its bf16 compute copy (F3: the weights the forward
+// reads; the float32 values are AdamW's masters), made once the GPT is built (counted in
+// `model`). `micro_batches`: the step's forward-backward passes, the first overwriting the
+// gradients and the others accumulating into them (as the trainer's accumulation does).
+inline Measured measure_step(const AnchorCase& a, bool bf16 = false, int micro_batches = 1) {
   std::shared_ptr<Allocator> alloc = make_cpu_caching_allocator();
   Measured m;
   {
     AllocatorScope scope(alloc);
-    // bf16: the GEMMs in bf16 on the fly (no compute copy: the blocks' saved bytes are what this
-    // measures then, not the persistent state).
     nn::PrecisionScope precision(bf16 ? nn::PrecisionPolicy::bf16() : nn::PrecisionPolicy::fp32());
     nn::GPTConfig c;
     c.vocab = a.model.vocab;
@@ -51,6 +53,9 @@ inline Measured measure_step(const AnchorCase& a, bool bf16 = false) {
     c.checkpoint = a.checkpoint;
     c.seed = a.seed;
     nn::GPT gpt(c);
+    if (bf16) {
+      for (nn::ParamRef* p : gpt.parameter_slots()) p->compute = p->value.to(DType::BFloat16);
+    }
     m.model = alloc->stats().allocated_bytes;
     for (const nn::ParamRef& p : gpt.parameters()) m.parameters += p.value.numel();
     optim::AdamW adamw(gpt.parameters());
@@ -71,19 +76,21 @@ inline Measured measure_step(const AnchorCase& a, bool bf16 = false) {
     nn::HookHandle handle = gpt.add_hooks(hooks);
     const int64_t t = a.model.context, n = a.batch * t;
     std::mt19937_64 rng(a.seed);
-    std::vector<int64_t> ids, targets;
-    for (int64_t i = 0; i < n; ++i) {
-      ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
-      targets.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      std::vector<int64_t> ids, targets;
+      for (int64_t i = 0; i < n; ++i) {
+        ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
+        targets.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(a.model.vocab)));
+      }
+      const Tensor in = gtl::testing::ids_tensor(ids, {a.batch, t});
+      const Tensor tg = gtl::testing::ids_tensor(targets, {n});
+      const nn::CrossEntropyLoss head;
+      nn::Context ctx, loss_ctx;
+      Tensor logits = gpt.forward(in, ctx);
+      Tensor loss = head.forward(logits, tg, loss_ctx);
+      Tensor dlogits = head.backward(loss_ctx);
+      gpt.backward(ctx, dlogits, mb == 0 ? nn::GradMode::Overwrite : nn::GradMode::Accumulate);
     }
-    const Tensor in = gtl::testing::ids_tensor(ids, {a.batch, t});
-    const Tensor tg = gtl::testing::ids_tensor(targets, {n});
-    const nn::CrossEntropyLoss head;
-    nn::Context ctx, loss_ctx;
-    Tensor logits = gpt.forward(in, ctx);
-    Tensor loss = head.forward(logits, tg, loss_ctx);
-    Tensor dlogits = head.backward(loss_ctx);
-    gpt.backward(ctx, dlogits, nn::GradMode::Overwrite);
     adamw.step();
   }
   m.peak = alloc->stats().peak_allocated_bytes;

@@ -24,6 +24,7 @@
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt.h"
 #include "gtl/nn/gpt_stage.h"
+#include "gtl/nn/precision.h"
 #include "gtl/nn/vocab_parallel.h"
 #include "gtl/optim/adamw.h"
 #include "gtl_test_seed.h"
@@ -175,9 +176,12 @@ inline StageAlone stage_alone(const ProofCase& c, int s, int t) {
 // (built), the peak of one micro-batch's forward and backward beyond that (the last stage with
 // its targets, loss, logits and dlogits held through the backward; another stage with the
 // gradient it receives), and what one micro-batch's forward leaves held (its input included: the
-// ids on stage 0, the received activation elsewhere; the output sent on is not kept).
+// ids on stage 0, the received activation elsewhere; the output sent on is not kept). Under
+// bf16-mixed (ZeRO-0: a bf16 compute copy of each parameter) also the peak of a micro-batch whose
+// backward accumulates into the gradients (its bf16 weight gradients are widened first); in
+// float32 the two are the same.
 struct StagePieces {
-  int64_t built = 0, one_micro_batch = 0, held = 0;
+  int64_t built = 0, one_micro_batch = 0, held = 0, accumulating = 0;
 };
 
 // ---- ZeRO (F8): a stage's units, each a FlatParameter ------------------------------------------
@@ -237,8 +241,17 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
                                  Allocator* alloc) {
   const int pp = c.config.pp, zero = c.config.zero_stage;
   const int64_t mb = c.config.micro_batch, t = c.model.context, d = c.model.dim;
+  const bool half = c.config.precision == lab11::Precision::Bf16Mixed;
+  GTL_CHECK(!half || zero == 0, "measure_stage: bf16-mixed at ZeRO-0 only");
+  const nn::PrecisionScope precision(half ? nn::PrecisionPolicy::bf16()
+                                          : nn::PrecisionPolicy::fp32());
   StagePieces p;
   nn::GPTStage stage(gpt_config(c), s, pp, tp, c.config.sequence_parallel);
+  if (half) {  // F3: the bf16 compute copy the forward reads; the values are AdamW's masters
+    for (nn::ParamRef* param : stage.parameter_slots()) {
+      param->compute = param->value.to(DType::BFloat16);
+    }
+  }
   // The stream between stages: [mb, T, D], or this rank's [mb, T/k, D] under SP.
   const int64_t rows = c.config.sequence_parallel ? t / c.config.tp : t;
   std::vector<std::unique_ptr<nn::FlatParameter>> units;
@@ -304,12 +317,12 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
     for (nn::FlatParameter* u : stage_units) drop(*u);
     return y;
   };
-  auto backward = [&](nn::Context& ctx, const Tensor& dy) {
+  auto backward = [&](nn::Context& ctx, const Tensor& dy, nn::GradMode mode) {
     for (nn::FlatParameter* u : stage_units) {
       gather(*u);
       u->materialize_grads();
     }
-    stage.backward(ctx, dy);
+    stage.backward(ctx, dy, mode);
     for (nn::FlatParameter* u : stage_units) {
       u->release_grads();
       drop(*u);
@@ -328,8 +341,8 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
     { const Tensor y = forward(input(), ctx); }
     p.held = alloc->stats().allocated_bytes - before;
   }
-  alloc->reset_peak_stats();
-  {
+  auto micro_batch = [&](nn::GradMode mode) {
+    alloc->reset_peak_stats();
     nn::Context ctx;
     if (s == pp - 1) {
       const Tensor tg = gtl::testing::ids_tensor(targets, {mb * t});
@@ -345,14 +358,16 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
         l = loss.forward(logits, tg, loss_ctx);
         dlogits = loss.backward(loss_ctx);
       }
-      backward(ctx, dlogits);
+      backward(ctx, dlogits, mode);
     } else {
       { const Tensor y = forward(input(), ctx); }
       const Tensor dy = Tensor::zeros({mb, rows, d});
-      backward(ctx, dy);
+      backward(ctx, dy, mode);
     }
-  }
-  p.one_micro_batch = alloc->stats().peak_allocated_bytes - p.built;
+    return alloc->stats().peak_allocated_bytes - p.built;
+  };
+  p.one_micro_batch = micro_batch(nn::GradMode::Overwrite);
+  p.accumulating = half ? micro_batch(nn::GradMode::Accumulate) : p.one_micro_batch;
   return p;
 }
 
@@ -380,10 +395,14 @@ inline StagePieces stage_pieces(const ProofCase& c, int s, int dp_rank, int t = 
 }
 
 // Rank peak of stage s: what it built, one micro-batch's peak there, and the saved bytes of each
-// other micro-batch 1F1B holds on it (min(pp - s, m) in all).
+// other micro-batch 1F1B holds on it (min(pp - s, m) in all). Under ZeRO-0 and -1 the step's
+// later backwards accumulate into the gradients, the first of them with min(pp - s, m - 1)
+// micro-batches held (under ZeRO-2 and -3 each backward writes fresh buffers).
 inline int64_t stage_share(const ProofCase& c, const StagePieces& p, int s) {
-  const int64_t in_flight = std::min<int64_t>(c.config.pp - s, c.config.accumulation);
-  return p.built + p.one_micro_batch + (in_flight - 1) * p.held;
+  const int64_t m = c.config.accumulation, in_flight = std::min<int64_t>(c.config.pp - s, m);
+  const int64_t first = p.built + p.one_micro_batch + (in_flight - 1) * p.held;
+  if (c.config.zero_stage >= 2 || m == 1) return first;
+  return std::max(first, p.built + p.accumulating + (std::min(in_flight, m - 1) - 1) * p.held);
 }
 
 // The stage's parameter count on one TP rank (its gradient's elements), from the core's GPTStage.
