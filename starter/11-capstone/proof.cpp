@@ -18,6 +18,7 @@
 #include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flat_parameter.h"
 #include "gtl/nn/gpt_stage.h"
+#include "gtl/nn/precision.h"
 #include "gtl/nn/vocab_parallel.h"
 #include "gtl/ops/elementwise.h"
 #include "gtl/optim/adamw.h"
@@ -86,6 +87,13 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   grid_ = std::make_unique<gtl::dist::ProcessGrid>(world, config.tp, config.pp, config.dp);
   stage_ = std::make_unique<nn::GPTStage>(gpt_config(model, seed, config), grid_->pp_rank(),
                                           config.pp, &grid_->tp_group(), config.sequence_parallel);
+  // Under bf16-mixed (F3) each parameter gets its bf16 compute copy, which the forward reads and
+  // AdamW rewrites from the float32 value (the master) after each update; step() runs under
+  // the bf16 policy.
+  if (config.precision == Precision::Bf16Mixed) {
+    for (gtl::optim::ParamRef* p : stage_->parameter_slots())
+      p->compute = p->value.to(DType::BFloat16);
+  }
   // TODO(lab11) step 5: this rank's groups and its optimizer (its stage and grid are built
   //   above).
   //   Spec: proof.h, make_plan_rank.
@@ -114,6 +122,9 @@ float TwinRank::step(const ProofBatch& batch) {
                                         << " sequences, " << batch.ids.size() << " ids, "
                                         << batch.targets.size() << " targets");
   float loss_sum = std::numeric_limits<float>::quiet_NaN();
+  const nn::PrecisionScope precision(config_.precision == Precision::Bf16Mixed
+                                         ? nn::PrecisionPolicy::bf16()
+                                         : nn::PrecisionPolicy::fp32());
   // TODO(lab11) step 5: one training step of this rank.
   //   Spec: proof.h, PlanRank::step; the handout's TODO 5 says what is measured.
   //   Hint: write stage s's 1F1B order as three phases (lab 07): how many forwards run before its

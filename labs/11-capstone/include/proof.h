@@ -5,10 +5,10 @@
 // This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your file
 // is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
 //
-// What runs here: dp x tp x pp ranks, with or without SP, any ZeRO stage, float32. The core has
-// the pieces for that (nn::GPTStage, its tensor- and sequence-parallel layers and loss, the
-// communicator, AdamW, nn::FlatParameter, the modules' hooks); under bf16 the memory model's
-// transients are not exact yet (the handout's F15): check_provable refuses it.
+// What runs here: dp x tp x pp ranks, with or without SP, any ZeRO stage in float32, and
+// bf16-mixed without ZeRO. The core has the pieces for that (nn::GPTStage, its tensor- and
+// sequence-parallel layers and loss, the communicator, AdamW, nn::FlatParameter, the modules'
+// hooks); its flat parameter holds float32 only, so check_provable refuses bf16 under ZeRO.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +31,8 @@ struct ProofBatch {
   std::vector<int64_t> ids, targets;
 };
 
-// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: float32.
-// Throws gtl::Error naming the field otherwise.
+// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: float32, or
+// bf16-mixed at ZeRO-0. Throws gtl::Error naming the field otherwise.
 void check_provable(const ModelSpec& model, const Config& config);
 
 // One rank of the twin, built by make_plan_rank.
@@ -64,7 +64,8 @@ class PlanRank {
 // 5. World rank r of config.dp x config.tp x config.pp ranks (r = (d pp + s) tp + t: DP rank d,
 // stage s, TP rank t, the core's ProcessGrid, built for you): stage s of the core's GPT
 // (ModelSpec, `seed`; every block checkpointed under activation_checkpointing; under tp > 1 TP
-// rank t's shards of its layers, given: nn::GPTStage over the grid's TP group), and AdamW
+// rank t's shards of its layers, given: nn::GPTStage over the grid's TP group; under bf16-mixed
+// each parameter with its bf16 compute copy, and step() under the bf16 policy, given), and AdamW
 // (learning rate `lr`, the core's other defaults) on its parameters; under ZeRO, the stage's
 // units (the handout's F8) each an nn::FlatParameter over the DP group, and AdamW on this rank's
 // shards of them; under ZeRO-2 and -3 each unit's whole gradient (and under ZeRO-3 its whole

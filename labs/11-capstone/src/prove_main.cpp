@@ -1,6 +1,7 @@
 // lab11_prove: a plan's twin, proved (given: a program over TODO 5, with TODO 1's model beside
-// it). It trains the twin (dp x tp x pp ranks of a small GPT, any ZeRO stage, float32) for two
-// steps on in-process ranks with your make_plan_rank, and prints, as Markdown:
+// it). It trains the twin (dp x tp x pp ranks of a small GPT, any ZeRO stage in float32, or
+// bf16-mixed without ZeRO) for two steps on in-process ranks with your make_plan_rank, and
+// prints, as Markdown:
 //   - the loss of each step against one process training on the whole batch;
 //   - each rank's allocator peak in its steps against your memory model's total for its stage
 //     (TODO 1: the most loaded rank's; under ZeRO a later DP rank whose shards end in padding
@@ -14,7 +15,7 @@
 //   lab11_prove [--dp 2] [--tp 1] [--pp 4] [--micro-batch 1] [--accumulation 8] [--layers 8] [--dim
 //   64]
 //               [--heads 4] [--vocab 256] [--context 32] [--untied] [--checkpoint]
-//               [--zero 0] [--seed 1] [--trace FILE]          (--help prints this)
+//               [--sp] [--bf16] [--zero 0] [--seed 1] [--trace FILE]   (--help prints this)
 //
 // Nothing here is timed: the timeline is the cost model's, from the order the ranks did things
 // in (the traces), the same on every machine.
@@ -69,10 +70,11 @@ Args parse(int argc, char** argv) {
       std::printf(
           "lab11_prove [--dp 2] [--tp 1] [--pp 4] [--micro-batch 1] [--accumulation 8]\n"
           "            [--layers 8] [--dim 64] [--heads 4] [--vocab 256] [--context 32]\n"
-          "            [--untied] [--checkpoint] [--sp] [--zero 0] [--seed 1] [--trace FILE]\n"
-          "Trains a dp x tp x pp twin (any ZeRO stage, SP with --sp and tp > 1, float32) for\n"
-          "two steps through your TODO 5 and prints its losses, peaks and traffic against the\n"
-          "plan (labs/11-capstone/README.md).\n");
+          "            [--untied] [--checkpoint] [--sp] [--bf16] [--zero 0] [--seed 1]\n"
+          "            [--trace FILE]\n"
+          "Trains a dp x tp x pp twin (any ZeRO stage, SP with --sp and tp > 1, float32, or\n"
+          "bf16-mixed with --bf16 and ZeRO 0) for two steps through your TODO 5 and prints its\n"
+          "losses, peaks and traffic against the plan (labs/11-capstone/README.md).\n");
       std::exit(0);
     }
     if (f == "--untied") {
@@ -81,6 +83,8 @@ Args parse(int argc, char** argv) {
       a.config.activation_checkpointing = true;
     } else if (f == "--sp") {
       a.config.sequence_parallel = true;
+    } else if (f == "--bf16") {
+      a.config.precision = Precision::Bf16Mixed;
     } else if (i + 1 < argc && f.rfind("--", 0) == 0) {
       const char* v = argv[++i];
       if (f == "--trace") {
