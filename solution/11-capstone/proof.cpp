@@ -222,7 +222,8 @@ float TwinRank::step(const ProofBatch& batch) {
                                         << " ids and targets, got " << batch.sequences
                                         << " sequences, " << batch.ids.size() << " ids, "
                                         << batch.targets.size() << " targets");
-  float loss_sum = std::numeric_limits<float>::quiet_NaN();
+  // What step returns: on the last stage the DP rank's mean loss (proof.h), NaN elsewhere.
+  float mean_loss = std::numeric_limits<float>::quiet_NaN();
   const nn::PrecisionScope precision(config_.precision == Precision::Bf16Mixed
                                          ? nn::PrecisionPolicy::bf16()
                                          : nn::PrecisionPolicy::fp32());
@@ -233,7 +234,7 @@ float TwinRank::step(const ProofBatch& batch) {
   Communicator& pipe = grid_->pp_group();
   std::vector<nn::Context> ctx(static_cast<std::size_t>(m));
   int64_t forwarded = 0, backwarded = 0;
-  if (last) loss_sum = 0;
+  if (last) mean_loss = 0;
   // What crosses between stages: [mb, T, D], or under SP this rank's T/k positions of it.
   const int64_t positions = config_.sequence_parallel ? t / config_.tp : t;
   auto activation = [&] { return Tensor::empty({mb, positions, model_.dim}); };
@@ -286,7 +287,7 @@ float TwinRank::step(const ProofBatch& batch) {
       l = loss.forward(logits, targets, loss_ctx);
       dlogits = loss.backward(loss_ctx, 1.f / static_cast<float>(m));
     }
-    loss_sum += l.item();
+    mean_loss += l.item();
     return backward(dlogits);
   };
   const int64_t warmup = last ? 0 : std::min<int64_t>(pp - s - 1, m);
@@ -353,9 +354,9 @@ float TwinRank::step(const ProofBatch& batch) {
   if (zero == 1 || zero == 2) {
     for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
   }
-  if (last) loss_sum /= static_cast<float>(m);
+  if (last) mean_loss /= static_cast<float>(m);
   // END SOLUTION(lab11)
-  return loss_sum;
+  return mean_loss;
 }
 
 }  // namespace

@@ -121,7 +121,8 @@ float TwinRank::step(const ProofBatch& batch) {
                                         << " ids and targets, got " << batch.sequences
                                         << " sequences, " << batch.ids.size() << " ids, "
                                         << batch.targets.size() << " targets");
-  float loss_sum = std::numeric_limits<float>::quiet_NaN();
+  // What step returns: on the last stage the DP rank's mean loss (proof.h), NaN elsewhere.
+  float mean_loss = std::numeric_limits<float>::quiet_NaN();
   const nn::PrecisionScope precision(config_.precision == Precision::Bf16Mixed
                                          ? nn::PrecisionPolicy::bf16()
                                          : nn::PrecisionPolicy::fp32());
@@ -139,7 +140,7 @@ float TwinRank::step(const ProofBatch& batch) {
   //   ZeRO-1, 15 more for ZeRO-2 and -3.
   (void)batch;
   // END TODO(lab11)
-  return loss_sum;
+  return mean_loss;
 }
 
 }  // namespace
