@@ -71,8 +71,8 @@ function(gtl_add_emulated_test)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${E_NAME}_kernels)
   gtl_emulated_kernel_copies(${out_dir} "" copies kernel_sources ${E_KERNELS})
   # Every copy (headers included) is a source of the test, so all exist before any compiles.
-  add_executable(${E_NAME} ${E_SOURCES} ${copies}
-                            ${PROJECT_SOURCE_DIR}/grader/channel/verdict_listener.cpp)
+  add_executable(${E_NAME} ${E_SOURCES} ${copies} $<TARGET_OBJECTS:gtl_verdict_listener>)
+  gtl_test_files_at_o1(${E_SOURCES})
   # The emulator's cuda_runtime.h comes first, before any CUDA toolkit on the system.
   target_include_directories(${E_NAME} BEFORE PRIVATE ${GTL_EMULATOR_DIR} ${out_dir} ${E_INCLUDES})
   target_include_directories(${E_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/grader/channel)  # the seed
@@ -108,7 +108,8 @@ function(gtl_add_emulated_core_test)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_kernels)
   gtl_emulated_kernel_copies(${out_dir} "" copies kernel_sources ${T_KERNELS})
   add_executable(${T_NAME} ${T_SOURCES} ${copies} ${PROJECT_SOURCE_DIR}/common/tests/gtl_test_main.cpp
-                           ${PROJECT_SOURCE_DIR}/grader/channel/verdict_listener.cpp)
+                           $<TARGET_OBJECTS:gtl_verdict_listener>)
+  gtl_test_files_at_o1(${T_SOURCES})
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/common/tests
                                                ${PROJECT_SOURCE_DIR}/grader/channel ${T_INCLUDES})
   target_include_directories(${T_NAME} BEFORE PRIVATE ${out_dir})

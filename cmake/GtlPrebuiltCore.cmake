@@ -167,15 +167,9 @@ macro(gtl_import_core)
         set_target_properties(${_gtl_t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_gtl_mine}"
                                                    SYSTEM OFF)
       endforeach()
-      # The reference guard every program compiles (common/CMakeLists.txt): this tree's copy.
-      foreach(_gtl_t ${_gtl_targets})
-        get_target_property(_gtl_src ${_gtl_t} INTERFACE_SOURCES)
-        if(_gtl_src)
-          string(REPLACE "${GTL_PREBUILT_SOURCE_DIR}/" "${PROJECT_SOURCE_DIR}/" _gtl_src
-                         "${_gtl_src}")
-          set_target_properties(${_gtl_t} PROPERTIES INTERFACE_SOURCES "${_gtl_src}")
-        endif()
-      endforeach()
+      # The reference guard every program links (common/CMakeLists.txt): the imported targets
+      # name the object library gtl_reference_guard, which this build compiles from its own tree
+      # (cmake/GtlChannel.cmake).
       set(GTL_CORE_IMPORTED ON)
       set(GTL_CORE_BUILD_DIR ${_gtl_dir})
       set(GTL_CORE_ORIGIN "prebuilt, imported from ${_gtl_dir}")
