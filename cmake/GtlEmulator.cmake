@@ -107,7 +107,14 @@ function(gtl_add_emulated_core_test)
   endif()
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_kernels)
   gtl_emulated_kernel_copies(${out_dir} "" copies kernel_sources ${T_KERNELS})
-  add_executable(${T_NAME} ${T_SOURCES} ${copies} ${PROJECT_SOURCE_DIR}/common/tests/gtl_test_main.cpp
+  if(NOT TARGET gtl_test_main_emulated)
+    # The tests' main (common/tests/gtl_test_main.cpp), compiled once against the emulated core.
+    add_library(gtl_test_main_emulated OBJECT ${PROJECT_SOURCE_DIR}/common/tests/gtl_test_main.cpp)
+    target_link_libraries(gtl_test_main_emulated PRIVATE gtl_core_emulated GTest::gtest)
+    target_include_directories(gtl_test_main_emulated PRIVATE ${PROJECT_SOURCE_DIR}/common/tests)
+    gtl_target_warnings(gtl_test_main_emulated)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES} ${copies} $<TARGET_OBJECTS:gtl_test_main_emulated>
                            $<TARGET_OBJECTS:gtl_verdict_listener>)
   gtl_test_files_at_o1(${T_SOURCES})
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/common/tests
