@@ -91,8 +91,7 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   // AdamW rewrites from the float32 value (the master) after each update; step() runs under
   // the bf16 policy.
   if (config.precision == Precision::Bf16Mixed) {
-    for (gtl::optim::ParamRef* p : stage_->parameter_slots())
-      p->compute = p->value.to(DType::BFloat16);
+    nn::add_compute_copies(stage_->parameter_slots(), DType::BFloat16);
   }
   // TODO(lab11) step 5: this rank's groups and its optimizer (its stage and grid are built
   //   above).

@@ -43,6 +43,12 @@ Tensor weight_as(const ParamRef& p, DType dtype) {
   return cast_to(p.value, dtype);
 }
 
+void add_compute_copies(const std::vector<ParamRef*>& params, DType dtype) {
+  GTL_CHECK(dtype == DType::BFloat16 || dtype == DType::Float16,
+            "add_compute_copies: a compute copy is fp16 or bf16, got " << dtype_name(dtype));
+  for (ParamRef* p : params) p->compute = p->value.to(dtype);
+}
+
 PrecisionScope::PrecisionScope(const PrecisionPolicy& policy)
     : previous_(t_policy), tf32_(policy.tf32) {
   t_policy = policy;

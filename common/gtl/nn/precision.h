@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "gtl/ops/math_mode.h"
 #include "gtl/optim/param.h"
@@ -55,6 +56,10 @@ Tensor cast_to(const Tensor& x, DType dtype);
 // A parameter's value in `dtype`: its half compute copy when it has one of that dtype (kept up
 // to date by the optimizer, parameter_buffer.h), else a cast made now (autocast's way).
 Tensor weight_as(const ParamRef& p, DType dtype);
+// Gives each parameter a compute copy of its own, round(value) in `dtype` (fp16 or bf16), which
+// weight_as returns and the optimizer rewrites after each update: per-parameter tensors, where
+// ParameterBuffer::enable_compute_copy makes one flat buffer for a whole model.
+void add_compute_copies(const std::vector<ParamRef*>& params, DType dtype);
 
 class PrecisionScope {
  public:

@@ -127,6 +127,24 @@ TEST(Precision, ComputeCopyGivesTheSameResultAsCasting) {
   EXPECT_NE(fp32, copy);
 }
 
+TEST(Precision, PerParameterComputeCopiesRoundLikeTheFlatOne) {
+  auto model = mlp();
+  Generator gen(7);
+  Tensor x = Tensor::uniform({4, 1, 8, 8}, gen);
+  const std::vector<float> cast = logits_under(*model, x, nn::PrecisionPolicy::bf16()).to_vector();
+  nn::add_compute_copies(model->parameter_slots(), DType::BFloat16);
+  for (const nn::ParamRef& p : model->parameters()) {
+    ASSERT_EQ(p.compute.dtype(), DType::BFloat16) << p.name << ": no bf16 compute copy";
+    EXPECT_EQ(p.compute.shape(), p.value.shape()) << p.name;
+    EXPECT_NE(p.compute.data_ptr(), p.value.data_ptr()) << p.name << ": a copy of its own";
+  }
+  const std::vector<float> copy = logits_under(*model, x, nn::PrecisionPolicy::bf16()).to_vector();
+  EXPECT_TRUE(gtl::testing::compare(copy, cast, {0, 0}).empty())
+      << "each parameter's bf16 compute copy must round exactly like casting the master";
+  EXPECT_THROW(nn::add_compute_copies(model->parameter_slots(), DType::Float32), Error)
+      << "a float32 'compute copy' is no copy: the call must refuse it";
+}
+
 TEST(Precision, ScopeRestoresAndParseRejectsUnknownNames) {
   EXPECT_EQ(nn::current_precision().name(), "fp32");
   {

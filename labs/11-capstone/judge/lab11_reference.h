@@ -172,25 +172,7 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   else
     r.activations = held * blocks * per_block;
 
-  // Held through the backward: on the last stage the head's dx and the last block's incoming
-  // gradient, logits, dlogits and the loss; elsewhere the gradient the next stage sent (float32,
-  // the residual stream: cut by SP).
   const bool last = stage == c.pp - 1;
-  const int64_t kept =
-      last ? 8 * tokens * d / sp + 8 * tokens * (m.vocab / k) + 4 : 4 * tokens * d / sp;
-  // The transient moments, per TP rank: the last block's backward (docs/core.md: fc2's, or
-  // qkv's with its bias gradient cut in k), or a block's forward: attention's output, fc2's
-  // all-reduced output and the block's output, whole (under SP, rule: fc2's partial sum whole,
-  // the other two the rank's positions); with checkpointing the last block's recomputation runs
-  // inside the backward, beside what it holds.
-  // Under SP (measured): fc2's backward gathers its dy whole first; qkv's partial dx is
-  // reduce-scattered after its bias gradient is freed, and the MLP's tensors it outlives are cut.
-  const int64_t nd = tokens * d;
-  const int64_t fc2 = 4 * (4 * nd / k + d + (sp > 1 ? nd : 0));
-  const int64_t attention =
-      sp > 1 ? 4 * (2 * probs / k - 2 * tokens / k - nd / k + std::max(3 * d / k, nd / k))
-             : 4 * (2 * probs / k - nd / k - 2 * tokens + 3 * d / k);
-  const int64_t forward = sp > 1 ? 4 * (tokens * d + 2 * tokens * d / k) : 12 * tokens * d;
   // ZeRO-2/3's whole buffers (F9) that the categories count and a moment runs without: a
   // forward has no gradient buffer; ln_f's backward comes before any block's window.
   const bool windows = c.zero_stage >= 2;
@@ -199,7 +181,25 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
       windows ? 4 * unit_padded + (c.zero_stage == 3 ? e * unit_padded : 0) : 0;
   if (half) {
     r.other = half_other(m, c, stage, per_block, block_input, forward_without, lnf_without);
-  } else {
+  } else {  // float32
+    // Held through the backward: on the last stage the head's dx and the last block's incoming
+    // gradient, logits, dlogits and the loss; elsewhere the gradient the next stage sent (float32,
+    // the residual stream: cut by SP).
+    const int64_t kept =
+        last ? 8 * tokens * d / sp + 8 * tokens * (m.vocab / k) + 4 : 4 * tokens * d / sp;
+    // The transient moments, per TP rank: the last block's backward (docs/core.md: fc2's, or
+    // qkv's with its bias gradient cut in k), or a block's forward: attention's output, fc2's
+    // all-reduced output and the block's output, whole (under SP, rule: fc2's partial sum whole,
+    // the other two the rank's positions); with checkpointing the last block's recomputation runs
+    // inside the backward, beside what it holds.
+    // Under SP (measured): fc2's backward gathers its dy whole first; qkv's partial dx is
+    // reduce-scattered after its bias gradient is freed, and the MLP's tensors it outlives are cut.
+    const int64_t nd = tokens * d;
+    const int64_t fc2 = 4 * (4 * nd / k + d + (sp > 1 ? nd : 0));
+    const int64_t attention =
+        sp > 1 ? 4 * (2 * probs / k - 2 * tokens / k - nd / k + std::max(3 * d / k, nd / k))
+               : 4 * (2 * probs / k - nd / k - 2 * tokens + 3 * d / k);
+    const int64_t forward = sp > 1 ? 4 * (tokens * d + 2 * tokens * d / k) : 12 * tokens * d;
     r.other = std::max(kept + std::max(fc2, attention),
                        c.activation_checkpointing ? kept + forward : forward - forward_without);
     if (last) {  // ln_f's backward (its input, mean, rstd, dx and two parameter gradients), and

@@ -53,9 +53,7 @@ inline Measured measure_step(const AnchorCase& a, bool bf16 = false, int micro_b
     c.checkpoint = a.checkpoint;
     c.seed = a.seed;
     nn::GPT gpt(c);
-    if (bf16) {
-      for (nn::ParamRef* p : gpt.parameter_slots()) p->compute = p->value.to(DType::BFloat16);
-    }
+    if (bf16) nn::add_compute_copies(gpt.parameter_slots(), DType::BFloat16);
     m.model = alloc->stats().allocated_bytes;
     for (const nn::ParamRef& p : gpt.parameters()) m.parameters += p.value.numel();
     optim::AdamW adamw(gpt.parameters());

@@ -146,6 +146,10 @@ inline ProofBatch make_batch(const ProofCase& c, uint64_t salt) {
   return b;
 }
 
+inline bool is_bf16(const ProofCase& c) {
+  return c.config.precision == lab11::Precision::Bf16Mixed;
+}
+
 inline nn::GPTConfig gpt_config(const ProofCase& c) {
   nn::GPTConfig g;
   g.vocab = c.model.vocab;
@@ -253,17 +257,13 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
                                  Allocator* alloc) {
   const int pp = c.config.pp, zero = c.config.zero_stage;
   const int64_t mb = c.config.micro_batch, t = c.model.context, d = c.model.dim;
-  const bool half = c.config.precision == lab11::Precision::Bf16Mixed;
-  GTL_CHECK(!half || zero == 0, "measure_stage: bf16-mixed at ZeRO-0 only");
-  const nn::PrecisionScope precision(half ? nn::PrecisionPolicy::bf16()
-                                          : nn::PrecisionPolicy::fp32());
+  GTL_CHECK(!is_bf16(c) || zero == 0, "measure_stage: bf16-mixed at ZeRO-0 only");
+  const nn::PrecisionScope precision(is_bf16(c) ? nn::PrecisionPolicy::bf16()
+                                                : nn::PrecisionPolicy::fp32());
   StagePieces p;
   nn::GPTStage stage(gpt_config(c), s, pp, tp, c.config.sequence_parallel);
-  if (half) {  // F3: the bf16 compute copy the forward reads; the values are AdamW's masters
-    for (nn::ParamRef* param : stage.parameter_slots()) {
-      param->compute = param->value.to(DType::BFloat16);
-    }
-  }
+  // F3: the bf16 compute copy the forward reads; the values are AdamW's masters.
+  if (is_bf16(c)) nn::add_compute_copies(stage.parameter_slots(), DType::BFloat16);
   // The stream between stages: [mb, T, D], or this rank's [mb, T/k, D] under SP.
   const int64_t rows = c.config.sequence_parallel ? t / c.config.tp : t;
   std::vector<std::unique_ptr<nn::FlatParameter>> units;
@@ -379,7 +379,7 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
     return alloc->stats().peak_allocated_bytes - p.built;
   };
   p.one_micro_batch = micro_batch(nn::GradMode::Overwrite);
-  p.accumulating = half ? micro_batch(nn::GradMode::Accumulate) : p.one_micro_batch;
+  p.accumulating = is_bf16(c) ? micro_batch(nn::GradMode::Accumulate) : p.one_micro_batch;
   return p;
 }
 
@@ -453,13 +453,11 @@ struct OneProcess {
 inline OneProcess one_process(const ProofCase& c) {
   const std::shared_ptr<Allocator> scratch = make_cpu_caching_allocator();
   AllocatorScope scope(scratch);
-  const bool half = c.config.precision == lab11::Precision::Bf16Mixed;
-  const nn::PrecisionScope precision(half ? nn::PrecisionPolicy::bf16()
-                                          : nn::PrecisionPolicy::fp32());
+  const nn::PrecisionScope precision(is_bf16(c) ? nn::PrecisionPolicy::bf16()
+                                                : nn::PrecisionPolicy::fp32());
   nn::GPT gpt(gpt_config(c));
-  if (half) {  // F3: the bf16 compute copies the forward reads, rewritten by AdamW
-    for (nn::ParamRef* p : gpt.parameter_slots()) p->compute = p->value.to(DType::BFloat16);
-  }
+  // F3: the bf16 compute copies the forward reads, rewritten by AdamW.
+  if (is_bf16(c)) nn::add_compute_copies(gpt.parameter_slots(), DType::BFloat16);
   optim::AdamWOptions options;
   options.lr = kLr;
   optim::AdamW adamw(gpt.parameters(), options);
@@ -487,17 +485,14 @@ inline constexpr double kGradientBar[2] = {1e-5, 1e-2};
 // step 2's are not compared (AdamW turns bf16's rounding into a different first update).
 inline constexpr double kBf16LossBar[2] = {1e-2, 5e-2};
 inline constexpr double kBf16GradientBar = 0.3;
-inline bool half(const ProofCase& c) {
-  return c.config.precision == lab11::Precision::Bf16Mixed;
-}
 inline double loss_bar(const ProofCase& c, int step) {
-  return half(c) ? kBf16LossBar[step] : kLossBar[step];
+  return is_bf16(c) ? kBf16LossBar[step] : kLossBar[step];
 }
 inline bool compares_gradients(const ProofCase& c, int step) {
-  return !half(c) || step == 0;
+  return !is_bf16(c) || step == 0;
 }
 inline double gradient_bar(const ProofCase& c, int step) {
-  return half(c) ? kBf16GradientBar : kGradientBar[step];
+  return is_bf16(c) ? kBf16GradientBar : kGradientBar[step];
 }
 
 // |a - e|_2 / |e|_2 (|a|_2 when e is zero).
