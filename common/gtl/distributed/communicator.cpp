@@ -317,7 +317,9 @@ void Communicator::reduce_scatter_body(const Tensor& input, const Tensor& output
 
 void Communicator::all_gather_body(const Tensor& input, const Tensor& output) {
   if (world_size_ == 1) {
-    output.flatten().copy_async_(input.flatten(), current_stream());
+    if (output.data_ptr() != input.data_ptr()) {  // not in place
+      output.flatten().copy_async_(input.flatten(), current_stream());
+    }
     return;
   }
   do_all_gather(input, output);

@@ -111,7 +111,8 @@ class Communicator {
   void all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum);
   // input.numel() == world_size * output.numel(); rank r receives chunk r of the reduction.
   void reduce_scatter(const Tensor& input, const Tensor& output, ReduceOp op = ReduceOp::Sum);
-  // output.numel() == world_size * input.numel(); chunk r of output is rank r's input.
+  // output.numel() == world_size * input.numel(); chunk r of output is rank r's input. The input
+  // may be the rank's own chunk of output (in place, as NCCL allows): nothing is copied then.
   void all_gather(const Tensor& input, const Tensor& output);
   void broadcast(const Tensor& tensor, int root);
   void barrier();

@@ -123,7 +123,9 @@ void RingCommunicator::do_reduce_scatter(const Tensor& input, const Tensor& outp
 void RingCommunicator::do_all_gather(const Tensor& input, const Tensor& output) {
   gtl::grading::reference_guard("gtl::dist::RingCommunicator::do_all_gather");
   const Tensor flat = output.flatten();
-  chunk(flat, rank()).copy_async_(input.flatten(), current_stream());
+  const Tensor mine = chunk(flat, rank());
+  if (mine.data_ptr() != input.data_ptr())
+    Tensor(mine).copy_async_(input.flatten(), current_stream());
   // shift -1: the first chunk rank r sends is its own, chunk r.
   ring_all_gather(flat, -1, "all_gather");
 }

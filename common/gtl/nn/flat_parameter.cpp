@@ -63,20 +63,26 @@ FlatParameter::FlatParameter(const std::vector<ParamRef*>& params, std::string n
     total += p->value.numel();  // packed: the real elements are exactly [0, total)
   }
   GTL_CHECK(total > 0, "FlatParameter '" << name_ << "': the unit has no parameters to shard");
+  GTL_CHECK(is_floating(options.compute),
+            "FlatParameter '" << name_ << "': the compute dtype must be float32, "
+                              << "float16 or bfloat16, got " << dtype_name(options.compute));
   layout_ = ShardLayout(total, world_size);
 
   const Shape full = {layout_.padded_numel()};
-  values_ = Tensor::zeros(full, DType::Float32, device);  // the padding is zero from here on
+  Tensor values32 = Tensor::zeros(full, DType::Float32, device);  // the padding is zero from here
+  for (std::size_t i = 0; i < params.size(); ++i) slots_[i].view(values32).copy_(params[i]->value);
+  // Under mixed precision the float32 values live on only as this rank's shard (the master); the
+  // full values are their rounding, and the float32 buffer is freed on return.
+  values_ = options.compute == DType::Float32 ? values32 : values32.to(options.compute);
   grads_ = Tensor::zeros(full, DType::Float32, device);
   for (std::size_t i = 0; i < params.size(); ++i) {
-    Tensor value = slots_[i].view(values_);
-    value.copy_(params[i]->value);
-    params[i]->value = value;
+    params[i]->value = slots_[i].view(values_);
     params[i]->grad = slots_[i].view(grads_);
     params[i]->compute = Tensor();
   }
   shard_values_ = Tensor::empty({layout_.shard_size()}, DType::Float32, device);
-  shard_from_full();
+  const int64_t start = layout_.shard_offset(rank_);
+  shard_values_.copy_(values32.slice(start, start + layout_.shard_size()));
   if (options.shard_grads) {
     shard_grads_ = Tensor::zeros({layout_.shard_size()}, DType::Float32, device);
   }
@@ -128,7 +134,18 @@ void FlatParameter::shard_from_full() {
   GTL_CHECK(has_values(), "FlatParameter '" << name_
                                             << "': shard_from_full needs the full values; they "
                                                "are released (materialise and gather them first)");
-  shard_values_.copy_(full_values_chunk(rank_));
+  Tensor(shard_values_).convert_from_(full_values_chunk(rank_));
+}
+
+Tensor FlatParameter::gather_input() const {
+  if (compute() == DType::Float32) return shard_values_;
+  GTL_CHECK(has_values(), "FlatParameter '"
+                              << name_ << "': gather_input writes the rank's chunk of the full "
+                              << dtype_name(compute())
+                              << " values, which are released (materialise them first)");
+  Tensor chunk = full_values_chunk(rank_);
+  chunk.convert_from_(shard_values_);  // round the master in place: no buffer of its own
+  return chunk;
 }
 
 std::vector<ParamRef> FlatParameter::params() const {
@@ -143,10 +160,13 @@ std::string FlatParameter::memory_report() const {
   os << "unit '" << name_ << "': " << slots_.size() << " tensors, " << numel()
      << " elements padded to " << padded_numel() << " for " << world_size() << " ranks; rank "
      << rank_ << " shard " << shard_size() << " elements (" << layout_.real_numel(rank_)
-     << " real): values " << bytes(shard_values_);
+     << " real): values " << bytes(shard_values_)
+     << (compute() == DType::Float32 ? "" : " (float32 master)");
   if (shard_grads_.defined()) os << ", gradients " << bytes(shard_grads_);
-  os << "; full values " << bytes(values_) << (has_values() ? " (materialised)" : " (released)")
-     << ", full gradients " << bytes(grads_) << (has_grads() ? " (materialised)" : " (released)");
+  os << "; full values " << bytes(values_)
+     << (compute() == DType::Float32 ? "" : std::string(" ") + dtype_name(compute()))
+     << (has_values() ? " (materialised)" : " (released)") << ", full gradients " << bytes(grads_)
+     << (has_grads() ? " (materialised)" : " (released)");
   return os.str();
 }
 

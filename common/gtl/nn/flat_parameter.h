@@ -15,6 +15,15 @@
 // Which of these a sharding strategy calls, when, and with which collective is what lab 06 asks
 // (ZeRO-1, ZeRO-2, FSDP).
 //
+// Mixed precision (Options::compute = bf16 or fp16), as Megatron-LM's distributed optimizer and
+// PyTorch FSDP's MixedPrecision lay it out: the full values are the half copy EVERY layer of the
+// unit reads (weights, biases, LayerNorms, embeddings: the layers take half parameters and widen
+// them to float32 where they compute in float32), and the float32 shard is this rank's master of
+// its chunk, the only float32 values there are. The optimizer updates the master (shard_param()),
+// and gather_input() rounds it into the rank's own chunk of the half values, which an all-gather
+// then fills in place: half the bytes of a float32 all-gather, and no float32 copy of the model.
+// The gradients stay float32 (what the optimizer and a reduce-scatter sum need).
+//
 // Why a flat, padded buffer (PyTorch FSDP's FlatParameter): a unit's weights are gathered and its
 // gradients reduce-scattered in ONE collective each, and a ring collective cuts its buffer into N
 // equal chunks (dist/ring.h). Padding the buffer with zeros to a multiple of N makes chunk r
@@ -81,11 +90,15 @@ class FlatParameter {
     // Keep a persistent shard of the gradients (ZeRO-2/3, FSDP). ZeRO-1 keeps the full gradient
     // and shards only the optimizer state, so it needs none.
     bool shard_grads = true;
+    // The dtype of the full values: float32 (the values are the weights), or bf16 / fp16 (mixed
+    // precision: the full values are the half copy the layers read, the shard the master).
+    DType compute = DType::Float32;
   };
 
-  // Moves every parameter of `unit` into a flat float32 buffer on `device` padded to a multiple
-  // of world_size, re-points the unit's ParamRefs to views of the full values and gradients
-  // (both materialised; gradients zero), and copies chunk `rank` into this rank's shard.
+  // Moves every parameter of `unit` into a flat buffer on `device` padded to a multiple of
+  // world_size, re-points the unit's ParamRefs to views of the full values and gradients (both
+  // materialised; gradients zero), and copies chunk `rank` into this rank's shard. With a half
+  // compute dtype the shard keeps the float32 values and the full values are their rounding.
   FlatParameter(Module& unit, Device device, int world_size, int rank, Options options);
   FlatParameter(Module& unit, Device device, int world_size, int rank)
       : FlatParameter(unit, device, world_size, rank, Options{}) {}
@@ -103,9 +116,11 @@ class FlatParameter {
   const std::string& name() const { return name_; }
   const std::vector<Slot>& slots() const { return slots_; }
   Device device() const { return shard_values_.device(); }
+  DType compute() const { return values_.dtype(); }  // the full values' dtype
 
   // ---- the persistent shard ----------------------------------------------------------------
-  // [shard_size] tensors of their own, allocated once: this rank's chunk of values and grads.
+  // [shard_size] tensors of their own, allocated once: this rank's chunk of values and grads,
+  // float32 (with a half compute dtype, the values' shard is the master).
   const Tensor& shard_values() const { return shard_values_; }
   const Tensor& shard_grads() const { return shard_grads_; }  // undefined without shard_grads
   // This rank's real elements (views of the shards), named name(); nullopt when the shard is
@@ -114,6 +129,7 @@ class FlatParameter {
 
   // ---- the full buffers ----------------------------------------------------------------------
   // [padded_numel] tensors whose storage is freed and re-allocated; the unit's ParamRefs are views.
+  // The values are in the compute dtype, the gradients float32.
   const Tensor& values() const { return values_; }
   const Tensor& grads() const { return grads_; }
   bool has_values() const { return !values_.storage()->released(); }
@@ -132,8 +148,13 @@ class FlatParameter {
   // its input (in place: the communicator and NCCL allow it).
   Tensor full_values_chunk(int r) const;
   Tensor full_grads_chunk(int r) const;
-  // shard_values = chunk rank() of the full values (e.g. after loading full weights).
+  // shard_values = chunk rank() of the full values (e.g. after loading full weights; with a half
+  // compute dtype, widened).
   void shard_from_full();
+  // What this rank gives an all-gather of the full values: shard_values() itself in float32; with
+  // a half compute dtype, chunk rank() of the full values, rewritten now as round(shard_values())
+  // (the all-gather then runs in place). The full values must be materialised.
+  Tensor gather_input() const;
 
   // The unit's parameters (views into the full buffers), by name.
   std::vector<ParamRef> params() const;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gtl/nn/precision.h"
+#include "gtl/tensor/dispatch.h"
 #include "gtl_reference_guard.h"  // grader/channel: the references refuse to run in a student call
 
 namespace gtl::nn {
@@ -48,13 +49,17 @@ Tensor VocabParallelEmbedding::forward_impl(const Tensor& ids, Context& ctx) {
                                                                        << vocab_ << ")");
   }
   Tensor y = Tensor::zeros({n, dim_});
-  const float* table = params_[0].value.data<float>();
   float* out = y.data<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t row = id[i] - first_;
-    if (row < 0 || row >= rows) continue;  // another rank's row: its zeros add nothing
-    std::copy(table + row * dim_, table + (row + 1) * dim_, out + i * dim_);
-  }
+  // The table is float32, or the half copy of mixed precision's sharded layout (flat_parameter.h),
+  // whose rows are widened exactly as ops::embedding widens them.
+  GTL_DISPATCH_FLOATING(params_[0].value.dtype(), W, {
+    const W* table = params_[0].value.data<W>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t row = id[i] - first_;
+      if (row < 0 || row >= rows) continue;  // another rank's row: its zeros add nothing
+      for (int64_t j = 0; j < dim_; ++j) out[i * dim_ + j] = convert<float>(table[row * dim_ + j]);
+    }
+  });
   tp_.all_reduce(y);
   ctx.saved = {flat};
   return y.reshape({ids.size(0), ids.size(1), dim_});

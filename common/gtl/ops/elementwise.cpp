@@ -4,6 +4,7 @@
 #include "gtl/ops/elementwise.h"
 
 #include "gtl/ops/detail/checks.h"
+#include "gtl/ops/detail/dispatch.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
@@ -102,11 +103,9 @@ void bias_add_into(const char* op_name, const Tensor& x, const Tensor& bias, con
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
-    if (bias.dtype() == DType::Float32) {
-      bias_add_cpu<T, float>(x.data<T>(), bias.data<float>(), out.data<T>(), rc.rows, rc.cols);
-    } else {
-      bias_add_cpu<T, T>(x.data<T>(), bias.data<T>(), out.data<T>(), rc.rows, rc.cols);
-    }
+    GTL_DISPATCH_WEIGHT(bias.dtype(), B, {
+      bias_add_cpu<T, B>(x.data<T>(), bias.data<B>(), out.data<T>(), rc.rows, rc.cols);
+    });
   });
 }
 

@@ -31,8 +31,8 @@ void scale_(const Tensor& x, float alpha);
 // y += alpha * x (BLAS axpy): gradient accumulation and the SGD update. Same shape and dtype.
 void axpy_(float alpha, const Tensor& x, const Tensor& y);
 
-// out[r, c] = x[r, c] + bias[c] for x [..., C] and bias [C]. bias is float32 or x's dtype; the
-// output has x's dtype.
+// out[r, c] = x[r, c] + bias[c] for x [..., C] and bias [C]. bias is float32, float16 or
+// bfloat16 (whatever x's dtype; the sum is taken in float32); the output has x's dtype.
 Tensor bias_add(const Tensor& x, const Tensor& bias);
 // x[r, c] += bias[c].
 void bias_add_(const Tensor& x, const Tensor& bias);

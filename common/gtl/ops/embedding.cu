@@ -10,13 +10,14 @@ namespace gtl::ops::cuda {
 namespace {
 
 // One thread per output element rows[i, c].
-template <typename L>
-__global__ void embedding_forward(const float* table, const L* ids, float* rows, int64_t n,
-                                  int64_t d, int64_t vocab) {
+template <typename W, typename L>
+__global__ void embedding_forward(const W* table, const L* ids, float* rows, int64_t n, int64_t d,
+                                  int64_t vocab) {
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= n * d) return;
   const auto v = static_cast<int64_t>(ids[e / d]);
-  rows[e] = v >= 0 && v < vocab ? table[v * d + e % d] : __int_as_float(0x7fc00000);  // NaN
+  rows[e] = v >= 0 && v < vocab ? convert<float>(table[v * d + e % d])
+                                : __int_as_float(0x7fc00000);  // NaN
 }
 
 // One thread owns dtable[v, c]: it adds drows[i, c] for every i with ids[i] == v, in order i =
@@ -40,9 +41,12 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& rows) {
   DeviceGuard guard(table.device());
   cudaStream_t stream = current_stream().handle();
   const int64_t n = rows.size(0), d = rows.size(1), total = n * d;
-  GTL_DISPATCH_LABELS(ids.dtype(), L, {
-    embedding_forward<L><<<launch::blocks_to_cover(total), launch::kThreadsPerBlock, 0, stream>>>(
-        table.data<float>(), ids.data<L>(), rows.data<float>(), n, d, table.size(0));
+  GTL_DISPATCH_WEIGHT(table.dtype(), W, {
+    GTL_DISPATCH_LABELS(ids.dtype(), L, {
+      embedding_forward<W, L>
+          <<<launch::blocks_to_cover(total), launch::kThreadsPerBlock, 0, stream>>>(
+              table.data<W>(), ids.data<L>(), rows.data<float>(), n, d, table.size(0));
+    });
   });
   GTL_CUDA_CHECK_LAUNCH();
 }

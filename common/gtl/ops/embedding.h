@@ -17,7 +17,9 @@
 //         sort the positions by id (a two-pass segmented sum) instead.
 // ids are int64 (or int32). Out-of-range ids are an error on the CPU; on the GPU checking would
 // need a copy to the host, so a lookup of one writes a row of NaN (and its gradient goes nowhere).
-// table and drows are float32 (the master weights and the float32 residual stream).
+// The rows and drows are float32 (the residual stream), and so is the table's gradient (a float32
+// master's). The table is float32, or a half copy (fp16, bf16: mixed precision's sharded layout,
+// nn/flat_parameter.h), whose rows are widened to float32 exactly.
 #pragma once
 
 #include "gtl/tensor/tensor.h"

@@ -15,9 +15,12 @@
 //   dx    = rstd * (dxhat - mean_c(dxhat) - xhat * mean_c(dxhat * xhat))
 //   dweight_c = sum_r dout_rc * xhat_rc,   dbias_c = sum_r dout_rc
 //
-// Dtypes: x (and dout) float32, float16 or bfloat16, math in float32; weight and bias float32
-// or x's dtype (the same one for both). out and dx have x's dtype; mean, rstd, dweight and dbias
-// are float32 (sums over many rows, and what a float32 master parameter's gradient needs).
+// Dtypes: x (and dout) float32, float16 or bfloat16, math in float32; weight and bias float32,
+// float16 or bfloat16 (the same one for both), whatever x's: float32 masters beside half
+// activations, or a half copy of the parameters beside the float32 input LayerNorm always takes
+// (nn/layernorm.h) under mixed precision's sharded layout (nn/flat_parameter.h). out and dx have
+// x's dtype; mean, rstd, dweight and dbias are float32 (sums over many rows, and what a float32
+// master parameter's gradient needs).
 #pragma once
 
 #include "gtl/tensor/tensor.h"

@@ -9,11 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "gpt_test_util.h"
 #include "gtl/distributed/in_process.h"
 #include "gtl/memory/caching_allocator.h"
+#include "gtl/nn/cross_entropy.h"
 #include "gtl/nn/flat_parameter.h"
+#include "gtl/nn/gpt.h"
 #include "gtl/nn/linear.h"
 #include "gtl/nn/models.h"
+#include "gtl/nn/precision.h"
 #include "gtl/optim/adamw.h"
 #include "gtl_test.h"
 
@@ -361,4 +365,137 @@ TEST(FlatParameter, ZeroThreeStepOverCollectivesMatchesTheUnshardedStep) {
     EXPECT_EQ(bits(flat.values()), want)
         << "rank " << comm.rank() << ": the ZeRO-3 step differs from the unsharded AdamW step";
   });
+}
+
+// ---- mixed precision: the half full values, the float32 master shard -----------------------
+
+// Under a bf16 compute dtype the float32 values live on only as each rank's shard (the master,
+// bit for bit the values it was built from), the full values are their rounding, every parameter
+// of the unit is a bf16 view, and the allocator holds exactly 2 bytes a padded element for the
+// values, 4 for the gradients and 4 a shard element: no float32 copy of the model is left.
+TEST(FlatParameter, HalfComputeKeepsOnlyTheShardInFloat32) {
+  const int world = 3, rank = 1;
+  auto reference = small_mlp();
+  nn::FlatParameter ref_flat(*reference, Device::cpu(), 1, 0);  // float32, the original values
+  const Tensor original = ref_flat.values();
+  auto allocator = std::dynamic_pointer_cast<CachingAllocator>(make_cpu_caching_allocator());
+  AllocatorScope scope(allocator);
+  auto model = small_mlp();
+  const int64_t before = allocator->stats().allocated_bytes;
+  nn::FlatParameter::Options options;
+  options.shard_grads = false;  // ZeRO-1
+  options.compute = DType::BFloat16;
+  nn::FlatParameter flat(*model, Device::cpu(), world, rank, options);
+  ASSERT_EQ(flat.compute(), DType::BFloat16);
+  ASSERT_EQ(flat.values().dtype(), DType::BFloat16);
+  ASSERT_EQ(flat.grads().dtype(), DType::Float32) << "the gradients stay float32";
+  const int64_t start = flat.layout().shard_offset(rank), size = flat.shard_size();
+  EXPECT_EQ(bits(flat.shard_values()), bits(original.slice(start, start + size)))
+      << "the shard must be the float32 master: the values it was built from, not their rounding";
+  EXPECT_EQ(bits(flat.values().slice(0, flat.numel()).to(DType::Float32)),
+            bits(original.slice(0, flat.numel()).to(DType::BFloat16).to(DType::Float32)))
+      << "the full values must be the bf16 rounding of the float32 values";
+  for (const nn::ParamRef& p : model->parameters()) {
+    EXPECT_EQ(p.value.dtype(), DType::BFloat16) << p.name << ": the layers read the half copy";
+    EXPECT_FALSE(p.compute.defined()) << p.name << ": the value IS the compute copy";
+  }
+  // The model's own float32 values and gradients (8 bytes a parameter, allocated before) are
+  // freed as the views replace them; the float32 buffer the unit was built through is freed too.
+  EXPECT_EQ(allocator->stats().allocated_bytes - before,
+            (2 + 4) * flat.padded_numel() + 4 * size - 8 * flat.numel())
+      << "a bf16 unit holds 2 bytes a padded element (values), 4 (gradients) and 4 a shard "
+         "element (the master), and nothing else";
+}
+
+// ZeRO-1 under bf16 over 3 ranks: AdamW updates each rank's float32 master, gather_input rounds
+// it into the rank's own chunk of the bf16 values (the same memory, no buffer of its own), and an
+// all-gather in place leaves every rank with the rounding of all the updated masters.
+TEST(FlatParameter, HalfGatherRoundsTheMastersInPlace) {
+  const int world = 3;
+  const optim::AdamWOptions adamw{1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f};
+  auto reference = small_mlp();
+  nn::FlatParameter ref_flat(*reference, Device::cpu(), 1, 0);
+  Generator gen(9);
+  const Tensor g = Tensor::normal({ref_flat.padded_numel()}, gen);
+  Tensor(ref_flat.shard_grads()).copy_(g);
+  optim::AdamW ref_opt({*ref_flat.shard_param()}, adamw);
+  ref_opt.step();
+  const std::vector<uint32_t> expected_masters = bits(ref_flat.shard_values());
+  const std::vector<uint32_t> expected_values =
+      bits(ref_flat.shard_values().to(DType::BFloat16).to(DType::Float32));
+
+  dist::run_ranks(world, [&](dist::Communicator& comm) {
+    auto model = small_mlp();
+    nn::FlatParameter::Options options;
+    options.shard_grads = false;
+    options.compute = DType::BFloat16;
+    nn::FlatParameter flat(*model, Device::cpu(), world, comm.rank(), options);
+    const int64_t start = flat.layout().shard_offset(comm.rank()), size = flat.shard_size();
+    const int64_t real = flat.layout().real_numel(comm.rank());
+    Tensor(flat.grads()).copy_(g.slice(0, flat.padded_numel()));
+    if (auto p = flat.shard_param()) {
+      optim::AdamW opt({*p}, adamw);
+      opt.step();
+    }
+    std::vector<uint32_t> master(expected_masters.begin() + start,
+                                 expected_masters.begin() + start + real);
+    std::vector<uint32_t> got = bits(flat.shard_values());
+    got.resize(static_cast<std::size_t>(real));
+    EXPECT_EQ(got, master) << "rank " << comm.rank() << ": the float32 master's update differs";
+    const Tensor in = flat.gather_input();
+    EXPECT_EQ(in.data_ptr(), flat.full_values_chunk(comm.rank()).data_ptr())
+        << "gather_input must round into the rank's own chunk of the full values";
+    EXPECT_EQ(in.numel(), size);
+    comm.all_gather(in, flat.values());
+    std::vector<uint32_t> want(expected_values.begin(), expected_values.begin() + flat.numel());
+    std::vector<uint32_t> values = bits(flat.values().to(DType::Float32));
+    values.resize(static_cast<std::size_t>(flat.numel()));
+    EXPECT_EQ(values, want)
+        << "rank " << comm.rank()
+        << ": the gathered bf16 values must be the rounded masters of all ranks";
+  });
+}
+
+// The layers read every parameter of a bf16 unit in bf16 (LayerNorms, biases, embeddings and the
+// tied head included), widening to float32 where they compute in float32: a GPT whose parameters
+// all sit in a bf16 FlatParameter computes under the bf16 policy, bit for bit, what the same GPT
+// computes with float32 values equal to those roundings (and bf16 compute copies of them).
+TEST(FlatParameter, HalfUnitGptMatchesTheGptOfRoundedFloat32Values) {
+  nn::GPTConfig c;
+  c.vocab = 29;
+  c.context = 8;
+  c.dim = 16;
+  c.layers = 2;
+  c.heads = 2;
+  c.seed = 4;
+  const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3};
+  std::vector<int64_t> next(ids.begin() + 1, ids.end());
+  next.push_back(0);
+  const Tensor in = gtl::testing::ids_tensor(ids, {2, 8});
+  const Tensor targets = gtl::testing::ids_tensor(next, {16});
+  const nn::PrecisionScope precision(nn::PrecisionPolicy::bf16());
+  auto run = [&](nn::GPT& gpt) {
+    const nn::CrossEntropyLoss head;
+    nn::Context ctx, loss_ctx;
+    const Tensor loss = head.forward(gpt.forward(in, ctx), targets, loss_ctx);
+    gpt.backward(ctx, head.backward(loss_ctx));
+    return loss.item();
+  };
+
+  nn::GPT rounded(c);
+  for (nn::ParamRef* p : rounded.parameter_slots())
+    Tensor(p->value).copy_(p->value.to(DType::BFloat16).to(DType::Float32));
+  nn::add_compute_copies(rounded.parameter_slots(), DType::BFloat16);
+  const float want = run(rounded);
+
+  nn::GPT half(c);
+  nn::FlatParameter::Options options;
+  options.compute = DType::BFloat16;
+  nn::FlatParameter flat(half, Device::cpu(), 1, 0, options);
+  const float got = run(half);
+  EXPECT_EQ(got, want) << "the loss of the bf16 unit's GPT";
+  const std::vector<nn::ParamRef> a = rounded.parameters(), b = half.parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(bits(b[i].grad), bits(a[i].grad)) << b[i].name << ": its float32 gradient";
 }

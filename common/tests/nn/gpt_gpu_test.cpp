@@ -114,6 +114,12 @@ TEST(GptGpu, EmbeddingForwardAndBackwardAreExact) {
   expect_bitwise(ops::embedding(on_gpu(table), on_gpu(id)), ops::embedding(table, id), "embedding");
   expect_bitwise(ops::embedding_backward(on_gpu(drows), on_gpu(id), vocab),
                  ops::embedding_backward(drows, id, vocab), "embedding_backward");
+  // A half table (mixed precision's sharded layout) gives float32 rows, widened exactly.
+  for (DType half : {DType::BFloat16, DType::Float16}) {
+    const Tensor copy = table.to(half);
+    expect_bitwise(ops::embedding(on_gpu(copy), on_gpu(id)), ops::embedding(copy, id),
+                   std::string("embedding of a ") + dtype_name(half) + " table");
+  }
 }
 
 TEST(GptGpu, AttentionLayerMatchesCpu) {

@@ -96,7 +96,7 @@ TEST(Elementwise, AxpyAccumulatesAlphaTimesX) {
 TEST(Elementwise, BiasAddBroadcastsOverRows) {
   const int64_t shapes[][2] = {{1, 1}, {3, 17}, {33, 5}, {2, 1000}};
   for (DType dt : kDtypes) {
-    for (DType bias_dt : {dt, DType::Float32}) {
+    for (DType bias_dt : kDtypes) {
       for (const auto& s : shapes) {
         const int64_t rows = s[0], cols = s[1];
         const Tensor x = random_tensor({rows, cols}, 7, -3.f, 3.f, dt);

@@ -1,7 +1,8 @@
 // LayerNorm on the CPU: forward (out, mean, rstd) and backward (dx, dweight, dbias) against
 // double-precision references on odd shapes and every dtype combination (x float32 / float16 /
-// bfloat16, weight float32 or x's dtype), inputs with a large offset (where a one-pass variance
-// fails), and the backward against central finite differences of the double forward.
+// bfloat16, weight float32, float16 or bfloat16 whatever x's), inputs with a large offset (where a
+// one-pass variance fails), and the backward against central finite differences of the double
+// forward.
 //
 // Tolerances (atol, rtol): out and dx in x's dtype: float32 (1e-5, 1e-4), float16 (2e-3, 2e-3),
 // bfloat16 (2e-2, 1.6e-2): float32 math, one rounding of the output, and dx's cancellation
@@ -89,7 +90,7 @@ const int64_t kShapes[][2] = {{1, 1}, {3, 17}, {1000, 3}, {33, 1000}, {5, 10000}
 
 TEST(LayerNorm, ForwardAndBackwardMatchDoubleReference) {
   for (DType dt : kDtypes) {
-    for (DType wdt : {DType::Float32, dt}) {
+    for (DType wdt : kDtypes) {
       for (const auto& s : kShapes) {
         const int64_t rows = s[0], cols = s[1];
         const Tensor x = random_tensor({rows, cols}, 51, -3.f, 5.f, dt);

@@ -117,7 +117,7 @@ TEST(OpsGpu, ElementwiseMatchesCpu) {
           false);
     }
     for (const auto& s : kShapes) {
-      for (DType bias_dt : {dt, DType::Float32}) {
+      for (DType bias_dt : kDtypes) {
         const std::string ctx = std::string(dtype_name(dt)) + " x, " + dtype_name(bias_dt) +
                                 " bias, " + shape_name(s[0], s[1]);
         expect_gpu_matches_cpu(
@@ -250,7 +250,7 @@ TEST(OpsGpu, CrossEntropyMatchesCpu) {
 TEST(OpsGpu, LayerNormMatchesCpu) {
   GTL_REQUIRE_GPU();
   for (DType dt : kDtypes) {
-    for (DType wdt : {DType::Float32, dt}) {
+    for (DType wdt : kDtypes) {
       for (const auto& s : kShapes) {
         const std::string ctx = std::string(dtype_name(dt)) + " x, " + dtype_name(wdt) +
                                 " weight, " + shape_name(s[0], s[1]);

@@ -8,7 +8,7 @@
 // What runs here: dp x tp x pp ranks, with or without SP, any ZeRO stage in float32, and
 // bf16-mixed without ZeRO. The core has the pieces for that (nn::GPTStage, its tensor- and
 // sequence-parallel layers and loss, the communicator, AdamW, nn::FlatParameter, the modules'
-// hooks); its flat parameter holds float32 only, so check_provable refuses bf16 under ZeRO.
+// hooks); the twins do not run bf16 under ZeRO, and check_provable refuses it.
 #pragma once
 
 #include <cstdint>

@@ -57,9 +57,9 @@ inline void check_row_param(const char* op, const char* name, const Tensor& p, c
   GTL_CHECK(p.dim() == 1 && p.size(0) == cols,
             op << ": " << name << " must have shape [" << cols << "] (the last dimension of x "
                << shape_str(x.shape()) << "), got " << shape_str(p.shape()));
-  GTL_CHECK(p.dtype() == x.dtype() || p.dtype() == DType::Float32,
-            op << ": " << name << " must be float32 or x's dtype " << dtype_name(x.dtype())
-               << ", got " << dtype_name(p.dtype()));
+  GTL_CHECK(is_floating(p.dtype()), op << ": " << name
+                                       << " must be float32, float16 or bfloat16, got "
+                                       << dtype_name(p.dtype()));
 }
 
 // A CUDA tensor reached an op in a build without the CUDA backend (or on a machine without a
