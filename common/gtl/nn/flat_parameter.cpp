@@ -8,6 +8,8 @@
 #include <sstream>
 #include <utility>
 
+#include "gtl/optim/master_weights.h"
+
 namespace gtl::nn {
 
 // ---- shard arithmetic ---------------------------------------------------------------------------
@@ -134,7 +136,7 @@ void FlatParameter::shard_from_full() {
   GTL_CHECK(has_values(), "FlatParameter '" << name_
                                             << "': shard_from_full needs the full values; they "
                                                "are released (materialise and gather them first)");
-  Tensor(shard_values_).convert_from_(full_values_chunk(rank_));
+  optim::detail::convert_into(full_values_chunk(rank_), shard_values_);
 }
 
 Tensor FlatParameter::gather_input() const {
@@ -144,7 +146,7 @@ Tensor FlatParameter::gather_input() const {
                               << dtype_name(compute())
                               << " values, which are released (materialise them first)");
   Tensor chunk = full_values_chunk(rank_);
-  chunk.convert_from_(shard_values_);  // round the master in place: no buffer of its own
+  optim::detail::convert_into(shard_values_, chunk);  // round in place: no buffer of its own
   return chunk;
 }
 

@@ -4,7 +4,6 @@
 #include "gtl/ops/elementwise.h"
 
 #include "gtl/ops/detail/checks.h"
-#include "gtl/ops/detail/dispatch.h"
 #include "gtl/runtime/device.h"
 #include "gtl/tensor/dispatch.h"
 
@@ -103,7 +102,7 @@ void bias_add_into(const char* op_name, const Tensor& x, const Tensor& bias, con
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
-    GTL_DISPATCH_WEIGHT(bias.dtype(), B, {
+    GTL_DISPATCH_FLOATING(bias.dtype(), B, {
       bias_add_cpu<T, B>(x.data<T>(), bias.data<B>(), out.data<T>(), rc.rows, rc.cols);
     });
   });

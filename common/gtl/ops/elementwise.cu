@@ -1,7 +1,6 @@
 // CUDA path of the element-wise ops. Each kernel is a grid-stride loop: thread i handles
 // elements i, i + stride, i + 2*stride, ... so any n runs on a fixed, modest grid, and
 // neighbouring threads touch neighbouring elements (coalesced loads and stores).
-#include "gtl/ops/detail/dispatch.h"
 #include "gtl/ops/detail/elementwise_cuda.h"
 #include "gtl/ops/detail/warp_reduce.cuh"
 #include "gtl/runtime/cuda_check.h"
@@ -86,7 +85,7 @@ void bias_add(const void* x, const void* bias, DType bias_dtype, void* out, DTyp
   if (rows * cols == 0) return;
   const int blocks = launch::grid_stride_blocks(rows * cols, kThreadsPerBlock, kMaxBlocks);
   GTL_DISPATCH_FLOATING(dtype, T, {
-    GTL_DISPATCH_WEIGHT(bias_dtype, B, {
+    GTL_DISPATCH_FLOATING(bias_dtype, B, {
       bias_add_kernel<T, B><<<blocks, kThreadsPerBlock, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const B*>(bias), static_cast<T*>(out), rows, cols);
     });

@@ -6,6 +6,7 @@
 
 #include "gtl/ops/detail/checks.h"
 #include "gtl/ops/detail/dispatch.h"
+#include "gtl/tensor/dispatch.h"
 
 #ifdef GTL_WITH_CUDA
 #include "gtl/ops/detail/embedding_cuda.h"
@@ -52,7 +53,7 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
 #endif
   }
   float* r = rows.data<float>();
-  GTL_DISPATCH_WEIGHT(table.dtype(), W, {
+  GTL_DISPATCH_FLOATING(table.dtype(), W, {
     const W* t = table.data<W>();
     GTL_DISPATCH_LABELS(ids.dtype(), L, {
       const L* id = ids.data<L>();

@@ -4,6 +4,7 @@
 #include "gtl/ops/detail/embedding_cuda.h"
 #include "gtl/runtime/cuda_check.h"
 #include "gtl/runtime/launch.h"
+#include "gtl/tensor/dispatch.h"
 
 namespace gtl::ops::cuda {
 
@@ -41,7 +42,7 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& rows) {
   DeviceGuard guard(table.device());
   cudaStream_t stream = current_stream().handle();
   const int64_t n = rows.size(0), d = rows.size(1), total = n * d;
-  GTL_DISPATCH_WEIGHT(table.dtype(), W, {
+  GTL_DISPATCH_FLOATING(table.dtype(), W, {
     GTL_DISPATCH_LABELS(ids.dtype(), L, {
       embedding_forward<W, L>
           <<<launch::blocks_to_cover(total), launch::kThreadsPerBlock, 0, stream>>>(

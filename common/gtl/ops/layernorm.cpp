@@ -105,7 +105,7 @@ LayerNormForward layernorm_forward(const Tensor& x, const Tensor& weight, const 
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
-    GTL_DISPATCH_WEIGHT(weight.dtype(), W, {
+    GTL_DISPATCH_FLOATING(weight.dtype(), W, {
       forward_cpu<T, W>(x.data<T>(), weight.data<W>(), bias.data<W>(), f.out.data<T>(),
                         f.mean.data<float>(), f.rstd.data<float>(), rc.rows, rc.cols, eps);
     });
@@ -144,7 +144,7 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
 #endif
   }
   GTL_DISPATCH_FLOATING(x.dtype(), T, {
-    GTL_DISPATCH_WEIGHT(weight.dtype(), W, {
+    GTL_DISPATCH_FLOATING(weight.dtype(), W, {
       backward_cpu<T, W>(dout.data<T>(), x.data<T>(), weight.data<W>(), mean.data<float>(),
                          rstd.data<float>(), b.dx.data<T>(), b.dweight.data<float>(),
                          b.dbias.data<float>(), rc.rows, rc.cols);

@@ -144,7 +144,7 @@ void layernorm_forward(const void* x, const void* weight, const void* bias, DTyp
                        float eps, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   GTL_DISPATCH_FLOATING(dtype, T, {
-    GTL_DISPATCH_WEIGHT(weight_dtype, W, {
+    GTL_DISPATCH_FLOATING(weight_dtype, W, {
       forward_kernel<T, W><<<launch::warp_row_blocks(rows, kRowThreads), kRowThreads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const W*>(weight), static_cast<const W*>(bias),
           static_cast<T*>(out), mean, rstd, rows, cols, eps);
@@ -170,7 +170,7 @@ void layernorm_backward(const void* dout, const void* x, const void* weight, DTy
     const T* gt = static_cast<const T*>(dout);
     const T* xt = static_cast<const T*>(x);
     if (rows > 0) {
-      GTL_DISPATCH_WEIGHT(weight_dtype, W, {
+      GTL_DISPATCH_FLOATING(weight_dtype, W, {
         backward_dx_kernel<T, W>
             <<<launch::warp_row_blocks(rows, kRowThreads), kRowThreads, 0, stream>>>(
                 gt, xt, static_cast<const W*>(weight), mean, rstd, static_cast<T*>(dx), rows, cols);

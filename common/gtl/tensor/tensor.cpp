@@ -302,31 +302,22 @@ Tensor Tensor::to(Device device) const {
 
 Tensor Tensor::to(DType dtype) const {
   Tensor out = empty(shape_, dtype, device());
-  out.convert_from_(*this);
-  return out;
-}
-
-void Tensor::convert_from_(const Tensor& src) {
-  GTL_CHECK(defined() && src.defined(), "convert_from_: undefined tensor");
-  GTL_CHECK(shape_ == src.shape() && device() == src.device(),
-            "convert_from_: expected the same shape and device, got destination "
-                << str(0) << ", source " << src.str(0));
-  if (numel_ == 0) return;
   if (is_cuda()) {
 #ifdef GTL_WITH_CUDA
     DeviceGuard guard(device());
-    tensor_kernels::cast(src.data_ptr(), src.dtype(), data_ptr(), dtype_, numel_,
+    tensor_kernels::cast(data_ptr(), dtype_, out.data_ptr(), dtype, numel_,
                          current_stream().handle());
 #endif
-    return;
+    return out;
   }
-  GTL_DISPATCH_ALL(src.dtype(), S, {
-    const S* s = src.data<S>();
-    GTL_DISPATCH_ALL(dtype_, D, {
-      D* d = data<D>();
+  GTL_DISPATCH_ALL(dtype_, S, {
+    const S* s = data<S>();
+    GTL_DISPATCH_ALL(dtype, D, {
+      D* d = out.data<D>();
       for (int64_t i = 0; i < numel_; ++i) d[i] = convert<D>(s[i]);
     });
   });
+  return out;
 }
 
 Tensor Tensor::clone() const {

@@ -162,9 +162,6 @@ class Tensor {
   Tensor to(Device device) const;
   // A copy converted to `dtype` on the same device (fp16/bf16 round to nearest even).
   Tensor to(DType dtype) const;
-  // Writes convert(src) into this tensor: src's dtype converted to this one's as to(DType) does,
-  // same shape and device, nothing allocated (a rounding into a buffer that already exists).
-  void convert_from_(const Tensor& src);
   Tensor clone() const;
   // Copies src into this tensor (same shape and dtype, any devices). Synchronous.
   void copy_(const Tensor& src);

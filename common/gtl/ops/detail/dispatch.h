@@ -4,7 +4,6 @@
 
 #include <cstdint>
 
-#include "gtl/tensor/dispatch.h"
 #include "gtl/tensor/dtype.h"
 
 // Runs the body with L = int32_t or int64_t, the C++ type of the labels (cross-entropy).
@@ -16,9 +15,3 @@
     using L = int64_t;                     \
     __VA_ARGS__;                           \
   }
-
-// Runs the body with W = the C++ type of a per-row parameter (LayerNorm's weight and bias, a
-// bias) or of an embedding table: float, half or bfloat16, whatever the activations' dtype.
-// Float32 masters beside half activations (autocast's layout), and half parameters beside float32
-// activations (mixed precision's sharded layout: nn/flat_parameter.h) both occur.
-#define GTL_DISPATCH_WEIGHT(wdtype, W, ...) GTL_DISPATCH_FLOATING(wdtype, W, __VA_ARGS__)
