@@ -58,10 +58,10 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
     m.gradients =
         config.zero_stage == 1 ? 4 * sharded * dp : 4 * (sharded + gathered_unit + gathered_others);
   }
-  if (config.zero_stage == 0 || (config.zero_stage < 3 && !fp32)) {
-    m.parameters = c * params;  // bf16 ZeRO-1/2: the compute copy; the value shard is the master
-  } else if (config.zero_stage < 3) {
-    m.parameters = 4 * sharded * dp + 4 * sharded;  // the full values, padded, and their shard
+  if (config.zero_stage == 0) {
+    m.parameters = c * params;
+  } else if (config.zero_stage < 3) {  // the full values, padded; in float32 also their shard
+    m.parameters = c * sharded * dp + (fp32 ? 4 * sharded : 0);  // (bf16: the shard = master)
   } else {  // fp32: the value shards are the weights; bf16: they are the masters (optimizer)
     m.parameters = (fp32 ? 4 * sharded : 0) + c * (gathered_unit + gathered_others);
   }

@@ -101,8 +101,8 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
                                           config.pp, &grid_->tp_group(), config.sequence_parallel);
   // Under bf16-mixed (F3) each parameter gets its bf16 compute copy, which the forward reads and
   // AdamW rewrites from the float32 value (the master) after each update; step() runs under
-  // the bf16 policy.
-  if (config.precision == Precision::Bf16Mixed) {
+  // the bf16 policy. (Under ZeRO, F8's units hold the copy the layers read: yours to lay out.)
+  if (config.precision == Precision::Bf16Mixed && config.zero_stage == 0) {
     nn::add_compute_copies(stage_->parameter_slots(), DType::BFloat16);
   }
   // SOLUTION(lab11) step 5
@@ -125,8 +125,12 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   // ZeRO (F8): each block a FlatParameter over the DP group; a tied table alone, so that its
   // two copies are cut, reduced and updated alike (in a shared unit, each copy's elements would
   // sit in other chunks, summed in another order: the copies would drift apart); the rest.
+  // Under bf16-mixed each unit's full values are the bf16 copy the layers read, its float32
+  // shard the master AdamW updates (F8): no float32 copy of the whole unit, and the all-gathers
+  // carry bf16.
   nn::FlatParameter::Options flat;
   flat.shard_grads = config.zero_stage >= 2;
+  if (config.precision == Precision::Bf16Mixed) flat.compute = DType::BFloat16;
   const int dp = config.dp, d = grid_->dp_rank();
   auto add_unit = [&](std::vector<nn::ParamRef*> params) {
     if (params.empty()) return;
@@ -204,7 +208,7 @@ void TwinRank::reduce_into_shard(nn::FlatParameter& u) {
 void TwinRank::gather_values(nn::FlatParameter& u) {
   if (config_.zero_stage < 3) return;
   u.materialize_values();
-  grid_->dp_group().all_gather(u.shard_values(), u.values());
+  grid_->dp_group().all_gather(u.gather_input(), u.values());  // bf16: the master, rounded
 }
 
 void TwinRank::drop_values(nn::FlatParameter& u) {
@@ -351,7 +355,7 @@ float TwinRank::step(const ProofBatch& batch) {
   }
   adamw_->step();
   if (zero == 1 || zero == 2) {
-    for (const auto& u : units_) dp.all_gather(u->shard_values(), u->values());
+    for (const auto& u : units_) dp.all_gather(u->gather_input(), u->values());
   }
   if (last) mean_loss /= static_cast<float>(m);
   // END SOLUTION(lab11)
@@ -362,7 +366,7 @@ float TwinRank::step(const ProofBatch& batch) {
 
 std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
                                          const Config& config, Communicator& world, float lr) {
-  check_provable(model, config);
+  check_config(model, config);
   GTL_CHECK(world.world_size() == config.dp * config.tp * config.pp,
             "make_plan_rank: a world of " << world.world_size() << " ranks for dp " << config.dp
                                           << " x tp " << config.tp << " x pp " << config.pp);

@@ -83,13 +83,16 @@ StepTime step_time(const ModelSpec& model, const ClusterSpec& cluster, const Con
     const double dp = config.dp;
     const double p = static_cast<double>(gpt_parameter_count(model)) / (k * config.pp);
     const double ring = (dp - 1.0) / dp / bandwidth(where.dp);
-    const double pass = 4.0 * p * ring;  // one reduce-scatter (or all-gather) in float32
-    if (config.zero_stage <= 1) {
-      st.dp_comm_s = 2.0 * pass;  // an all-reduce, or ZeRO-1's reduce-scatter + all-gather
+    const double pass = 4.0 * p * ring;  // one reduce-scatter of the float32 gradients
+    const double gather = c * p * ring;  // one all-gather of the values (F8: the compute copy)
+    if (config.zero_stage == 0) {
+      st.dp_comm_s = 2.0 * pass;  // an all-reduce
     } else {
-      // No whole gradient survives a micro-batch: one reduce-scatter each; then ZeRO-2 gathers
-      // the updated values once, ZeRO-3 the compute copy for every forward and backward.
-      st.dp_comm_s = m * pass + (config.zero_stage == 2 ? pass : m * 2.0 * c * p * ring);
+      // ZeRO-1: one reduce-scatter and one gather a step. ZeRO-2 and -3 keep no whole gradient
+      // across a micro-batch: a reduce-scatter each; ZeRO-3 gathers for every forward and
+      // backward.
+      const double scatters = config.zero_stage == 1 ? 1.0 : m;
+      st.dp_comm_s = scatters * pass + (config.zero_stage == 3 ? 2.0 * m : 1.0) * gather;
     }
   }
   st.step_s = st.compute_s + st.tp_comm_s + st.pp_comm_s + st.bubble_s + st.dp_comm_s;

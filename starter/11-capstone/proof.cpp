@@ -89,8 +89,8 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
                                           config.pp, &grid_->tp_group(), config.sequence_parallel);
   // Under bf16-mixed (F3) each parameter gets its bf16 compute copy, which the forward reads and
   // AdamW rewrites from the float32 value (the master) after each update; step() runs under
-  // the bf16 policy.
-  if (config.precision == Precision::Bf16Mixed) {
+  // the bf16 policy. (Under ZeRO, F8's units hold the copy the layers read: yours to lay out.)
+  if (config.precision == Precision::Bf16Mixed && config.zero_stage == 0) {
     nn::add_compute_copies(stage_->parameter_slots(), DType::BFloat16);
   }
   // TODO(lab11) step 5: this rank's groups and its optimizer (its stage and grid are built
@@ -100,10 +100,11 @@ TwinRank::TwinRank(const ModelSpec& model, uint64_t seed, const Config& config, 
   //   ranks holding it and whether each computes its gradient from a different part of the
   //   work: each such set is a group whose gradients must be combined. Groups are collective to
   //   make (every rank of the world calls each split). Under ZeRO, the handout's
-  //   F8 says which parameters share a unit; ask of each copy what must come out the same on
-  //   every rank holding one. Under ZeRO-2 and -3, F9 says when a unit's whole buffers exist:
-  //   the core's modules run your code around a block's passes. optimized_ is what AdamW
-  //   updates. About 10 lines, 25 more for ZeRO-1, 30 more for ZeRO-2 and -3.
+  //   F8 says which parameters share a unit, and under bf16-mixed what its buffers hold; ask of
+  //   each copy what must come out the same on every rank holding one. Under ZeRO-2 and -3, F9
+  //   says when a unit's whole buffers exist: the core's modules run your code around a
+  //   block's passes. optimized_ is what AdamW updates. About 10 lines, 25 more for ZeRO-1, 30
+  //   more for ZeRO-2 and -3.
   (void)lr;
   // END TODO(lab11)
 }
@@ -146,7 +147,7 @@ float TwinRank::step(const ProofBatch& batch) {
 
 std::unique_ptr<PlanRank> make_plan_rank(const ModelSpec& model, uint64_t seed,
                                          const Config& config, Communicator& world, float lr) {
-  check_provable(model, config);
+  check_config(model, config);
   GTL_CHECK(world.world_size() == config.dp * config.tp * config.pp,
             "make_plan_rank: a world of " << world.world_size() << " ranks for dp " << config.dp
                                           << " x tp " << config.tp << " x pp " << config.pp);

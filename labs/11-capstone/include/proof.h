@@ -5,10 +5,10 @@
 // This header is part of the pristine lab (labs/11-capstone/include): do not edit it. Your file
 // is starter/11-capstone/proof.cpp; the handout's "TODO 5" says what is checked and how exactly.
 //
-// What runs here: dp x tp x pp ranks, with or without SP, any ZeRO stage in float32, and
-// bf16-mixed without ZeRO. The core has the pieces for that (nn::GPTStage, its tensor- and
-// sequence-parallel layers and loss, the communicator, AdamW, nn::FlatParameter, the modules'
-// hooks); the twins do not run bf16 under ZeRO, and check_provable refuses it.
+// What runs here: dp x tp x pp ranks, with or without SP, any ZeRO stage, in float32 or
+// bf16-mixed. The core has the pieces for that (nn::GPTStage, its tensor- and sequence-parallel
+// layers and loss, the communicator, AdamW, nn::FlatParameter with its mixed-precision layout,
+// the modules' hooks).
 #pragma once
 
 #include <cstdint>
@@ -30,10 +30,6 @@ struct ProofBatch {
   int64_t sequences = 0;
   std::vector<int64_t> ids, targets;
 };
-
-// Given (src/proof_checks.cpp): check_config's rules, and what the proof can run: float32, or
-// bf16-mixed at ZeRO-0. Throws gtl::Error naming the field otherwise.
-void check_provable(const ModelSpec& model, const Config& config);
 
 // One rank of the twin, built by make_plan_rank.
 class PlanRank {
@@ -65,12 +61,13 @@ class PlanRank {
 // stage s, TP rank t, the core's ProcessGrid, built for you): stage s of the core's GPT
 // (ModelSpec, `seed`; every block checkpointed under activation_checkpointing; under tp > 1 TP
 // rank t's shards of its layers, given: nn::GPTStage over the grid's TP group; under bf16-mixed
-// each parameter with its bf16 compute copy, and step() under the bf16 policy, given), and AdamW
+// step() under the bf16 policy, given, and at ZeRO-0 each parameter with its bf16 compute copy,
+// given; under ZeRO the copy is the units' to hold: F8), and AdamW
 // (learning rate `lr`, the core's other defaults) on its parameters; under ZeRO, the stage's
 // units (the handout's F8) each an nn::FlatParameter over the DP group, and AdamW on this rank's
 // shards of them; under ZeRO-2 and -3 each unit's whole gradient (and under ZeRO-3 its whole
 // values) exist only while the handout's F9 says they do. Collective over `world` (every rank
-// calls it). Throws gtl::Error (check_provable; a world of another size than dp x tp x pp) before
+// calls it). Throws gtl::Error (check_config; a world of another size than dp x tp x pp) before
 // communicating.
 //
 // What the checks hold it to (handout, TODO 5): after each step every rank's parameters equal a

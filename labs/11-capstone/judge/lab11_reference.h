@@ -143,8 +143,10 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
   r.gradients = c.zero_stage >= 2   ? 4 * (shard + unit_padded + others_padded)
                 : c.zero_stage == 1 ? 4 * shard * dp
                                     : 4 * all;
-  if (c.zero_stage == 0 || (c.zero_stage <= 2 && half))
-    r.parameters = (half ? 2 : 4) * all;  // bf16 ZeRO-1/2: the value shard is the master
+  if (c.zero_stage == 0)
+    r.parameters = (half ? 2 : 4) * all;
+  else if (c.zero_stage <= 2 && half)
+    r.parameters = 2 * shard * dp;  // the units' bf16 full values, padded; shards: the masters
   else if (c.zero_stage <= 2)
     r.parameters = 4 * (shard * dp + shard);  // lab 06: 4 Pp values + 4 S values' shard
   else if (half)
@@ -263,15 +265,18 @@ inline lab11::StepTime step_time(const ModelSpec& m, const lab11::ClusterSpec& c
   if (c.dp > 1) {
     const double share = static_cast<double>(lab11::gpt_parameter_count(m)) / (k * c.pp);
     const double frac = (c.dp - 1.0) / c.dp;
-    const double scatter = frac * 4.0 * share / bw(at.dp);  // float32, one ring pass
-    if (c.zero_stage <= 1) {
-      r.dp_comm_s = 2.0 * scatter;  // all-reduce; ZeRO-1: reduce-scatter + all-gather
+    const double scatter = frac * 4.0 * share / bw(at.dp);   // float32, one ring pass
+    const double gather = frac * bytes * share / bw(at.dp);  // the values: the compute dtype
+    if (c.zero_stage == 0) {
+      r.dp_comm_s = 2.0 * scatter;  // all-reduce
+    } else if (c.zero_stage == 1) {
+      r.dp_comm_s = scatter + gather;  // reduce-scatter, then the updated values all-gathered
     } else {
       // ZeRO-2/3 keep no whole gradient between micro-batches: one reduce-scatter each
       r.dp_comm_s = mb * scatter;
       // ZeRO-2: the updated values all-gathered once; ZeRO-3: the compute copy gathered for
       // every micro-batch's forward and backward
-      r.dp_comm_s += c.zero_stage == 2 ? scatter : mb * 2.0 * frac * bytes * share / bw(at.dp);
+      r.dp_comm_s += c.zero_stage == 2 ? gather : mb * 2.0 * gather;
     }
   }
   r.step_s = r.compute_s + r.tp_comm_s + r.pp_comm_s + r.bubble_s + r.dp_comm_s;

@@ -160,15 +160,15 @@ TEST(ReferenceStages, BothPrecisionsEqualTheCoresStages) {
   EXPECT_GT(stages, 600);
 }
 
-// F8 in float32 (lab 06's memory table): ZeRO-1 and -2 as lab 06 builds them, each of a stage's
-// units (its blocks, a tied table two stages hold, the rest) a core FlatParameter over the dp
-// ranks with AdamW over this rank's shard. Rank 0's persistent bytes (between steps: ZeRO-2's full
-// gradients released) equal the reference's parameters + gradients (less ZeRO-2's full buffers of
-// one block and of the stage's other units, transients of the backward) + optimizer, to the
-// byte: full values and gradients padded, the values' shard.
-TEST(ReferenceZero, Fp32ShardsEqualTheCoresFlatParameters) {
-  std::mt19937_64 g =
-      gtl::test_seed::generator("ReferenceZero.Fp32ShardsEqualTheCoresFlatParameters");
+// F8 (lab 06's memory table) and F9's persistent part: ZeRO-1, -2 and -3 as lab 06 builds them,
+// each of a stage's units (its blocks, a tied table two stages hold, the rest) a core
+// FlatParameter over the dp ranks (under bf16-mixed with bf16 full values and float32 master
+// shards) with AdamW over this rank's shard. Rank 0's persistent bytes (between steps: ZeRO-2's
+// and -3's full gradients released, ZeRO-3's full values too) equal the reference's parameters +
+// gradients + optimizer less F9's full buffers of one block and of the stage's other units
+// (transients of a pass), to the byte: full values and gradients padded, the values' shard.
+TEST(ReferenceZero, ShardsEqualTheCoresFlatParameters) {
+  std::mt19937_64 g = gtl::test_seed::generator("ReferenceZero.ShardsEqualTheCoresFlatParameters");
   using gtl::test_seed::draw;
   for (int trial = 0; trial < 12; ++trial) {
     lab11::ModelSpec model;
@@ -181,7 +181,9 @@ TEST(ReferenceZero, Fp32ShardsEqualTheCoresFlatParameters) {
     model.context = draw(g, 2, 9);
     model.tied_head = draw(g, 0, 1) == 1;
     c.dp = static_cast<int>(draw(g, 2, 7));
-    c.zero_stage = static_cast<int>(draw(g, 1, 2));
+    c.zero_stage = static_cast<int>(draw(g, 1, 3));
+    if (draw(g, 0, 1) == 1) c.precision = lab11::Precision::Bf16Mixed;
+    const bool bf16 = c.precision == lab11::Precision::Bf16Mixed;
     const int s = static_cast<int>(draw(g, 0, c.pp - 1));
     const std::string at = lab11::describe(model) + "; " + lab11::describe(c) + ", stage " +
                            std::to_string(s) + " (" + gtl::test_seed::describe() + ")";
@@ -193,21 +195,26 @@ TEST(ReferenceZero, Fp32ShardsEqualTheCoresFlatParameters) {
     pc.config = c;
     gtl::nn::GPTStage stage(lab11_proof_cases::gpt_config(pc), s, c.pp);
     const std::vector<std::unique_ptr<gtl::nn::FlatParameter>> units =
-        lab11_proof_cases::zero_units(stage, c.dp, 0, c.zero_stage >= 2);
+        lab11_proof_cases::zero_units(stage, c.dp, 0, c.zero_stage >= 2,
+                                      bf16 ? gtl::DType::BFloat16 : gtl::DType::Float32);
     std::vector<gtl::nn::ParamRef> shards;
     for (const auto& u : units) {
       if (c.zero_stage >= 2) u->release_grads();
+      if (c.zero_stage == 3) u->release_values();
       if (const std::optional<gtl::nn::ParamRef> p = u->shard_param()) shards.push_back(*p);
     }
     const gtl::optim::AdamW adamw(shards, gtl::optim::AdamWOptions{});  // m and v, allocated
     const int64_t held = alloc->stats().allocated_bytes;
 
     const lab11::MemoryBreakdown r = lab11_reference::stage_memory(model, c, s);
-    int64_t unit_buffers = 0;  // F9: one block's and the stage's other units' full buffers
+    // F9: one block's and the stage's other units' full buffers: gradients (float32), under
+    // ZeRO-3 values too (in the compute dtype).
+    const int64_t per_element = c.zero_stage == 3 ? 4 + (bf16 ? 2 : 4) : 4;
+    int64_t unit_buffers = 0;
     if (c.zero_stage >= 2) {
-      unit_buffers = 4 * units.front()->padded_numel();
+      unit_buffers = per_element * units.front()->padded_numel();
       for (std::size_t u = static_cast<std::size_t>(model.layers / c.pp); u < units.size(); ++u)
-        unit_buffers += 4 * units[u]->padded_numel();
+        unit_buffers += per_element * units[u]->padded_numel();
     }
     EXPECT_EQ(r.parameters + r.gradients - unit_buffers + r.optimizer, held)
         << at << ": parameters " << r.parameters << ", gradients " << r.gradients

@@ -1,6 +1,6 @@
 // lab11_prove: a plan's twin, proved (given: a program over TODO 5, with TODO 1's model beside
-// it). It trains the twin (dp x tp x pp ranks of a small GPT, any ZeRO stage in float32, or
-// bf16-mixed without ZeRO) for two steps on in-process ranks with your make_plan_rank, and
+// it). It trains the twin (dp x tp x pp ranks of a small GPT, any ZeRO stage, in float32 or
+// bf16-mixed) for two steps on in-process ranks with your make_plan_rank, and
 // prints, as Markdown:
 //   - the loss of each step against one process training on the whole batch;
 //   - each rank's allocator peak in its steps against your memory model's total for its stage
@@ -73,7 +73,7 @@ Args parse(int argc, char** argv) {
           "            [--untied] [--checkpoint] [--sp] [--bf16] [--zero 0] [--seed 1]\n"
           "            [--trace FILE]\n"
           "Trains a dp x tp x pp twin (any ZeRO stage, SP with --sp and tp > 1, float32, or\n"
-          "bf16-mixed with --bf16 and ZeRO 0) for two steps through your TODO 5 and prints its\n"
+          "bf16-mixed with --bf16) for two steps through your TODO 5 and prints its\n"
           "losses, peaks and traffic against the plan (labs/11-capstone/README.md).\n");
       std::exit(0);
     }
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
   gtl::dist::RunOptions options;
   for (int r = 0; r < world; ++r) options.allocators.push_back(gtl::make_cpu_caching_allocator());
   try {
-    check_provable(a.model, a.config);
+    check_config(a.model, a.config);
     gtl::dist::run_ranks(
         world,
         [&](gtl::dist::Communicator& comm) {
