@@ -92,6 +92,10 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
   const int64_t forward_without = windows ? 4 * (gathered_unit + gathered_others) : 0;
   const int64_t lnf_without =
       windows ? 4 * gathered_unit + (config.zero_stage == 3 ? c * gathered_unit : 0) : 0;
+  // The loss's backward comes before the stage's: none of F9's buffers (bf16 only: in float32
+  // the loss's moments never win, F5).
+  const int64_t loss_without =
+      windows ? (4 + (config.zero_stage == 3 ? c : 0)) * (gathered_unit + gathered_others) : 0;
   const int64_t recomputed = config.activation_checkpointing ? saved - input : 0;  // not yet
   int64_t held = 0;
   if (fp32) {
@@ -146,7 +150,8 @@ MemoryBreakdown stage_memory(const ModelSpec& model, const Config& config, int s
             before_head +
             (model.tied_head ? 2 * nd + dw(v * d) : std::max(2 * nd + dw(v * d), column_dx));
         const int64_t loss = before_head + 6 * n * v + (k > 1 ? 4 * n : 0);
-        most = std::max(most, std::max({ln_f, head, loss}) - recomputed - lnf_without);
+        most = std::max({most, std::max(ln_f, head) - recomputed - lnf_without,
+                         loss - recomputed - loss_without});
       }
       return most;
     };

@@ -112,6 +112,11 @@ void check_config(const ModelSpec& model, const Config& config);
 //                and the recomputed block)
 //   other        everything else at the peak: the batch's ids and targets, the logits, their
 //                gradient and the loss on the last stage, and the backward's transient tensors
+// The peak is one moment of the step (F15). Whichever moment wins, parameters, gradients and
+// activations are counted as they stand in the stage's last block's backward (F9's buffers of a
+// block's window, F11's micro-batches in flight), and other is the peak less the other four:
+// when a forward, ln_f's, the head's, the loss's or the embedding's backward wins, other absorbs
+// what that moment holds more or less than the block's backward in the other categories.
 struct MemoryBreakdown {
   int64_t parameters = 0;
   int64_t gradients = 0;

@@ -66,7 +66,8 @@ inline int64_t embedding_moment(const ModelSpec& m, const Config& c, int64_t kep
 // dW and its float32 widening: 6 bytes per weight element), which 1F1B runs with one fewer
 // micro-batch's activations held when m <= pp - s.
 inline int64_t half_other(const ModelSpec& m, const Config& c, int stage, int64_t per_block,
-                          int64_t block_input, int64_t forward_without, int64_t lnf_without) {
+                          int64_t block_input, int64_t forward_without, int64_t lnf_without,
+                          int64_t loss_without) {
   const int64_t k = c.tp, d = m.dim, n = c.micro_batch * m.context;
   const int64_t sp = (c.sequence_parallel && k > 1) ? k : 1;
   const int64_t nd = n * d, probs = c.micro_batch * m.heads * m.context * m.context;
@@ -99,8 +100,10 @@ inline int64_t half_other(const ModelSpec& m, const Config& c, int stage, int64_
           kept - (m.tied_head ? 6 : 8) * nd / sp + 4 * (nd + 2 * n) / sp + 2 * nd;
       const int64_t head = head_base + (m.tied_head ? 2 * nd + dw(v * d)
                                                     : std::max(2 * nd + dw(v * d), column_dx()));
+      other = std::max(other, std::max(ln_f, head) - recomputed - lnf_without);
+      // the loss's backward: before the stage's backward, so before any of F9's windows
       const int64_t loss = head_base + 6 * n * v + (k > 1 ? 4 * n : 0);
-      other = std::max(other, std::max({ln_f, head, loss}) - recomputed - lnf_without);
+      other = std::max(other, loss - recomputed - loss_without);
     }
     if (stage == 0)
       other = std::max(other, embedding_moment(m, c, kept, per_block, block_input, lnf_without));
@@ -176,13 +179,16 @@ inline MemoryBreakdown stage_memory(const ModelSpec& m, const Config& c, int sta
 
   const bool last = stage == c.pp - 1;
   // ZeRO-2/3's whole buffers (F9) that the categories count and a moment runs without: a
-  // forward has no gradient buffer; ln_f's backward comes before any block's window.
+  // forward has no gradient buffer; ln_f's backward comes before any block's window; the loss's
+  // backward before the stage's, whose window the other units' buffers open.
   const bool windows = c.zero_stage >= 2;
+  const int64_t per_element = 4 + (c.zero_stage == 3 ? e : 0);  // gradients; ZeRO-3: values
   const int64_t forward_without = windows ? 4 * (unit_padded + others_padded) : 0;
-  const int64_t lnf_without =
-      windows ? 4 * unit_padded + (c.zero_stage == 3 ? e * unit_padded : 0) : 0;
+  const int64_t lnf_without = windows ? per_element * unit_padded : 0;
+  const int64_t loss_without = windows ? per_element * (unit_padded + others_padded) : 0;
   if (half) {
-    r.other = half_other(m, c, stage, per_block, block_input, forward_without, lnf_without);
+    r.other =
+        half_other(m, c, stage, per_block, block_input, forward_without, lnf_without, loss_without);
   } else {  // float32
     // Held through the backward: on the last stage the head's dx and the last block's incoming
     // gradient, logits, dlogits and the loss; elsewhere the gradient the next stage sent (float32,

@@ -85,9 +85,9 @@ TEST(ReferenceAnchor, Bf16StepEqualsTheCoresAllocator) {
 
 }  // namespace
 
-// Beyond one GPU: at the proof's twins (dp x tp x pp, TP up to 4, any ZeRO stage, float32;
-// fixed, seeded), each stage's total of the reference model equals the share the tests derive
-// from the core's GPTStage alone (TP rank 0's; a stage's TP ranks hold alike), which the
+// Beyond one GPU: at the proof's twins (dp x tp x pp, TP up to 4, any ZeRO stage, both
+// precisions; fixed, seeded), each stage's total of the reference model equals the share the tests
+// derive from the core's GPTStage alone (TP rank 0's; a stage's TP ranks hold alike), which the
 // solution's ranks peak at exactly (lab11_proof_test): the facts of stages (F10's copy of a tied
 // table, F11's micro-batches in flight, F12 and F13's shards, F15's moments, F16's other on a
 // stage that is not the last, F8's ZeRO state, F9's ZeRO-2 and -3 buffers) measured, not assumed.
@@ -96,13 +96,22 @@ TEST(ReferenceAnchor, Bf16StepEqualsTheCoresAllocator) {
 //
 // Beyond the twins' TP sizes, SP at tp 8 (one stage, both kinds of head; and two stages): there
 // the head's backward (its gathered input and its dx whole) outgrows the blocks' moments, which
-// no graded twin reaches.
+// no graded twin reaches. And a vocabulary many times the width under bf16, ZeRO-2 and -3, one
+// and two stages, both kinds of head: there the loss's backward wins, before the stage's
+// backward has made any of F9's buffers.
 TEST(ReferenceProof, EveryStageEqualsTheTwinsShare) {
   std::vector<lab11_proof_cases::ProofCase> cases =
       lab11_proof_cases::proof_cases("ReferenceProof.EveryStageEqualsTheTwinsShare");
   for (int i = 0; i < 3; ++i) {
     cases.push_back(lab11_proof_cases::make_case({2, 32, 8, 40, 8, i != 1}, 1, i < 2 ? 1 : 2, 2, 3,
                                                  false, 5, 0, i < 2 ? 8 : 4, true));
+  }
+  for (int zero : {2, 3}) {
+    for (int pp : {1, 2}) {
+      cases.push_back(
+          lab11_proof_cases::make_case({2, 8, 2, 200, 16, pp == 1}, 2, pp, 2, 2, false, 9, zero));
+      cases.back().config.precision = lab11::Precision::Bf16Mixed;
+    }
   }
   for (const lab11_proof_cases::ProofCase& c : cases) {
     for (int s = 0; s < c.config.pp; ++s) {

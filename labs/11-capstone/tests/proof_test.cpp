@@ -308,10 +308,11 @@ TEST(ProofStep, EachRankPeaksAtExactlyItsStagesShare) {
           << " + " << p.one_micro_batch << " (one micro-batch's peak on this stage) + "
           << in_flight - 1 << " x " << p.held
           << " (each other micro-batch 1F1B holds here: min(pp - s, m) = " << in_flight
-          << " in all). More: a micro-batch too many in flight, or a tensor kept past its use "
+          << " in all). More: a micro-batch too many in flight, a tensor kept past its use "
              "(an input, an output already sent, a received gradient; under ZeRO-2 and -3 a "
-             "unit's whole buffer outside F9's window); less: something the header or F9 says "
-             "a rank holds was dropped early";
+             "unit's whole buffer outside F9's window), or one made before the call that first "
+             "needs it (a receive buffer allocated before a forward adds to the forward's "
+             "peak); less: something the header or F9 says a rank holds was dropped early";
     }
   }
 }
