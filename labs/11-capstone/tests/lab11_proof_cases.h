@@ -197,9 +197,9 @@ inline StageAlone stage_alone(const ProofCase& c, int s, int t) {
 // its targets, loss, logits and dlogits held through the backward; another stage with the
 // gradient it receives), and what one micro-batch's forward leaves held (its input included: the
 // ids on stage 0, the received activation elsewhere; the output sent on is not kept). Under
-// bf16-mixed (ZeRO-0: a bf16 compute copy of each parameter) also the peak of a micro-batch whose
-// backward accumulates into the gradients (its bf16 weight gradients are widened first); in
-// float32 the two are the same.
+// bf16-mixed at ZeRO-0 and -1 also the peak of a micro-batch whose backward accumulates into the
+// gradients (its bf16 weight gradients are widened first); in float32 the two are the same, and
+// under ZeRO-2 and -3 every backward overwrites fresh buffers (F9).
 struct StagePieces {
   int64_t built = 0, one_micro_batch = 0, held = 0, accumulating = 0;
 };
@@ -386,7 +386,8 @@ inline StagePieces measure_stage(const ProofCase& c, int s, int dp_rank, dist::C
     return alloc->stats().peak_allocated_bytes - p.built;
   };
   p.one_micro_batch = micro_batch(nn::GradMode::Overwrite);
-  p.accumulating = is_bf16(c) ? micro_batch(nn::GradMode::Accumulate) : p.one_micro_batch;
+  p.accumulating =
+      is_bf16(c) && zero <= 1 ? micro_batch(nn::GradMode::Accumulate) : p.one_micro_batch;
   return p;
 }
 

@@ -346,7 +346,8 @@ TEST(ProofStep, TheTraceHoldsThePlansTrafficAndNothingElse) {
              "ZeRO-2 and -3 once a micro-batch: S6, F9), and only where the ranks' gradients "
              "differ (a parameter every TP rank holds whole gets the same one on each); ZeRO's "
              "values gathered once a step (ZeRO-1, -2) or before every forward and backward "
-             "(ZeRO-3); the TP group's all-reduces (under SP all-gathers and reduce-scatters) are "
+             "(ZeRO-3), under bf16 as the units' bf16 values (F8); the TP group's all-reduces "
+             "(under SP all-gathers and reduce-scatters) are "
              "the core's layers' and loss's)";
     }
   }
